@@ -1,0 +1,123 @@
+"""The exception tree of zorkmcp.
+
+Every error the package raises on purpose derives from :class:`ZorkMCPError`::
+
+    ZorkMCPError
+    ├── MCPError                    anything about MCP (the seeds' root, 000 §MCPError)
+    │   ├── ConfigError             bad settings or mcp_config.json (names file and key/JSON path)
+    │   ├── MCPServerStartupError   a server did not start (command, exit status, stderr tail)
+    │   ├── MCPToolCallError        a tool call failed in a way the caller must see
+    │   └── ModelCompatibilityError the model cannot call tools (Requirement 12.5)
+    ├── LLMError                    the chat-completions endpoint misbehaved
+    │   ├── LLMHTTPError            non-2xx status
+    │   ├── LLMResponseError        2xx, but not a usable completion (HTML, non-JSON, no choices)
+    │   ├── LLMProviderError        a provider error object inside a 200
+    │   └── LLMTransportError       connect errors and timeouts, after retries ran out
+    └── GameError                   the game file or the interpreter
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "GameError",
+    "LLMError",
+    "LLMHTTPError",
+    "LLMProviderError",
+    "LLMResponseError",
+    "LLMTransportError",
+    "MCPError",
+    "MCPServerStartupError",
+    "MCPToolCallError",
+    "ModelCompatibilityError",
+    "ZorkMCPError",
+]
+
+
+class ZorkMCPError(Exception):
+    """Root of every error zorkmcp raises on purpose."""
+
+
+class MCPError(ZorkMCPError):
+    """Base exception for MCP-related errors (the seeds' ``MCPError``)."""
+
+
+class ConfigError(MCPError):
+    """Settings or ``mcp_config.json`` are unusable; the message names the file and the key."""
+
+
+class MCPServerStartupError(MCPError):
+    """An MCP server failed to start (spawn, initialize or list_tools).
+
+    Attributes:
+        server: the server's name in ``mcp_config.json``.
+        command: the command line that was run.
+        exit_status: the process's exit status if it exited, else ``None``.
+        stderr_tail: the last lines the server wrote to stderr.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        server: str = "",
+        command: str = "",
+        exit_status: int | None = None,
+        stderr_tail: tuple[str, ...] = (),
+    ) -> None:
+        super().__init__(message)
+        self.server = server
+        self.command = command
+        self.exit_status = exit_status
+        self.stderr_tail = stderr_tail
+
+
+class MCPToolCallError(MCPError):
+    """Raised when a tool call fails in a way that cannot become an error result."""
+
+
+class ModelCompatibilityError(MCPError):
+    """The configured model does not support tool calling (Requirement 12.5)."""
+
+
+class LLMError(ZorkMCPError):
+    """The chat-completions endpoint did not give a usable answer.
+
+    Attributes:
+        status: the HTTP status, or ``None`` when no response arrived.
+        provider_message: the provider's own error text, if it sent one.
+        body_excerpt: the first few hundred characters of the body.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        provider_message: str | None = None,
+        body_excerpt: str = "",
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.provider_message = provider_message
+        self.body_excerpt = body_excerpt
+
+
+class LLMHTTPError(LLMError):
+    """The endpoint answered with a non-2xx status."""
+
+
+class LLMResponseError(LLMError):
+    """A 2xx answer that is not a usable completion (HTML, not JSON, no ``choices``)."""
+
+
+class LLMProviderError(LLMError):
+    """A provider error object inside a 200 answer (OpenRouter does this)."""
+
+
+class LLMTransportError(LLMError):
+    """Connect errors and timeouts that outlived the retries."""
+
+
+class GameError(ZorkMCPError):
+    """The game file is missing or unreadable, or the interpreter failed."""

@@ -1,0 +1,1 @@
+"""MCP servers that zorkmcp ships."""
