@@ -1,0 +1,703 @@
+"""Settings from pyproject.toml and mcp_config.json: loading, defaults and every error message."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from zorkmcp.config import McpConfig, McpSettings, ServerConfig, Settings
+from zorkmcp.errors import ConfigError, MCPError
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def write_pyproject(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "pyproject.toml"
+    path.write_text(text)
+    return path
+
+
+def write_config(tmp_path: Path, data: object, name: str = "mcp_config.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(data, indent=2))
+    return path
+
+
+def load(data: object, **kwargs: Any) -> McpConfig:
+    return McpConfig.from_dict(data, source=Path("/cfg/mcp_config.json"), **kwargs)
+
+
+# --- pyproject.toml ----------------------------------------------------------------------------
+
+
+def test_missing_pyproject_gives_the_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert Settings.from_pyproject() == Settings()
+    assert Settings.from_pyproject().source is None
+    assert Settings.from_pyproject(tmp_path / "nope" / "pyproject.toml") == Settings()
+
+
+def test_missing_sections_give_the_defaults(tmp_path: Path) -> None:
+    path = write_pyproject(tmp_path, '[project]\nname = "x"\n')
+    settings = Settings.from_pyproject(path)
+    assert settings.source == path
+    assert settings.mcp == McpSettings()
+    # Requirement 13 / property 45
+    assert (settings.mcp.enabled, settings.mcp.config_file, settings.mcp.max_tool_iterations) == (
+        False,
+        "mcp_config.json",
+        20,
+    )
+    assert settings.mcp.tool_call_timeout_seconds == 30
+    assert settings.mcp.server_startup_timeout_seconds == 10
+    assert settings.mcp.force_tool_support is False
+
+
+def test_cwd_pyproject_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_pyproject(tmp_path, "[tool.zorkgpt.mcp]\nenabled = true\n")
+    monkeypatch.chdir(tmp_path)
+    settings = Settings.from_pyproject()
+    assert settings.mcp.enabled is True
+    assert settings.source == tmp_path / "pyproject.toml"
+
+
+def test_all_sections_load(tmp_path: Path) -> None:
+    path = write_pyproject(
+        tmp_path,
+        """
+[tool.zorkgpt.mcp]
+enabled = true
+config_file = "conf/servers.json"
+max_tool_iterations = 5
+tool_call_timeout_seconds = 2.5
+server_startup_timeout_seconds = 3
+force_tool_support = true
+max_result_bytes = 1000
+turn_timeout_seconds = 60
+
+[tool.zorkgpt.llm]
+client_base_url = "http://127.0.0.1:8000/v1"
+agent_model = "gpt-4o"
+critic_model = "ignored"      # ZorkGPT keys we don't use are ignored
+info_ext_model = "ignored"
+
+[tool.zorkgpt.retry]
+max_retries = 2
+max_delay = 10                # an int where a float is expected is fine
+retry_on_timeout = false
+
+[tool.zorkgpt.agent_sampling]
+temperature = 0.5
+top_k = 40
+
+[tool.zorkgpt.files]
+game_file_path = "zork1.z3"
+
+[tool.zorkgpt.orchestrator]
+max_turns_per_episode = 12
+turn_delay_seconds = 0
+""",
+    )
+    s = Settings.from_pyproject(path)
+    assert s.mcp == McpSettings(
+        enabled=True,
+        config_file="conf/servers.json",
+        max_tool_iterations=5,
+        tool_call_timeout_seconds=2.5,
+        server_startup_timeout_seconds=3,
+        force_tool_support=True,
+        max_result_bytes=1000,
+        turn_timeout_seconds=60,
+    )
+    assert s.llm.client_base_url == "http://127.0.0.1:8000/v1"
+    assert s.llm.agent_model == "gpt-4o"
+    assert (s.retry.max_retries, s.retry.max_delay, s.retry.retry_on_timeout) == (2, 10, False)
+    assert s.retry.initial_delay == 1.0
+    assert (s.agent_sampling.temperature, s.agent_sampling.top_k, s.agent_sampling.top_p) == (0.5, 40, None)
+    assert s.files.game_file_path == "zork1.z3"
+    assert s.orchestrator.max_turns_per_episode == 12
+    assert s.mcp_config_path() == tmp_path / "conf" / "servers.json"
+
+
+def test_the_repository_pyproject_and_config_load() -> None:
+    settings = Settings.from_pyproject(REPO / "pyproject.toml")
+    assert settings.mcp_config_path() == REPO / "mcp_config.json"
+    config = McpConfig.from_file(settings.mcp_config_path())
+    assert [s.name for s in config.servers] == ["thinking"]
+    # "python3" means the interpreter running zorkmcp
+    assert config.servers[0].command == sys.executable
+    assert config.servers[0].args == ("-m", "zorkmcp.servers.thinking")
+
+
+def test_mcp_config_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert Settings().mcp_config_path() == tmp_path / "mcp_config.json"
+    absolute = tmp_path / "elsewhere" / "c.json"
+    path = write_pyproject(tmp_path, f'[tool.zorkgpt.mcp]\nconfig_file = "{absolute}"\n')
+    assert Settings.from_pyproject(path).mcp_config_path() == absolute
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        (
+            "tool_call_timeout_seconds = -1",
+            "tool_call_timeout_seconds must be > 0, got -1 ({path} [tool.zorkgpt.mcp])",
+        ),
+        ("max_tool_iterations = 0", "max_tool_iterations must be > 0, got 0 ({path} [tool.zorkgpt.mcp])"),
+        (
+            "server_startup_timeout_seconds = nan",
+            "server_startup_timeout_seconds must be > 0, got nan ({path} [tool.zorkgpt.mcp])",
+        ),
+        ("turn_timeout_seconds = -0.5", "turn_timeout_seconds must be > 0, got -0.5"),
+        ("max_result_bytes = -4", "max_result_bytes must be > 0, got -4"),
+        ("enabled = 1", "enabled must be true or false, got 1 (integer) ({path} [tool.zorkgpt.mcp])"),
+        ('enabled = "true"', "enabled must be true or false, got 'true' (string)"),
+        ("max_tool_iterations = 2.5", "max_tool_iterations must be an integer, got 2.5 (number)"),
+        ("max_tool_iterations = true", "max_tool_iterations must be an integer, got True (boolean)"),
+        ('tool_call_timeout_seconds = "30"', "tool_call_timeout_seconds must be a number, got '30' (string)"),
+        ("config_file = 3", "config_file must be a string, got 3 (integer)"),
+        ('config_file = ""', "config_file must not be empty ({path} [tool.zorkgpt.mcp])"),
+        ("force_tool_support = []", "force_tool_support must be true or false, got [] (array)"),
+        (
+            "tool_timeout = 5",
+            "unknown key 'tool_timeout' (allowed: enabled, config_file, max_tool_iterations, "
+            "tool_call_timeout_seconds, server_startup_timeout_seconds, force_tool_support, "
+            "max_result_bytes, turn_timeout_seconds) ({path} [tool.zorkgpt.mcp])",
+        ),
+    ],
+)
+def test_mcp_table_errors(tmp_path: Path, table: str, message: str) -> None:
+    path = write_pyproject(tmp_path, f"[tool.zorkgpt.mcp]\n{table}\n")
+    with pytest.raises(ConfigError, match=re.escape(message.format(path=path))):
+        Settings.from_pyproject(path)
+
+
+def test_several_mcp_problems_are_listed(tmp_path: Path) -> None:
+    path = write_pyproject(tmp_path, "[tool.zorkgpt.mcp]\nenabled = 1\nfoo = 2\nmax_tool_iterations = 2.5\n")
+    with pytest.raises(ConfigError) as excinfo:
+        Settings.from_pyproject(path)
+    lines = str(excinfo.value).splitlines()
+    assert lines[0] == f"3 problems in {path} [tool.zorkgpt.mcp]:"
+    assert lines[1] == "  enabled must be true or false, got 1 (integer)"
+    assert lines[2] == "  max_tool_iterations must be an integer, got 2.5 (number)"
+    assert lines[3].startswith("  unknown key 'foo' (allowed: enabled, ")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "[tool.zorkgpt.llm]\nagent_model = 3\n",
+            "agent_model must be a string, got 3 (integer) ({path} [tool.zorkgpt.llm])",
+        ),
+        (
+            "[tool.zorkgpt.retry]\nmax_retries = 1.5\n",
+            "max_retries must be an integer, got 1.5 (number) ({path} [tool.zorkgpt.retry])",
+        ),
+        (
+            "[tool.zorkgpt.retry]\nretry_on_timeout = 0\n",
+            "retry_on_timeout must be true or false, got 0 (integer)",
+        ),
+        (
+            '[tool.zorkgpt.agent_sampling]\ntemperature = "hot"\n',
+            "temperature must be a number, got 'hot' (string) ({path} [tool.zorkgpt.agent_sampling])",
+        ),
+        (
+            "[tool.zorkgpt.files]\ngame_file_path = false\n",
+            "game_file_path must be a string, got False (boolean) ({path} [tool.zorkgpt.files])",
+        ),
+        (
+            "[tool.zorkgpt.orchestrator]\nmax_turns_per_episode = 1e3\n",
+            "max_turns_per_episode must be an integer, got 1000.0 (number) "
+            "({path} [tool.zorkgpt.orchestrator])",
+        ),
+    ],
+)
+def test_shared_table_type_errors(tmp_path: Path, text: str, message: str) -> None:
+    path = write_pyproject(tmp_path, text)
+    with pytest.raises(ConfigError, match=re.escape(message.format(path=path))):
+        Settings.from_pyproject(path)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[tool.zorkgpt.mcp\n", r"^invalid TOML in {path}: .*\(at line 1, column 18\)$"),
+        ("[tool]\nzorkgpt = 1\n", r"^\[tool\.zorkgpt\] must be a table, got 1 \(integer\) \({path}\)$"),
+        (
+            '[tool.zorkgpt]\nmcp = "on"\n',
+            r"^\[tool\.zorkgpt\.mcp\] must be a table, got 'on' \(string\) \({path}\)$",
+        ),
+    ],
+)
+def test_toml_structure_errors(tmp_path: Path, text: str, message: str) -> None:
+    path = write_pyproject(tmp_path, text)
+    with pytest.raises(ConfigError, match=message.format(path=re.escape(str(path)))):
+        Settings.from_pyproject(path)
+
+
+def test_pyproject_not_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "pyproject.toml"
+    path.write_bytes(b"[tool]\nx = '\xff'\n")
+    with pytest.raises(ConfigError, match=r"pyproject\.toml is not valid UTF-8 \(byte 12\)"):
+        Settings.from_pyproject(path)
+
+
+def test_config_error_is_an_mcp_error() -> None:
+    # seeds 000 §Error Handling: configuration problems raise MCPError
+    assert issubclass(ConfigError, MCPError)
+
+
+# --- mcp_config.json: the happy paths --------------------------------------------------------------
+
+
+def test_claude_desktop_format(tmp_path: Path) -> None:
+    path = write_config(
+        tmp_path,
+        {
+            "mcpServers": {
+                "thoughtbox": {
+                    "command": "python3",
+                    "args": ["-m", "x"],
+                    "env": {"DISABLE_THOUGHT_LOGGING": "true"},
+                },
+                "other": {"command": "python", "args": []},
+            }
+        },
+    )
+    config = McpConfig.from_file(path)
+    assert config.source == path
+    assert config.servers == (
+        ServerConfig(
+            name="thoughtbox",
+            command=sys.executable,
+            args=("-m", "x"),
+            env={"DISABLE_THOUGHT_LOGGING": "true"},
+        ),
+        ServerConfig(name="other", command=sys.executable),
+    )
+    assert config.enabled_servers == config.servers
+
+
+def test_servers_alias_and_pasted_keys(tmp_path: Path) -> None:
+    (tmp_path / "work").mkdir()
+    path = write_config(
+        tmp_path,
+        {
+            "servers": {
+                "b": {
+                    "type": "stdio",
+                    "command": "python3",
+                    "cwd": "work",
+                    "autoApprove": ["x"],
+                    "alwaysAllow": [],
+                },
+                "a": {"command": "definitely-not-installed-zork", "disabled": True},
+                "c": {
+                    "command": "python3",
+                    "lifecycle": "per_episode",
+                    "timeout": 5,
+                    "tools": ["think", "other"],
+                },
+                "d": {"type": "inprocess", "module": "zorkmcp.servers.thinking:create_server"},
+            }
+        },
+    )
+    config = McpConfig.from_file(path)
+    assert [s.name for s in config.servers] == ["b", "a", "c", "d"]  # file order
+    b, a, c, d = config.servers
+    assert b.cwd == str(tmp_path / "work")  # relative to the config file's folder
+    assert a.disabled is True
+    assert a.command == "definitely-not-installed-zork"  # disabled servers are not checked
+    assert (c.lifecycle, c.timeout, c.tools) == ("per_episode", 5, ("think", "other"))
+    assert (d.type, d.module, d.command) == ("inprocess", "zorkmcp.servers.thinking:create_server", None)
+    assert [s.name for s in config.enabled_servers] == ["b", "c", "d"]
+
+
+def test_python_means_the_running_interpreter() -> None:
+    config = load({"mcpServers": {"p": {"command": "python"}, "p3": {"command": "python3"}}})
+    assert [s.command for s in config.servers] == [sys.executable, sys.executable]
+
+
+def test_variable_expansion() -> None:
+    environ = {"HOME_DIR": "/home/z", "EMPTY": "", "TOKEN": "s3cret"}
+    config = load(
+        {
+            "mcpServers": {
+                "x": {
+                    "command": "${PY:-python3}",
+                    "args": [
+                        "--root=${HOME_DIR}/zork",
+                        "${EMPTY:-fallback}",
+                        "${EMPTY}",
+                        "$HOME_DIR",
+                        "${UNSET:-}",
+                    ],
+                    "env": {"API_TOKEN": "${TOKEN}", "PLAIN": "no vars", "MIXED": "${HOME_DIR}:${TOKEN}"},
+                }
+            }
+        },
+        environ=environ,
+    )
+    (server,) = config.servers
+    assert server.command == sys.executable  # ${PY:-python3} → python3 → the interpreter
+    assert server.args == ("--root=/home/z/zork", "fallback", "", "$HOME_DIR", "")
+    assert server.env == {"API_TOKEN": "s3cret", "PLAIN": "no vars", "MIXED": "/home/z:s3cret"}
+
+
+def test_expansion_uses_os_environ_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ZORKMCP_TEST_ARG", "from-env")
+    config = load({"mcpServers": {"x": {"command": "python3", "args": ["${ZORKMCP_TEST_ARG}"]}}})
+    assert config.servers[0].args == ("from-env",)
+
+
+def test_disabled_servers_keep_unset_variables() -> None:
+    config = load(
+        {
+            "mcpServers": {
+                "on": {"command": "python3"},
+                "off": {"command": "npx", "args": ["${NOT_SET_ANYWHERE}"], "disabled": True},
+            }
+        },
+        environ={},
+    )
+    assert config.servers[1].args == ("${NOT_SET_ANYWHERE}",)
+
+
+@pytest.mark.parametrize("name", ["mcp_config.sequential-thinking.json", "mcp_config.thoughtbox.json",
+                                  "mcp_config.inprocess.json"])  # fmt: skip
+def test_example_files_load(name: str) -> None:
+    path = REPO / "examples" / name
+    config = McpConfig.from_file(path, check_commands=shutil.which("npx") is not None)
+    assert len(config.servers) == 1
+    (server,) = config.servers
+    if server.type == "stdio":
+        assert server.command == "npx"
+        assert server.args[0] == "-y"
+        assert server.env == {"DISABLE_THOUGHT_LOGGING": "true"}
+    else:
+        assert server.module == "zorkmcp.servers.thinking:create_server"
+
+
+def test_every_example_file_is_tested() -> None:
+    assert sorted(p.name for p in (REPO / "examples").glob("mcp_config*.json")) == sorted(
+        ["mcp_config.sequential-thinking.json", "mcp_config.thoughtbox.json", "mcp_config.inprocess.json"]
+    )
+
+
+# --- mcp_config.json: every error message ---------------------------------------------------------
+
+
+def test_missing_file_gives_the_two_options(tmp_path: Path) -> None:
+    path = tmp_path / "mcp_config.json"
+    expected = (
+        f"MCP is enabled but config file not found: {path}\n"
+        f"Please either:\n"
+        f"  1. Create mcp_config.json in {tmp_path} (examples/ has templates), or\n"
+        f"  2. Set mcp.enabled = false in pyproject.toml"
+    )
+    with pytest.raises(ConfigError, match=f"^{re.escape(expected)}$"):
+        McpConfig.from_file(path)
+
+
+def test_unreadable_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=rf"^cannot read MCP config {re.escape(str(tmp_path))}: "):
+        McpConfig.from_file(tmp_path)  # a directory
+
+
+def test_invalid_json_has_line_and_column(tmp_path: Path) -> None:
+    path = tmp_path / "mcp_config.json"
+    path.write_text('{\n  "mcpServers": {\n    "a": {"command": "x",}\n  }\n}\n')
+    expected = (
+        f"invalid JSON in {path} at line 3, column 26: Expecting property name enclosed in double quotes"
+    )
+    with pytest.raises(ConfigError, match=f"^{re.escape(expected)}$"):
+        McpConfig.from_file(path)
+
+
+def test_not_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "mcp_config.json"
+    path.write_bytes(b'{"mcpServers": {"\xff": {}}}')
+    with pytest.raises(ConfigError, match=r"mcp_config\.json is not valid UTF-8 \(byte 17\)$"):
+        McpConfig.from_file(path)
+
+
+def test_utf8_bom_is_accepted(tmp_path: Path) -> None:
+    path = tmp_path / "mcp_config.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps({"mcpServers": {"a": {"command": "python3"}}}).encode())
+    assert McpConfig.from_file(path).servers[0].name == "a"
+
+
+def test_duplicate_server_names(tmp_path: Path) -> None:
+    path = tmp_path / "mcp_config.json"
+    path.write_text('{"mcpServers": {"a": {"command": "python3"}, "a": {"command": "npx"}}}')
+    with pytest.raises(ConfigError, match=rf'^invalid MCP config {re.escape(str(path))}: duplicate key "a"'):
+        McpConfig.from_file(path)
+
+
+def test_error_messages_name_the_file(tmp_path: Path) -> None:
+    path = write_config(tmp_path, {"mcpServers": {"thoughtbox": {"command": "npx", "args": "-y"}}})
+    expected = f"$.mcpServers.thoughtbox.args must be an array, got '-y' (string) ({path})"
+    with pytest.raises(ConfigError, match=f"^{re.escape(expected)}$"):
+        McpConfig.from_file(path)
+
+
+WHERE = " (/cfg/mcp_config.json)"
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ([], "the top level must be an object, got [] (array)"),
+        (
+            {"mcpServers": {"a": {"command": "python3"}}, "inputs": []},
+            "the top level has unknown key 'inputs' (allowed: mcpServers, servers)",
+        ),
+        (
+            {},
+            'no MCP servers configured: add an "mcpServers" object mapping a server name to '
+            '{"command": ..., "args": [...]}',
+        ),
+        ({"mcpServers": {}}, 'no MCP servers configured: "mcpServers" is empty'),
+        ({"servers": {}}, 'no MCP servers configured: "servers" is empty'),
+        (
+            {"mcpServers": {"a": {"command": "python3"}}, "servers": {}},
+            'use either "mcpServers" or "servers", not both',
+        ),
+        (
+            {
+                "mcpServers": {
+                    "a": {"command": "python3", "disabled": True},
+                    "b": {"command": "x", "disabled": True},
+                }
+            },
+            'every MCP server is disabled (a, b): set "disabled": false on one, or set mcp.enabled = false '
+            "in pyproject.toml",
+        ),
+        ({"mcpServers": []}, "$.mcpServers must be an object, got [] (array)"),
+        ({"mcpServers": {"a": "npx"}}, "$.mcpServers.a must be an object, got 'npx' (string)"),
+        (
+            {"mcpServers": {"thoughtbox": {"command": "npx", "args": "-y @kastalien-research/thoughtbox"}}},
+            "$.mcpServers.thoughtbox.args must be an array, got '-y @kastalien-research/thoughtbox' (string)",
+        ),
+        (
+            {"mcpServers": {"thinking": {"command": "python3", "args": ["-m", 1]}}},
+            "$.mcpServers.thinking.args[1] must be a string, got 1 (integer)",
+        ),
+        (
+            {"mcpServers": {"a b.c": {"command": 7}}},
+            '$.mcpServers["a b.c"].command must be a string, got 7 (integer)',
+        ),
+        (
+            {"mcpServers": {"a": {"command": "python3", "env": {"PORT": 8080}}}},
+            "$.mcpServers.a.env.PORT must be a string, got 8080 (integer)",
+        ),
+        (
+            {"mcpServers": {"a": {"command": "python3", "env": ["A=1"]}}},
+            "$.mcpServers.a.env must be an object, got ['A=1'] (array)",
+        ),
+        (
+            {"mcpServers": {"a": {"command": "python3", "disabled": "yes"}}},
+            "$.mcpServers.a.disabled must be true or false, got 'yes' (string)",
+        ),
+        (
+            {"mcpServers": {"a": {"command": "python3", "timeout": 0}}},
+            "$.mcpServers.a.timeout must be > 0, got 0",
+        ),
+        (
+            {"mcpServers": {"a": {"command": "python3", "timeout": "5"}}},
+            "$.mcpServers.a.timeout must be a number, got '5' (string)",
+        ),
+        (
+            {"mcpServers": {"a": {"command": "python3", "timeout": True}}},
+            "$.mcpServers.a.timeout must be a number, got True (boolean)",
+        ),
+        (
+            {"mcpServers": {"a": {"command": "python3", "lifecycle": "per_game"}}},
+            '$.mcpServers.a.lifecycle must be one of "per_turn", "per_episode", got \'per_game\' (string)',
+        ),
+        (
+            {"mcpServers": {"a": {"type": "http", "url": "http://x"}}},
+            '$.mcpServers.a is a remote (HTTP/SSE) server; zorkmcp starts "stdio" and "inprocess" '
+            "servers only "
+            "(run it over stdio, or remove it)",
+        ),
+        ({"servers": {"b": {"type": "sse"}}}, "$.servers.b is a remote (HTTP/SSE) server"),
+        (
+            {"mcpServers": {"a": {"type": "websocket"}}},
+            '$.mcpServers.a.type must be one of "stdio", "inprocess", got \'websocket\' (string)',
+        ),
+        (
+            {"mcpServers": {"a": {"command": "python3", "envFile": ".env"}}},
+            "$.mcpServers.a has unknown key 'envFile' (allowed: type, command, args, env, cwd, module, "
+            "disabled, "
+            "lifecycle, timeout, tools, autoApprove, alwaysAllow)",
+        ),
+        (
+            {"mcpServers": {"a": {"args": ["x"]}}},
+            '$.mcpServers.a.command is required (the program that starts the server, e.g. "npx")',
+        ),
+        ({"mcpServers": {"a": {"command": "  "}}}, "$.mcpServers.a.command must not be empty"),
+        (
+            {"mcpServers": {"": {"command": "python3"}}},
+            '$.mcpServers[""] is not a usable server name (it is empty)',
+        ),
+        (
+            {"mcpServers": {"a": {"command": "python3", "module": "m:f"}}},
+            '$.mcpServers.a.module is only used with "type": "inprocess"',
+        ),
+        (
+            {"mcpServers": {"a": {"type": "inprocess"}}},
+            '$.mcpServers.a.module is required for "type": "inprocess" ("package.module:factory")',
+        ),
+        (
+            {"mcpServers": {"a": {"type": "inprocess", "module": "pkg.mod.factory"}}},
+            "$.mcpServers.a.module must look like \"package.module:factory\", got 'pkg.mod.factory'",
+        ),
+        (
+            {"mcpServers": {"a": {"type": "inprocess", "module": "pkg/mod:f"}}},
+            "$.mcpServers.a.module must look like \"package.module:factory\", got 'pkg/mod:f'",
+        ),
+        (
+            {"mcpServers": {"a": {"type": "inprocess", "module": "m:f", "args": []}}},
+            '$.mcpServers.a.args is not used by "type": "inprocess" servers (remove it)',
+        ),
+        (
+            {"mcpServers": {"a": {"command": "python3", "tools": []}}},
+            "$.mcpServers.a.tools must name at least one tool (remove it to offer every tool)",
+        ),
+        (
+            {"mcpServers": {"a": {"command": "python3", "tools": "think"}}},
+            "$.mcpServers.a.tools must be an array, got 'think' (string)",
+        ),
+        (
+            {"mcpServers": {"thinking": {"command": "python3", "args": ["--x=${ZORK_UNSET_VAR}"]}}},
+            "$.mcpServers.thinking.args[0] uses ${ZORK_UNSET_VAR}, but the environment variable "
+            "ZORK_UNSET_VAR "
+            "is not set (set it, or write ${ZORK_UNSET_VAR:-default})",
+        ),
+        (
+            {"mcpServers": {"t": {"command": "python3", "env": {"KEY": "${ZORK_UNSET_VAR}"}}}},
+            "$.mcpServers.t.env.KEY uses ${ZORK_UNSET_VAR}, but the environment variable ZORK_UNSET_VAR "
+            "is not set",
+        ),
+        (
+            {"mcpServers": {"t": {"command": "${ZORK_UNSET_VAR}"}}},
+            "$.mcpServers.t.command uses ${ZORK_UNSET_VAR}",
+        ),
+    ],
+)
+def test_config_errors(data: object, message: str) -> None:
+    with pytest.raises(ConfigError, match=f"^{re.escape(message)}.*{re.escape(WHERE)}$"):
+        load(data, environ={})
+
+
+def test_several_problems_are_listed() -> None:
+    data = {"mcpServers": {"a": {"command": "python3", "args": [1, True], "timeout": "x"}}}
+    with pytest.raises(ConfigError) as excinfo:
+        load(data)
+    assert str(excinfo.value).splitlines() == [
+        "3 problems in /cfg/mcp_config.json:",
+        "  $.mcpServers.a.args[0] must be a string, got 1 (integer)",
+        "  $.mcpServers.a.args[1] must be a string, got True (boolean)",
+        "  $.mcpServers.a.timeout must be a number, got 'x' (string)",
+    ]
+
+
+# --- commands that are not installed --------------------------------------------------------------
+
+
+@pytest.fixture
+def empty_path(tmp_path: Path) -> str:
+    """A PATH on which nothing is installed (the server's own env PATH is searched)."""
+    (tmp_path / "bin").mkdir()
+    return str(tmp_path / "bin")
+
+
+@pytest.mark.parametrize(
+    ("command", "needs"),
+    [
+        ("npx", "; this server needs Node.js >= 20 (npx comes with it): install it from https://nodejs.org"),
+        ("node", "; this server needs Node.js >= 20: install it from https://nodejs.org"),
+        ("npm", "; this server needs Node.js >= 20 (npm comes with it)"),
+        ("uvx", "; this server needs uv (uvx comes with it): install it from https://docs.astral.sh/uv/"),
+        ("uv", "; this server needs uv: install it from https://docs.astral.sh/uv/"),
+        ("zork-server", ""),
+    ],
+)
+def test_command_not_on_path(empty_path: str, command: str, needs: str) -> None:
+    data = {"mcpServers": {"tb": {"command": command, "args": ["-y", "pkg"], "env": {"PATH": empty_path}}}}
+    expected = f"$.mcpServers.tb.command {command!r} was not found on PATH{needs}"
+    with pytest.raises(ConfigError, match=f"^{re.escape(expected)}"):
+        load(data)
+    with pytest.raises(
+        ConfigError, match=r"""\(or set "disabled": true on server 'tb'\) \(/cfg/mcp_config\.json\)$"""
+    ):
+        load(data)
+    assert load(data, check_commands=False).servers[0].command == command
+
+
+def test_command_found_on_the_servers_path(tmp_path: Path, empty_path: str) -> None:
+    tool = Path(empty_path) / "my-server"
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o755)
+    config = load({"mcpServers": {"s": {"command": "my-server", "env": {"PATH": empty_path}}}})
+    assert config.servers[0].command == "my-server"  # left for the OS to resolve
+
+
+def test_command_paths(tmp_path: Path) -> None:
+    script = tmp_path / "server.sh"
+    script.write_text("#!/bin/sh\n")
+    with pytest.raises(
+        ConfigError,
+        match=rf"^\$\.mcpServers\.s\.command '{re.escape(str(script))}' is not an executable file",
+    ):
+        load({"mcpServers": {"s": {"command": str(script)}}})
+    script.chmod(0o755)
+    assert load({"mcpServers": {"s": {"command": str(script)}}}).servers[0].command == str(script)
+    # relative to the server's cwd
+    assert load({"mcpServers": {"s": {"command": "./server.sh", "cwd": str(tmp_path)}}}).servers[
+        0
+    ].cwd == str(tmp_path)
+    with pytest.raises(
+        ConfigError, match=r"^\$\.mcpServers\.s\.command './nope\.sh' is not an executable file"
+    ):
+        load({"mcpServers": {"s": {"command": "./nope.sh", "cwd": str(tmp_path)}}})
+
+
+def test_cwd_must_exist(tmp_path: Path) -> None:
+    path = write_config(tmp_path, {"mcpServers": {"s": {"command": "python3", "cwd": "missing"}}})
+    with pytest.raises(
+        ConfigError,
+        match=rf"^\$\.mcpServers\.s\.cwd is not a directory: {re.escape(str(tmp_path / 'missing'))} ",
+    ):
+        McpConfig.from_file(path)
+    assert McpConfig.from_file(path, check_commands=False).servers[0].cwd == str(tmp_path / "missing")
+
+
+def test_node_is_found_when_installed() -> None:
+    if shutil.which("npx") is None:
+        pytest.skip("Node.js is not installed here")
+    config = load({"mcpServers": {"s": {"command": "npx", "env": {"PATH": os.environ["PATH"]}}}})
+    assert config.servers[0].command == "npx"
+
+
+# --- the models ---------------------------------------------------------------------------------
+
+
+def test_model_validators() -> None:
+    with pytest.raises(ValueError, match=r"^tool_call_timeout_seconds must be > 0, got 0$"):
+        McpSettings(tool_call_timeout_seconds=0)
+    with pytest.raises(ValueError, match=r"^timeout must be > 0, got -1$"):
+        ServerConfig(name="x", timeout=-1)
+    with pytest.raises(ValueError, match=r"^lifecycle must be one of 'per_turn', 'per_episode', got 'x'$"):
+        ServerConfig(name="x", lifecycle="x")  # type: ignore[arg-type]
+    assert McpSettings(turn_timeout_seconds=None).turn_timeout_seconds is None

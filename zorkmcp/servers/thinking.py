@@ -1,0 +1,99 @@
+"""The embedded reasoning server: one ``think`` tool (issue 2 §4).
+
+Two ways to run the same tool from the same core (:mod:`._thinking_core`):
+
+* ``python -m zorkmcp.servers.thinking``: an MCP stdio server on the standard library only
+  (:mod:`._stdio_jsonrpc`), so a per-turn spawn costs tens of milliseconds instead of the
+  second that importing the MCP SDK takes. The default ``mcp_config.json`` uses it, so
+  nothing needs Node.js.
+* :func:`create_server`: a fresh MCP SDK server object for ``"type": "inprocess"``
+  (``"module": "zorkmcp.servers.thinking:create_server"``), run over the SDK's memory
+  transport. The SDK is imported only inside that function.
+
+Each process, and each :func:`create_server` call, has its own thought history.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any, Final
+
+from .. import __version__
+from ._stdio_jsonrpc import JsonRpcServer, StdioTool
+from ._thinking_core import TOOL_DESCRIPTION, TOOL_INPUT_SCHEMA, TOOL_NAME, ThinkingSession
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from mcp.server.lowlevel import Server
+
+__all__ = ["SERVER_NAME", "create_server", "create_stdio_server", "main"]
+
+SERVER_NAME: Final = "zorkmcp-thinking"
+
+_INSTRUCTIONS: Final = "Use the think tool to reason step by step before choosing a game action."
+
+
+def create_server() -> Server[Any]:
+    """A fresh in-process MCP server offering the ``think`` tool (fresh state per call).
+
+    Returns:
+        An ``mcp.server.lowlevel.Server``; run it with the SDK's memory transport
+        (``mcp.client._memory.InMemoryTransport`` or ``mcp.client.Client(server)``).
+    """
+    import mcp_types as types
+    from mcp.server.lowlevel import Server
+    from mcp.shared.exceptions import MCPError
+
+    session = ThinkingSession()
+    tool = types.Tool(name=TOOL_NAME, description=TOOL_DESCRIPTION, input_schema=dict(TOOL_INPUT_SCHEMA))
+
+    async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[tool])
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if params.name != TOOL_NAME:
+            # The same answer as the stdio server: JSON-RPC invalid params.
+            message = f"Unknown tool: {params.name} (available: {TOOL_NAME})"
+            raise MCPError(code=types.INVALID_PARAMS, message=message)
+        text, is_error = session.call(params.arguments or {})
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=is_error)
+
+    return Server(
+        SERVER_NAME,
+        version=__version__,
+        instructions=_INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+def create_stdio_server() -> JsonRpcServer:
+    """The stdlib JSON-RPC server with a fresh ``think`` session (what ``main`` runs)."""
+    session = ThinkingSession()
+    tool = StdioTool(
+        name=TOOL_NAME, description=TOOL_DESCRIPTION, input_schema=TOOL_INPUT_SCHEMA, function=session.call
+    )
+    return JsonRpcServer([tool], name=SERVER_NAME, version=__version__, instructions=_INSTRUCTIONS)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Serve MCP on stdin/stdout until stdin closes.
+
+    Args:
+        argv: ignored (the server takes no options); present for console-script use.
+
+    Returns:
+        The exit status: 0 on EOF, 130 on Ctrl-C.
+    """
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # a stray print() must not corrupt the protocol stream
+    try:
+        create_stdio_server().serve(stdin, stdout)
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
