@@ -1,0 +1,416 @@
+"""The OpenAI-compatible chat-completions client over one ``httpx.AsyncClient``.
+
+``open_llm_client`` owns the HTTP client (``async with``), so connections are kept alive
+for as long as the caller's context lives. Requests are retried with exponential backoff
+on 429, 5xx and transport failures; the waits are ``trio.sleep`` calls, so they run on
+trio's clock (virtual in tests) and a cancelled caller stops waiting at once.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, Literal
+
+import httpx
+import trio
+from attrs import frozen
+
+from ..config import RetrySettings
+from ..errors import LLMError, LLMProviderError, LLMResponseError, LLMTransportError
+from ._messages import check_tools, with_cache_control
+from ._models import LLMResponse
+from ._parse import Scrubber, http_error, make_scrubber, parse_completion
+from ._retry import backoff_delay, default_rng, parse_retry_after
+from ._urls import chat_completions_url, is_local_base_url, is_openrouter
+
+if TYPE_CHECKING:
+    import random
+    import ssl
+    from collections.abc import AsyncIterator, Mapping, Sequence
+
+    from ..observability import EventSink
+
+__all__ = ["DEFAULT_RETRY", "OPENROUTER_HEADERS", "LLMClient", "open_llm_client"]
+
+DEFAULT_RETRY = RetrySettings()
+"""The ``[tool.zorkgpt.retry]`` defaults."""
+
+OPENROUTER_HEADERS: Mapping[str, str] = {"HTTP-Referer": "https://zorkgpt.com", "X-Title": "zorkmcp"}
+"""App attribution headers sent by default when the base URL is OpenRouter's."""
+
+_log = logging.getLogger("zorkmcp.llm")
+
+_RetryKind = Literal["rate_limit", "server_error", "transport"]
+
+
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    # Loading the CA bundle costs ~50 ms; build it once per process (honours SSL_CERT_FILE).
+    return httpx.create_ssl_context(trust_env=True)
+
+
+@frozen
+class _Failure:
+    """One failed attempt: the error to raise if no retry follows, and whether one may."""
+
+    error: LLMError
+    kind: _RetryKind | None
+    retry_after: float | None = None
+    cause: BaseException | None = None
+
+
+def _kind_for_status(status: int | None) -> _RetryKind | None:
+    if status == 429:
+        return "rate_limit"
+    if status is not None and 500 <= status <= 599:
+        return "server_error"
+    return None  # never retry other 4xx
+
+
+class LLMClient:
+    """Chat completions against one OpenAI-compatible endpoint (seeds 000 §2).
+
+    Normally made by :func:`open_llm_client`, which owns the ``httpx.AsyncClient``; the
+    client given here is borrowed, never closed.
+
+    Args:
+        http: the HTTP client to send requests with.
+        base_url: e.g. ``https://openrouter.ai/api/v1`` (requests go to ``{base_url}/chat/completions``).
+        model: the model name sent with every request.
+        api_key: sent as ``Authorization: Bearer`` when given; never shown anywhere.
+        retry: backoff and timeout settings (``[tool.zorkgpt.retry]``).
+        extra_headers: headers sent with every request.
+        rng: the jitter source (tests pin it); the module's own ``random.Random`` by default.
+        events: where retries are reported; stdlib logging (``zorkmcp.llm``) when ``None``.
+        cache_control: mark system and user messages for prompt caching (Requirement 4.7).
+    """
+
+    scripted = False
+
+    def __init__(
+        self,
+        *,
+        http: httpx.AsyncClient,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        retry: RetrySettings = DEFAULT_RETRY,
+        extra_headers: Mapping[str, str] | None = None,
+        rng: random.Random | None = None,
+        events: EventSink | None = None,
+        cache_control: bool = True,
+    ) -> None:
+        self._http = http
+        self._base_url = base_url
+        self._url = chat_completions_url(base_url)
+        self._model = model
+        self._api_key = api_key or None
+        self._retry = retry
+        self._headers = dict(extra_headers or {})
+        self._rng = rng if rng is not None else default_rng()
+        self._events = events
+        self._cache_control = cache_control
+        self._scrub: Scrubber = make_scrubber([self._api_key])
+
+    @property
+    def model(self) -> str:
+        """The model name sent with every request."""
+        return self._model
+
+    @property
+    def base_url(self) -> str:
+        """The configured base URL."""
+        return self._base_url
+
+    @property
+    def has_api_key(self) -> bool:
+        """Whether requests carry an ``Authorization`` header (the key itself is never exposed)."""
+        return self._api_key is not None
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """The extra headers sent with every request (``Authorization`` is not among them)."""
+        return dict(self._headers)
+
+    @property
+    def retry(self) -> RetrySettings:
+        """The retry settings in force."""
+        return self._retry
+
+    def __repr__(self) -> str:
+        key = "<set>" if self._api_key else None
+        return f"LLMClient(model={self._model!r}, base_url={self._base_url!r}, api_key={key})"
+
+    async def complete(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: str | Mapping[str, Any] | None = None,
+        response_format: Mapping[str, Any] | None = None,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        top_k: int | None = None,
+        min_p: float | None = None,
+        max_tokens: int | None = None,
+        stop: str | Sequence[str] | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+    ) -> LLMResponse:
+        """Send one chat completion request, retrying as ``[tool.zorkgpt.retry]`` allows.
+
+        Parameters left ``None`` are not sent. ``response_format`` is sent exactly as given.
+        System and user messages get ``cache_control`` (Requirement 4.7). Cancelling the
+        caller's scope aborts the request (and any backoff wait) at once.
+
+        Args:
+            messages: the conversation in OpenAI chat format.
+            tools: tool schemas in OpenAI format; checked before anything is sent. An
+                empty list is not sent.
+            tool_choice: ``"auto"``, ``"none"`` or a named function.
+            response_format: the JSON schema for the forced final call.
+            temperature: sampling temperature.
+            top_p: nucleus sampling.
+            top_k: top-k sampling.
+            min_p: min-p sampling.
+            max_tokens: completion token limit.
+            stop: stop sequence(s).
+            extra_headers: extra HTTP headers for this request.
+
+        Returns:
+            The parsed response.
+
+        Raises:
+            ValueError: a tool schema is not in OpenAI format.
+            LLMHTTPError: a non-2xx answer (after retries for 429 and 5xx).
+            LLMResponseError: HTML, non-JSON, no ``choices`` or a malformed message.
+            LLMProviderError: a provider error object inside a 200.
+            LLMTransportError: connect errors, dropped connections and timeouts, after retries.
+        """
+        payload = self._payload(
+            messages,
+            tools=tools,
+            tool_choice=tool_choice,
+            response_format=response_format,
+            temperature=temperature,
+            top_p=top_p,
+            top_k=top_k,
+            min_p=min_p,
+            max_tokens=max_tokens,
+            stop=stop,
+        )
+        headers = {"Accept": "application/json", **self._headers, **(extra_headers or {})}
+        if self._api_key is not None:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        _log.debug(
+            "POST %s model=%s messages=%d tools=%d", self._url, self._model, len(messages), len(tools or ())
+        )
+        retries = 0
+        while True:
+            outcome = await self._attempt(payload, headers)
+            if isinstance(outcome, LLMResponse):
+                return outcome
+            if not self._may_retry(outcome.kind) or retries >= self._retry.max_retries:
+                raise self._final_error(outcome.error, retries + 1) from outcome.cause
+            if outcome.retry_after is not None:
+                delay = min(outcome.retry_after, self._retry.max_delay)
+            else:
+                delay = backoff_delay(retries, self._retry, self._rng)
+            retries += 1
+            self._report_retry(outcome, retries, delay)
+            await trio.sleep(delay)
+
+    def _payload(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None,
+        tool_choice: str | Mapping[str, Any] | None,
+        response_format: Mapping[str, Any] | None,
+        temperature: float | None,
+        top_p: float | None,
+        top_k: int | None,
+        min_p: float | None,
+        max_tokens: int | None,
+        stop: str | Sequence[str] | None,
+    ) -> dict[str, Any]:
+        sent = with_cache_control(messages) if self._cache_control else [dict(m) for m in messages]
+        payload: dict[str, Any] = {"model": self._model, "messages": sent}
+        optional: dict[str, Any] = {
+            "temperature": temperature,
+            "top_p": top_p,
+            "top_k": top_k,
+            "min_p": min_p,
+            "max_tokens": max_tokens,
+            "stop": stop if stop is None or isinstance(stop, str) else list(stop),
+            "tool_choice": tool_choice,
+            "response_format": response_format,  # seeds 000 §3.2: only the forced final call sets it
+        }
+        if tools:
+            check_tools(tools)
+            payload["tools"] = list(tools)
+        payload.update({key: value for key, value in optional.items() if value is not None})
+        return payload
+
+    async def _attempt(self, payload: dict[str, Any], headers: dict[str, str]) -> LLMResponse | _Failure:
+        timeout = self._retry.timeout_seconds
+        response: httpx.Response | None = None
+        with trio.move_on_after(timeout):
+            try:
+                response = await self._http.post(self._url, json=payload, headers=headers)
+            except (
+                httpx.TimeoutException,
+                httpx.NetworkError,
+                httpx.RemoteProtocolError,
+                httpx.ProxyError,
+            ) as exc:
+                return _Failure(self._transport_error(exc), "transport", cause=exc)
+            except httpx.DecodingError as exc:
+                undecodable = LLMResponseError(
+                    self._scrub(f"POST {self._url}: the body could not be decoded: {exc}")
+                )
+                return _Failure(undecodable, None, cause=exc)
+            except httpx.HTTPError as exc:  # unsupported scheme, local protocol errors: retrying won't help
+                return _Failure(self._transport_error(exc), None, cause=exc)
+        if response is None:
+            timed_out = LLMTransportError(
+                f"POST {self._url}: no answer within {timeout:g}s (timeout_seconds in [tool.zorkgpt.retry])"
+            )
+            return _Failure(timed_out, "transport")
+        content_type = response.headers.get("content-type", "")
+        if not response.is_success:
+            kind = _kind_for_status(response.status_code)
+            retry_after = None
+            if kind is not None:
+                retry_after = parse_retry_after(
+                    response.headers.get("retry-after"), date=response.headers.get("date")
+                )
+            error = http_error(
+                status=response.status_code,
+                reason=response.reason_phrase or httpx.codes.get_reason_phrase(response.status_code),
+                body=response.content,
+                content_type=content_type,
+                url=self._url,
+                base_url=self._base_url,
+                scrub=self._scrub,
+            )
+            return _Failure(error, kind, retry_after)
+        try:
+            return parse_completion(
+                status=response.status_code,
+                body=response.content,
+                content_type=content_type,
+                url=self._url,
+                base_url=self._base_url,
+                model=self._model,
+                scrub=self._scrub,
+            )
+        except LLMProviderError as error:  # OpenRouter reports upstream 429/5xx inside a 200
+            return _Failure(error, _kind_for_status(error.status))
+        except LLMResponseError as error:
+            return _Failure(error, None)
+
+    def _transport_error(self, exc: httpx.HTTPError) -> LLMTransportError:
+        detail = str(exc) or type(exc).__name__
+        return LLMTransportError(self._scrub(f"POST {self._url} failed: {type(exc).__name__}: {detail}"))
+
+    def _may_retry(self, kind: _RetryKind | None) -> bool:
+        if kind == "rate_limit":
+            return self._retry.retry_on_rate_limit
+        if kind == "server_error":
+            return self._retry.retry_on_server_error
+        if kind == "transport":
+            return self._retry.retry_on_timeout
+        return False
+
+    def _final_error(self, error: LLMError, attempts: int) -> LLMError:
+        if attempts == 1:
+            return error
+        return type(error)(
+            f"{error} (gave up after {attempts} attempts)",
+            status=error.status,
+            provider_message=error.provider_message,
+            body_excerpt=error.body_excerpt,
+        )
+
+    def _report_retry(self, failure: _Failure, retry: int, delay: float) -> None:
+        line = (
+            f"LLM request failed ({failure.error}); retry {retry}/{self._retry.max_retries} in {delay:.2f}s"
+            + (" (Retry-After)" if failure.retry_after is not None else "")
+        )
+        if self._events is None:
+            _log.warning("%s", line)
+            return
+        self._events.emit(
+            "llm_retry",
+            retry=retry,
+            max_retries=self._retry.max_retries,
+            delay=delay,
+            kind=failure.kind,
+            status=failure.error.status,
+            error=str(failure.error),
+        )
+        self._events.log("WARNING", line)
+
+
+@asynccontextmanager
+async def open_llm_client(
+    *,
+    base_url: str,
+    model: str,
+    api_key: str | None = None,
+    retry: RetrySettings = DEFAULT_RETRY,
+    extra_headers: Mapping[str, str] | None = None,
+    rng: random.Random | None = None,
+    events: EventSink | None = None,
+    cache_control: bool = True,
+) -> AsyncIterator[LLMClient]:
+    """Open an :class:`LLMClient` on one ``httpx.AsyncClient`` that lives as long as the context.
+
+    OpenRouter's attribution headers (:data:`OPENROUTER_HEADERS`) are added when the base URL
+    is OpenRouter's; ``extra_headers`` override them. A local base URL (localhost, 127.0.0.1,
+    ::1) ignores proxy settings from the environment. Each attempt gets
+    ``retry.timeout_seconds`` in total.
+
+    Args:
+        base_url: e.g. ``https://openrouter.ai/api/v1`` or ``http://localhost:11434/v1``.
+        model: the model name sent with every request.
+        api_key: sent as ``Authorization: Bearer`` when given.
+        retry: ``[tool.zorkgpt.retry]``.
+        extra_headers: headers sent with every request.
+        rng: the jitter source (tests pin it).
+        events: where retries are reported (stdlib logging when ``None``).
+        cache_control: mark system and user messages for prompt caching.
+
+    Yields:
+        The client; the HTTP connections close when the context exits.
+
+    Raises:
+        ValueError: the base URL is not an http(s) URL.
+    """
+    try:
+        scheme = httpx.URL(base_url).scheme
+    except httpx.InvalidURL as exc:
+        raise ValueError(f"base URL {base_url!r} is not a valid URL: {exc}") from exc
+    if scheme not in ("http", "https"):
+        raise ValueError(f"base URL must start with http:// or https://, got {base_url!r}")
+    headers = dict(OPENROUTER_HEADERS) if is_openrouter(base_url) else {}
+    headers.update(extra_headers or {})
+    local = is_local_base_url(base_url)
+    async with httpx.AsyncClient(
+        timeout=httpx.Timeout(None),  # the attempt's deadline is a trio cancel scope instead
+        verify=_ssl_context(),
+        trust_env=not local,
+    ) as http:
+        yield LLMClient(
+            http=http,
+            base_url=base_url,
+            model=model,
+            api_key=api_key,
+            retry=retry,
+            extra_headers=headers,
+            rng=rng,
+            events=events,
+            cache_control=cache_control,
+        )

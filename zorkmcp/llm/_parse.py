@@ -1,0 +1,278 @@
+"""Turning an HTTP answer into an :class:`LLMResponse` or an error that says what went wrong.
+
+Every string that ends up in an error passes through a *scrubber* first, so the API key
+never appears in a message or a body excerpt, even when a provider echoes it back.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ..errors import LLMHTTPError, LLMProviderError, LLMResponseError
+from ._models import FunctionCall, LLMResponse, ToolCall
+
+__all__ = [
+    "EXCERPT_CHARS",
+    "REDACTED",
+    "Scrubber",
+    "excerpt",
+    "http_error",
+    "make_scrubber",
+    "parse_completion",
+]
+
+EXCERPT_CHARS = 300
+"""The longest body excerpt an error carries."""
+
+REDACTED = "[REDACTED]"
+
+Scrubber = Callable[[str], str]
+
+_log = logging.getLogger("zorkmcp.llm")
+
+
+def make_scrubber(secrets: Iterable[str | None]) -> Scrubber:
+    """A function that replaces every occurrence of each secret with ``[REDACTED]``.
+
+    Args:
+        secrets: the strings to hide (``None`` and empty strings are ignored).
+    """
+    hidden = sorted({s for s in secrets if s}, key=len, reverse=True)
+
+    def scrub(text: str) -> str:
+        for secret in hidden:
+            text = text.replace(secret, REDACTED)
+        return text
+
+    return scrub
+
+
+def excerpt(body: bytes | str, scrub: Scrubber) -> str:
+    """The first :data:`EXCERPT_CHARS` characters of a body, scrubbed before it is cut."""
+    text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
+    return scrub(text.strip())[:EXCERPT_CHARS]
+
+
+def _looks_like_html(body: bytes, content_type: str) -> bool:
+    head = body.lstrip()[:15].lower()
+    return "html" in content_type.lower() or head.startswith((b"<!doctype", b"<html", b"<head", b"<body"))
+
+
+def _html_hint(base_url: str) -> str:
+    return (
+        f"the endpoint returned HTML — is the base URL right? "
+        f"(expected …/v1, e.g. https://openrouter.ai/api/v1; got {base_url})"
+    )
+
+
+def _loads(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except ValueError:  # JSONDecodeError and UnicodeDecodeError are both ValueErrors
+        return None
+
+
+def _error_text(error: Any) -> str | None:
+    """The provider's own words from an ``error`` value (OpenAI, OpenRouter, vLLM shapes)."""
+    if isinstance(error, str):
+        return error or None
+    if isinstance(error, dict):
+        message = error.get("message")
+        text = message if isinstance(message, str) and message else None
+        metadata = error.get("metadata")
+        raw = metadata.get("raw") if isinstance(metadata, dict) else None
+        if isinstance(raw, str) and raw and raw != text:  # OpenRouter: the upstream's message
+            text = f"{text} ({raw})" if text else raw
+        if text is None:
+            text = json.dumps(error)[:EXCERPT_CHARS]
+        return text
+    return None
+
+
+def _provider_message(data: Any) -> str | None:
+    if not isinstance(data, dict):
+        return None
+    for key in ("error", "detail", "message"):
+        text = _error_text(data.get(key))
+        if text:
+            return text
+    return None
+
+
+def http_error(
+    *, status: int, reason: str, body: bytes, content_type: str, url: str, base_url: str, scrub: Scrubber
+) -> LLMHTTPError:
+    """Describe a non-2xx answer.
+
+    Args:
+        status: the HTTP status.
+        reason: the reason phrase (may be empty).
+        body: the raw body.
+        content_type: the ``Content-Type`` header.
+        url: the URL that was posted to.
+        base_url: the configured base URL (for hints).
+        scrub: hides the API key.
+
+    Returns:
+        The error to raise (the caller decides whether to retry first).
+    """
+    provider = None if _looks_like_html(body, content_type) else _provider_message(_loads(body))
+    provider = scrub(provider)[:EXCERPT_CHARS] if provider else None
+    status_text = f"HTTP {status} {reason}".rstrip()
+    if _looks_like_html(body, content_type) and status >= 500:
+        detail = "an HTML error page (a proxy or gateway in the way?)"
+    elif _looks_like_html(body, content_type):
+        detail = _html_hint(base_url)
+    elif provider:
+        detail = provider
+    else:
+        detail = excerpt(body, scrub)[:120] or "(empty body)"
+    hint = ""
+    if status in (401, 403):
+        hint = " — check the API key"
+    elif status == 404 and not _looks_like_html(body, content_type):
+        hint = f" — are the base URL ({base_url}) and the model name right?"
+    return LLMHTTPError(
+        f"POST {url} answered {status_text}: {detail}{hint}",
+        status=status,
+        provider_message=provider,
+        body_excerpt=excerpt(body, scrub),
+    )
+
+
+def _content_text(raw: Any, where: str, fail: Callable[[str], LLMResponseError]) -> str | None:
+    if raw is None or isinstance(raw, str):
+        return raw
+    if isinstance(raw, list):  # content parts: [{"type": "text", "text": "..."}]
+        return "".join(
+            part["text"] for part in raw if isinstance(part, dict) and isinstance(part.get("text"), str)
+        )
+    raise fail(f"{where}.content must be a string, a list of parts or null, got {type(raw).__name__}")
+
+
+def _tool_calls(raw: Any, where: str, fail: Callable[[str], LLMResponseError]) -> tuple[ToolCall, ...] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, list):
+        raise fail(f"{where}.tool_calls must be a list, got {type(raw).__name__}")
+    calls: list[ToolCall] = []
+    for index, item in enumerate(raw):
+        here = f"{where}.tool_calls[{index}]"
+        if not isinstance(item, dict):
+            raise fail(f"{here} must be an object, got {type(item).__name__}")
+        function = item.get("function")
+        if not isinstance(function, dict):
+            raise fail(f"{here} has no function object")
+        name = function.get("name")
+        if not isinstance(name, str) or not name:
+            raise fail(f"{here}.function has no name")
+        arguments = function.get("arguments")
+        if arguments is None or arguments == "":
+            arguments = "{}"
+        elif not isinstance(arguments, str):  # some providers send an object
+            arguments = json.dumps(arguments)
+        call_id = item.get("id")
+        if isinstance(call_id, int) and not isinstance(call_id, bool):
+            call_id = str(call_id)
+        if not isinstance(call_id, str) or not call_id:
+            call_id = f"call_{index}"
+            _log.info("tool call %d (%s) came without an id; using %r", index, name, call_id)
+        kind = item.get("type")
+        calls.append(
+            ToolCall(
+                id=call_id,
+                type=kind if isinstance(kind, str) and kind else "function",
+                function=FunctionCall(name=name, arguments=arguments),
+            )
+        )
+    return tuple(calls) or None  # an empty list counts as none (property 12)
+
+
+def parse_completion(
+    *, status: int, body: bytes, content_type: str, url: str, base_url: str, model: str, scrub: Scrubber
+) -> LLMResponse:
+    """Parse a 2xx chat-completions answer (seeds 000 §2.3; properties 11 and 12).
+
+    Args:
+        status: the HTTP status (2xx).
+        body: the raw body.
+        content_type: the ``Content-Type`` header.
+        url: the URL that was posted to.
+        base_url: the configured base URL (for hints).
+        model: the model that was asked (used when the answer names none).
+        scrub: hides the API key.
+
+    Returns:
+        The response; with tool calls its ``content`` is ``None``.
+
+    Raises:
+        LLMResponseError: HTML, not JSON, no ``choices``, or a malformed message.
+        LLMProviderError: an ``error`` object inside the answer (OpenRouter does this);
+            its ``status`` is the provider's numeric code when it gave one.
+    """
+    body_excerpt = excerpt(body, scrub)
+
+    def fail(detail: str) -> LLMResponseError:
+        return LLMResponseError(
+            f"POST {url} answered HTTP {status}, but {detail}", status=status, body_excerpt=body_excerpt
+        )
+
+    if _looks_like_html(body, content_type):
+        raise fail(_html_hint(base_url))
+    data = _loads(body)
+    if data is None and body.strip() != b"null":
+        raise fail("the body is not JSON")
+    if not isinstance(data, dict):
+        raise fail(f"the body is JSON {type(data).__name__}, not an object")
+    if data.get("error") is not None:
+        raise _provider_error(data["error"], status, url, body_excerpt, scrub)
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise fail("the answer has no choices" if not choices else "choices is not a list")
+    choice = choices[0]
+    if not isinstance(choice, dict):
+        raise fail(f"choices[0] is {type(choice).__name__}, not an object")
+    if choice.get("error") is not None:
+        raise _provider_error(choice["error"], status, url, body_excerpt, scrub)
+    message = choice.get("message")
+    if message is None:
+        message = {}
+    if not isinstance(message, dict):
+        raise fail(f"choices[0].message is {type(message).__name__}, not an object")
+    tool_calls = _tool_calls(message.get("tool_calls"), "choices[0].message", fail)
+    content = None if tool_calls else _content_text(message.get("content"), "choices[0].message", fail)
+    usage = data.get("usage")
+    answered_by = data.get("model")
+    finish_reason = choice.get("finish_reason")
+    return LLMResponse(
+        content=content,
+        model=answered_by if isinstance(answered_by, str) and answered_by else model,
+        usage=(
+            {k: v for k, v in usage.items() if isinstance(v, int) and not isinstance(v, bool)}
+            if isinstance(usage, dict)
+            else None
+        ),
+        tool_calls=tool_calls,
+        finish_reason=finish_reason if isinstance(finish_reason, str) else None,
+    )
+
+
+def _provider_error(
+    error: Any, status: int, url: str, body_excerpt: str, scrub: Scrubber
+) -> LLMProviderError:
+    code = error.get("code") if isinstance(error, dict) else None
+    numeric = code if isinstance(code, int) and not isinstance(code, bool) else None
+    message = _error_text(error)
+    message = scrub(message)[:EXCERPT_CHARS] if message else None
+    code_text = f" (code {code})" if code is not None else ""
+    return LLMProviderError(
+        scrub(
+            f"POST {url} answered HTTP {status} with a provider error{code_text}: {message or '(no message)'}"
+        ),
+        status=numeric if numeric is not None else status,
+        provider_message=message,
+        body_excerpt=body_excerpt,
+    )

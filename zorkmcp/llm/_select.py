@@ -1,0 +1,160 @@
+"""Choosing the chat model from settings: a real endpoint, or the offline scripted model."""
+
+from __future__ import annotations
+
+import logging
+import os
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+from ._client import LLMClient, open_llm_client
+from ._scripted import DEFAULT_WALKTHROUGH, ScriptedModel
+from ._urls import is_local_base_url, is_openai
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Mapping, Sequence
+
+    from ..config import LLMSettings, SamplingSettings, Settings
+    from ..observability import EventSink
+    from ._models import ChatModel
+
+__all__ = [
+    "API_KEY_ENV_VARS",
+    "DEFAULT_BASE_URL",
+    "DEFAULT_MODEL",
+    "describe_model",
+    "open_chat_model",
+    "resolve_api_key",
+    "sampling_arguments",
+]
+
+DEFAULT_BASE_URL = "https://openrouter.ai/api/v1"
+DEFAULT_MODEL = "openai/gpt-4o-mini"
+API_KEY_ENV_VARS: tuple[str, ...] = ("OPENROUTER_API_KEY", "OPENAI_API_KEY")
+"""Where the API key is looked for when ``api_key_env`` names no variable."""
+
+_log = logging.getLogger("zorkmcp.llm")
+
+
+def resolve_api_key(
+    llm: LLMSettings, base_url: str, *, environ: Mapping[str, str] | None = None
+) -> tuple[str | None, str | None]:
+    """Find the API key in the environment.
+
+    ``[tool.zorkgpt.llm] api_key_env`` names the only variable to read when it is set;
+    otherwise ``OPENROUTER_API_KEY`` and ``OPENAI_API_KEY`` are tried (``OPENAI_API_KEY``
+    first when the base URL is OpenAI's). Empty values count as unset.
+
+    Args:
+        llm: the ``[tool.zorkgpt.llm]`` settings.
+        base_url: the endpoint the key is for.
+        environ: the environment (``os.environ`` by default).
+
+    Returns:
+        ``(key, variable name)``, or ``(None, None)`` when no key is set.
+    """
+    env = os.environ if environ is None else environ
+    if llm.api_key_env:
+        names: tuple[str, ...] = (llm.api_key_env,)
+    elif is_openai(base_url):
+        names = tuple(reversed(API_KEY_ENV_VARS))
+    else:
+        names = API_KEY_ENV_VARS
+    for name in names:
+        value = env.get(name, "").strip()
+        if value:
+            return value, name
+    return None, None
+
+
+def sampling_arguments(sampling: SamplingSettings) -> dict[str, Any]:
+    """``[tool.zorkgpt.agent_sampling]`` as keyword arguments for ``complete()``.
+
+    Args:
+        sampling: the sampling settings; values left ``None`` stay ``None`` (and are not sent).
+    """
+    return {
+        "temperature": sampling.temperature,
+        "top_p": sampling.top_p,
+        "top_k": sampling.top_k,
+        "min_p": sampling.min_p,
+        "max_tokens": sampling.max_tokens,
+    }
+
+
+def _offline_warning(llm: LLMSettings, base_url: str, model: str) -> str:
+    variables = llm.api_key_env or " or ".join(API_KEY_ENV_VARS)
+    return (
+        f"No API key for {base_url} (set {variables}, name another variable with api_key_env in "
+        f"[tool.zorkgpt.llm], or point agent_base_url / client_base_url at a local server such as "
+        f"http://localhost:11434/v1): using the OFFLINE SCRIPTED MODEL instead of {model} — its actions "
+        f"come from a fixed list of commands, not from an LLM."
+    )
+
+
+@asynccontextmanager
+async def open_chat_model(
+    settings: Settings,
+    *,
+    model_override: str | None = None,
+    base_url_override: str | None = None,
+    walkthrough: Sequence[str] | None = None,
+    events: EventSink | None = None,
+) -> AsyncIterator[ChatModel]:
+    """Open the chat model the settings describe.
+
+    Base URL: ``base_url_override``, else ``agent_base_url``, else ``client_base_url``, else
+    OpenRouter. Model: ``model_override``, else ``agent_model``, else :data:`DEFAULT_MODEL`.
+    With an API key (see :func:`resolve_api_key`) or a local base URL this is an
+    :class:`LLMClient`; otherwise it is a :class:`ScriptedModel` playing ``walkthrough``
+    (the opening of Zork I by default), and a warning says so.
+
+    Args:
+        settings: the loaded settings (``[tool.zorkgpt.llm]`` and ``[tool.zorkgpt.retry]``).
+        model_override: e.g. from ``--model``.
+        base_url_override: e.g. from ``--base-url``.
+        walkthrough: the commands for the scripted model.
+        events: where warnings and retries are reported (stdlib logging when ``None``).
+
+    Yields:
+        The chat model; an HTTP client closes when the context exits.
+    """
+    llm = settings.llm
+    base_url = base_url_override or llm.agent_base_url or llm.client_base_url or DEFAULT_BASE_URL
+    model = model_override or llm.agent_model or DEFAULT_MODEL
+    api_key, _ = resolve_api_key(llm, base_url)
+    if api_key is None and not is_local_base_url(base_url):
+        line = _offline_warning(llm, base_url, model)
+        if events is None:
+            _log.warning("%s", line)
+        else:
+            events.emit("llm_offline_model", base_url=base_url, model=model)
+            events.log("WARNING", line)
+        yield ScriptedModel(DEFAULT_WALKTHROUGH if walkthrough is None else walkthrough)
+        return
+    async with open_llm_client(
+        base_url=base_url, model=model, api_key=api_key, retry=settings.retry, events=events
+    ) as client:
+        yield client
+
+
+def describe_model(chat_model: ChatModel) -> str:
+    """One line for banners: which model answers, and where (never the key).
+
+    Args:
+        chat_model: an :class:`LLMClient`, a :class:`ScriptedModel` or another chat model.
+    """
+    if isinstance(chat_model, ScriptedModel):
+        tool = (
+            f"calls {chat_model.tool_name!r} every {chat_model.tool_every} turns"
+            if chat_model.tool_every
+            else "never calls tools"
+        )
+        return (
+            f"{chat_model.model} — offline scripted model, no LLM is called "
+            f"({len(chat_model.commands)} commands; {tool})"
+        )
+    if isinstance(chat_model, LLMClient):
+        key = "API key set" if chat_model.has_api_key else "no API key"
+        return f"{chat_model.model} at {chat_model.base_url} ({key})"
+    return f"{chat_model.model}{' (scripted)' if chat_model.scripted else ''}"
