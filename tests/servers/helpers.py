@@ -1,0 +1,95 @@
+"""Helpers shared by the MCP tests: configurations of the test servers and process checks."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from zorkmcp.config import ServerConfig
+
+__all__ = [
+    "MISBEHAVING",
+    "RecordingSink",
+    "is_alive",
+    "misbehaving",
+    "pids_from_stderr",
+    "session_processes",
+    "thinking",
+]
+
+MISBEHAVING = Path(__file__).with_name("misbehaving.py")
+
+
+def misbehaving(mode: str = "ok", *, name: str = "bad", **options: Any) -> ServerConfig:
+    """A :class:`ServerConfig` for ``misbehaving.py`` in ``mode`` (``-S``: no site, starts fast)."""
+    return ServerConfig(name=name, command=sys.executable, args=("-S", str(MISBEHAVING), mode), **options)
+
+
+def thinking(*, name: str = "thinking", **options: Any) -> ServerConfig:
+    """The embedded reasoning server as a stdio subprocess (as the default mcp_config.json has it)."""
+    return ServerConfig(name=name, command=sys.executable, args=("-m", "zorkmcp.servers.thinking"), **options)
+
+
+def is_alive(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie waiting for PID 1 to reap it counts as gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    except OSError:  # pragma: no cover - not Linux
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    state = stat.rsplit(")", 1)[1].split()[0]
+    return state not in ("Z", "X")
+
+
+def session_processes(marker: bytes = b"misbehaving.py") -> list[tuple[int, bytes]]:
+    """Live processes started by an MCP session (they carry a ``ZORKMCP_SESSION`` token) whose command
+    line contains ``marker`` (other test runs may share the machine), with their command lines."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        pid = int(entry)
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        tagged = any(item.startswith(b"ZORKMCP_SESSION=") for item in environ.split(b"\0"))
+        if tagged and marker in cmdline and is_alive(pid):
+            found.append((pid, cmdline))
+    return found
+
+
+def pids_from_stderr(lines: tuple[str, ...] | list[str], prefix: str = "PID") -> list[int]:
+    """The PIDs the misbehaving server announced on stderr (``PID n`` / ``CHILD n``)."""
+    return [int(line.split()[1]) for line in lines if line.startswith(prefix + " ")]
+
+
+def content_json(content: Any) -> Any:
+    """``content`` as JSON (the toolbox already parses JSON object text)."""
+    return json.loads(content) if isinstance(content, str) else content
+
+
+class RecordingSink:
+    """An ``EventSink`` that keeps everything, for assertions."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, dict[str, Any]]] = []
+        self.lines: list[tuple[str, str]] = []
+
+    def emit(self, event_type: str, /, **fields: Any) -> None:
+        self.events.append((event_type, fields))
+
+    def log(self, level: str, message: str, /) -> None:
+        self.lines.append((level, message))
+
+    def types(self) -> list[str]:
+        return [event for event, _ in self.events]

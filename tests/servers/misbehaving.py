@@ -1,0 +1,213 @@
+"""A deliberately misbehaving MCP server for tests: stdlib only, starts in a few milliseconds.
+
+Usage: ``python misbehaving.py [MODE[,MODE...]]``. It writes ``PID <pid>`` to stderr at start.
+
+Modes:
+    ok              a normal server (the default)
+    no-init         reads everything, never answers initialize
+    crash-start     writes a message to stderr and exits with status 3 before reading anything
+    noise           writes non-JSON lines to stdout at start and before every response
+    stubborn        ignores SIGTERM and stdin EOF (only SIGKILL ends it)
+    child           forks a child in its own process group that waits forever (``CHILD <pid>``)
+    setsid-child    forks a child that calls setsid and waits forever (escapes the group)
+    flaky=PATH      PATH holds N: while N > 0, a start decrements it and fails (exit 4);
+                    every start appends a line to PATH.starts
+
+Tools (all modes that get that far):
+    pid        {"pid": <pid>, "calls": <tools/call requests this process handled, this one included>}
+    echo       returns the argument "text"
+    hang       never answers
+    crash      writes to stderr and exits with status 7 mid-call
+    children   {"children": [pids of the children forked at start]}
+    cancelled  {"cancelled": [request ids of notifications/cancelled received]}
+    big        returns "x" * size
+    fail       an isError result with the text "it failed on purpose"
+    env        {name: value or null} for the argument "names" (a list)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+
+PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+
+TOOLS = [
+    {"name": "pid", "description": "The server's PID and call counter.", "inputSchema": {"type": "object"}},
+    {
+        "name": "echo",
+        "description": "Echo the text back.",
+        "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    },
+    {"name": "hang", "description": "Never answers.", "inputSchema": {"type": "object"}},
+    {"name": "crash", "description": "Exits mid-call.", "inputSchema": {"type": "object"}},
+    {"name": "children", "description": "PIDs of forked children.", "inputSchema": {"type": "object"}},
+    {"name": "cancelled", "description": "Cancelled request ids.", "inputSchema": {"type": "object"}},
+    {
+        "name": "big",
+        "description": "A large text result.",
+        "inputSchema": {"type": "object", "properties": {"size": {"type": "integer"}}},
+    },
+    {"name": "fail", "description": "An error result.", "inputSchema": {"type": "object"}},
+    {
+        "name": "env",
+        "description": "Values of the named environment variables.",
+        "inputSchema": {"type": "object", "properties": {"names": {"type": "array"}}},
+    },
+]
+
+
+def err(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def wait_forever() -> None:
+    while True:
+        signal.pause()
+
+
+def fork_child(*, new_session: bool) -> int:
+    pid = os.fork()
+    if pid == 0:
+        if new_session:
+            os.setsid()
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        wait_forever()
+    return pid
+
+
+class Server:
+    def __init__(self, modes: set[str]) -> None:
+        self.modes = modes
+        self.calls = 0
+        self.children: list[int] = []
+        self.cancelled: list[object] = []
+
+    def send(self, message: dict[str, object]) -> None:
+        if "noise" in self.modes:
+            sys.stdout.write("this line is not JSON-RPC\n")
+        sys.stdout.write(json.dumps(message) + "\n")
+        sys.stdout.flush()
+
+    def result(self, request_id: object, result: dict[str, object]) -> None:
+        self.send({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+    def text(self, request_id: object, text: str, *, is_error: bool = False) -> None:
+        self.result(request_id, {"content": [{"type": "text", "text": text}], "isError": is_error})
+
+    def call(self, request_id: object, name: str, arguments: dict[str, object]) -> None:
+        self.calls += 1
+        if name == "pid":
+            self.text(request_id, json.dumps({"pid": os.getpid(), "calls": self.calls}))
+        elif name == "echo":
+            self.text(request_id, str(arguments.get("text", "")))
+        elif name == "hang":
+            return
+        elif name == "crash":
+            err("misbehaving: crashing on purpose in the middle of a call")
+            os._exit(7)
+        elif name == "children":
+            self.text(request_id, json.dumps({"children": self.children}))
+        elif name == "cancelled":
+            self.text(request_id, json.dumps({"cancelled": self.cancelled}))
+        elif name == "big":
+            size = arguments.get("size", 100_000)
+            self.text(request_id, "x" * (size if isinstance(size, int) else 0))
+        elif name == "fail":
+            self.text(request_id, "it failed on purpose", is_error=True)
+        elif name == "env":
+            names = arguments.get("names")
+            wanted = [str(n) for n in names] if isinstance(names, list) else []
+            self.text(request_id, json.dumps({n: os.environ.get(n) for n in wanted}))
+        else:
+            self.send(
+                {"jsonrpc": "2.0", "id": request_id, "error": {"code": -32602, "message": f"no tool {name}"}}
+            )
+
+    def handle(self, message: dict[str, object]) -> None:
+        method = message.get("method")
+        request_id = message.get("id")
+        params = message.get("params")
+        params = params if isinstance(params, dict) else {}
+        if method == "notifications/cancelled":
+            self.cancelled.append(params.get("requestId"))
+            return
+        if request_id is None:
+            return  # other notifications
+        if "no-init" in self.modes:
+            return
+        if method == "initialize":
+            wanted = params.get("protocolVersion")
+            version = wanted if wanted in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[-1]
+            self.result(
+                request_id,
+                {
+                    "protocolVersion": version,
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "misbehaving", "version": "1"},
+                },
+            )
+        elif method == "tools/list":
+            self.result(request_id, {"tools": TOOLS})
+        elif method == "tools/call":
+            arguments = params.get("arguments")
+            self.call(request_id, str(params.get("name")), arguments if isinstance(arguments, dict) else {})
+        elif method == "ping":
+            self.result(request_id, {})
+        else:
+            self.send(
+                {"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no such method"}}
+            )
+
+    def serve(self) -> None:
+        for line in sys.stdin:
+            if line.strip():
+                self.handle(json.loads(line))
+
+
+def flaky(path: str) -> None:
+    with open(path + ".starts", "a") as f:
+        f.write(f"{os.getpid()}\n")
+    try:
+        with open(path) as f:
+            remaining = int(f.read().strip() or "0")
+    except FileNotFoundError:
+        remaining = 0
+    if remaining > 0:
+        with open(path, "w") as f:
+            f.write(str(remaining - 1))
+        err(f"misbehaving: flaky start failure ({remaining - 1} more to come)")
+        sys.exit(4)
+
+
+def main() -> None:
+    modes = set((sys.argv[1] if len(sys.argv) > 1 else "ok").split(","))
+    err(f"PID {os.getpid()}")
+    for mode in modes:
+        if mode.startswith("flaky="):
+            flaky(mode.removeprefix("flaky="))
+    if "crash-start" in modes:
+        err("misbehaving: fatal: cannot start (this is the crash-start mode)")
+        sys.exit(3)
+    if "stubborn" in modes:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    server = Server(modes)
+    if "child" in modes:
+        server.children.append(fork_child(new_session=False))
+    if "setsid-child" in modes:
+        server.children.append(fork_child(new_session=True))
+    for pid in server.children:
+        err(f"CHILD {pid}")
+    if "noise" in modes:
+        sys.stdout.write("starting up... (not JSON)\n")
+        sys.stdout.flush()
+    server.serve()
+    if "stubborn" in modes:
+        wait_forever()
+
+
+if __name__ == "__main__":
+    main()

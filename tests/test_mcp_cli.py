@@ -1,0 +1,155 @@
+"""``zorkmcp tools`` / ``zorkmcp call`` (issue 2 §5): output, exit codes 0/1/2, stderr messages."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from servers.helpers import MISBEHAVING
+
+import zorkmcp.mcp
+from zorkmcp._cli_mcp import add_mcp_subcommands, cmd_call, cmd_tools
+
+
+def _write_config(tmp_path: Path, mode: str = "ok", *, name: str = "bad") -> Path:
+    config = {"mcpServers": {name: {"command": sys.executable, "args": ["-S", str(MISBEHAVING), mode]}}}
+    path = tmp_path / "mcp_config.json"
+    path.write_text(json.dumps(config))
+    return path
+
+
+@pytest.fixture
+def pyproject(tmp_path: Path) -> Path:
+    """A pyproject.toml with MCP disabled: the commands work anyway."""
+    path = tmp_path / "pyproject.toml"
+    path.write_text("[tool.zorkgpt.mcp]\nenabled = false\nconfig_file = 'mcp_config.json'\n")
+    return path
+
+
+def test_tools_json(tmp_path: Path, pyproject: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _write_config(tmp_path)  # found through config_file next to the pyproject
+    assert cmd_tools(None, pyproject, as_json=True) == 0
+    tools = json.loads(capsys.readouterr().out)
+    assert [tool["name"] for tool in tools][:2] == ["bad.pid", "bad.echo"]
+    echo = tools[1]
+    assert echo == {
+        "name": "bad.echo",
+        "wire_name": "bad__echo",
+        "server": "bad",
+        "description": "Echo the text back.",
+        "parameters": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    }
+
+
+def test_tools_table(tmp_path: Path, pyproject: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = _write_config(tmp_path, name="odd.name")
+    assert cmd_tools(config, pyproject, as_json=False) == 0
+    out = capsys.readouterr().out
+    assert "odd.name.echo" in out
+    assert "odd_name__echo" in out
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "code", "expected"),
+    [
+        ("bad.echo", '{"text": "hi"}', 0, {"content": "hi"}),
+        ("bad__pid", "{}", 0, None),
+        ("bad.fail", "{}", 1, {"error": "it failed on purpose", "content": "it failed on purpose"}),
+        (
+            "nope",
+            "{}",
+            1,
+            {
+                "error": "Unknown tool 'nope'. Available tools: bad.pid, bad.echo, bad.hang, "
+                "bad.crash, bad.children, bad.cancelled, bad.big, bad.fail, bad.env",
+                "content": None,
+            },
+        ),
+        ("bad.hang", "{}", 1, {"error": "Tool call timed out after 0.2s", "content": None}),
+    ],
+)
+def test_call(
+    tmp_path: Path,
+    pyproject: Path,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    args: str,
+    code: int,
+    expected: dict[str, object] | None,
+) -> None:
+    config = _write_config(tmp_path)
+    assert cmd_call(name, args, config, pyproject, timeout=0.2) == code
+    result = json.loads(capsys.readouterr().out)
+    if expected is None:
+        assert set(result) == {"content"}
+        assert result["content"]["calls"] == 1
+    else:
+        assert result == expected
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ("{not json", "configuration error: the arguments are not valid JSON: "),
+        ("[1, 2]", "configuration error: the arguments must be a JSON object, got '[1, 2]'"),
+    ],
+)
+def test_call_with_bad_arguments(
+    tmp_path: Path, pyproject: Path, capsys: pytest.CaptureFixture[str], args: str, message: str
+) -> None:
+    assert cmd_call("bad.echo", args, _write_config(tmp_path), pyproject, None) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith(message)
+
+
+def test_configuration_errors_exit_2(
+    tmp_path: Path, pyproject: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cmd_tools(tmp_path / "missing.json", pyproject, as_json=True) == 2
+    assert capsys.readouterr().err.startswith(
+        "configuration error: MCP is enabled but config file not found: "
+    )
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"mcpServers": {"x": {"command": 3}}}')
+    assert cmd_call("x.y", "{}", bad, pyproject, None) == 2
+    assert "configuration error: " in capsys.readouterr().err
+
+
+def test_startup_failure_exits_1(tmp_path: Path, pyproject: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = _write_config(tmp_path, "crash-start")
+    assert cmd_tools(config, pyproject, as_json=True) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("Failed to start MCP server 'bad': the server closed the connection during startup")
+    assert "fatal: cannot start" in err
+
+
+def test_subcommands_parse() -> None:
+    parser = argparse.ArgumentParser(prog="zorkmcp")
+    add_mcp_subcommands(parser.add_subparsers(dest="command", required=True))
+    tools = parser.parse_args(["tools", "--json", "--config", "c.json"])
+    assert (tools.as_json, tools.config, tools.pyproject) == (True, Path("c.json"), None)
+    assert callable(tools.run)
+    call = parser.parse_args(
+        ["call", "thinking.think", '{"a": 1}', "--timeout", "2.5", "--pyproject", "p.toml"]
+    )
+    assert (call.name, call.json_args, call.timeout, call.pyproject) == (
+        "thinking.think",
+        '{"a": 1}',
+        2.5,
+        Path("p.toml"),
+    )
+    assert parser.parse_args(["call", "x"]).json_args == "{}"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["call", "x", "--timeout", "0"])
+
+
+def test_public_names() -> None:
+    public = {n for n in dir(zorkmcp.mcp) if not n.startswith("_") and n != "annotations"}
+    assert sorted(zorkmcp.mcp.__all__) == sorted(public)
+    for name in zorkmcp.mcp.__all__:
+        if not name.isupper():  # constants aside, everything is defined in a private module of the package
+            assert getattr(zorkmcp.mcp, name).__module__.startswith("zorkmcp.mcp._")

@@ -1,0 +1,232 @@
+"""Real subprocess MCP servers: the misbehaving stdlib server in each of its modes, and the embedded
+thinking server. Every test checks by PID that no process is left afterwards.
+
+These tests run on the real clock (a child process cannot follow trio's virtual time); their waits
+are short and nothing asserts a wall-clock duration.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+import pytest
+import trio
+from servers.helpers import content_json, is_alive, misbehaving, pids_from_stderr, session_processes
+
+from zorkmcp.config import McpSettings, ServerConfig
+from zorkmcp.errors import MCPServerStartupError
+from zorkmcp.mcp import open_server_session, open_toolbox
+from zorkmcp.mcp._stdio import SESSION_ENV_VAR
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process checks read /proc")
+
+SETTINGS = McpSettings(server_startup_timeout_seconds=10)
+GUARD = 20  # seconds: a hung test fails instead of hanging the suite
+
+
+async def test_a_well_behaved_server_exits_on_eof() -> None:
+    with trio.fail_after(GUARD):
+        async with open_toolbox([misbehaving("ok")], SETTINGS) as toolbox:
+            first = await toolbox.call_tool("bad.pid", {})
+            second = await toolbox.call_tool("bad__pid", {})
+            session = toolbox.session("bad")
+            assert session is not None
+            assert session.alive
+    pid = first.content["pid"]
+    assert second.content == {"pid": pid, "calls": 2}
+    assert session.process is not None
+    assert session.process.pid == pid
+    assert session.process.returncode == 0
+    assert session.process.escalation == "none"
+    assert session.process.teardown_seconds is not None
+    assert not session.alive
+    assert not is_alive(pid)
+
+
+async def test_server_that_never_answers_initialize() -> None:
+    settings = McpSettings(server_startup_timeout_seconds=0.5)
+    with trio.fail_after(GUARD), pytest.raises(MCPServerStartupError) as caught:
+        async with open_toolbox([misbehaving("no-init")], settings):
+            pytest.fail("should not start")  # pragma: no cover
+    error = caught.value
+    assert str(error).startswith(
+        "Failed to start MCP server 'bad': no answer to initialize and tools/list within 0.5s\nCommand: "
+    )
+    assert error.server == "bad"
+    assert "misbehaving.py no-init" in error.command
+    [pid] = pids_from_stderr(error.stderr_tail)
+    assert not is_alive(pid)
+
+
+async def test_server_that_crashes_at_start_shows_its_stderr() -> None:
+    with trio.fail_after(GUARD), pytest.raises(MCPServerStartupError) as caught:
+        async with open_toolbox([misbehaving("crash-start")], SETTINGS):
+            pytest.fail("should not start")  # pragma: no cover
+    error = caught.value
+    message = str(error)
+    assert message.startswith(
+        "Failed to start MCP server 'bad': the server closed the connection during startup"
+    )
+    assert "\nExit status: 3\n" in message
+    assert "misbehaving: fatal: cannot start (this is the crash-start mode)" in message
+    assert error.exit_status == 3
+    assert "misbehaving: fatal: cannot start (this is the crash-start mode)" in error.stderr_tail
+    [pid] = pids_from_stderr(error.stderr_tail)
+    assert not is_alive(pid)
+
+
+async def test_command_not_found() -> None:
+    server = ServerConfig(name="ghost", command="zorkmcp-no-such-command-xyz")
+    with pytest.raises(MCPServerStartupError, match=r"command not found: 'zorkmcp-no-such-command-xyz'"):
+        async with open_toolbox([server], SETTINGS):
+            pytest.fail("should not start")  # pragma: no cover
+
+
+async def test_server_that_crashes_mid_call() -> None:
+    with trio.fail_after(GUARD):
+        async with open_toolbox([misbehaving("ok")], SETTINGS) as toolbox:
+            pid = (await toolbox.call_tool("bad.pid", {})).content["pid"]
+            crashed = await toolbox.call_tool("bad.crash", {})
+            after = await toolbox.call_tool("bad.pid", {})
+    assert crashed.is_error
+    assert not crashed.timed_out
+    assert crashed.error_message is not None
+    assert crashed.error_message.startswith(
+        "Tool call failed: MCP server 'bad' is not running (exit status 7)"
+    )
+    assert "crashing on purpose in the middle of a call" in crashed.error_message
+    assert after.is_error
+    assert after.error_message is not None
+    assert after.error_message.startswith("Tool call failed: MCP server 'bad' is not running")
+    assert not is_alive(pid)
+
+
+async def test_a_dead_servers_pending_call_fails_promptly() -> None:
+    """The server is killed while a call hangs; its child keeps stdout open. No timeout needed."""
+    with trio.fail_after(GUARD):
+        async with open_toolbox([misbehaving("child")], SETTINGS) as toolbox:
+            pid = (await toolbox.call_tool("bad.pid", {})).content["pid"]
+            [child] = (await toolbox.call_tool("bad.children", {})).content["children"]
+            async with trio.open_nursery() as nursery:
+                results = []
+
+                async def call() -> None:
+                    results.append(await toolbox.call_tool("bad.hang", {}, timeout=GUARD * 2))
+
+                nursery.start_soon(call)
+                await trio.testing.wait_all_tasks_blocked()
+                os.kill(pid, signal.SIGKILL)
+    [result] = results
+    assert result.is_error
+    assert not result.timed_out
+    assert result.error_message is not None
+    assert "exit status -9" in result.error_message
+    assert not is_alive(pid)
+    assert not is_alive(child)
+
+
+async def test_tool_that_hangs_times_out_and_the_server_is_told() -> None:
+    with trio.fail_after(GUARD):
+        async with open_toolbox([misbehaving("ok")], SETTINGS) as toolbox:
+            pid = (await toolbox.call_tool("bad.pid", {})).content["pid"]
+            hung = await toolbox.call_tool("bad.hang", {}, timeout=0.2)
+            cancelled = await toolbox.call_tool("bad.cancelled", {})
+            again = await toolbox.call_tool("bad.pid", {})
+    assert hung.timed_out
+    assert hung.is_error
+    assert hung.error_message == "Tool call timed out after 0.2s"
+    # The SDK sent notifications/cancelled for the abandoned request (its id was the 3rd request).
+    assert len(cancelled.content["cancelled"]) == 1
+    assert again.content == {"pid": pid, "calls": 4}  # same process, still usable
+    assert not is_alive(pid)
+
+
+async def test_non_json_stdout_does_not_end_the_session() -> None:
+    with trio.fail_after(GUARD):
+        async with open_toolbox([misbehaving("noise")], SETTINGS) as toolbox:
+            echo = await toolbox.call_tool("bad.echo", {"text": "still here"})
+            pid = (await toolbox.call_tool("bad.pid", {})).content["pid"]
+            session = toolbox.session("bad")
+    assert echo.content == "still here"
+    assert session is not None
+    assert session.process is not None
+    assert session.process.non_json_lines >= 3
+    assert "[stdout, not JSON-RPC] starting up... (not JSON)" in session.process.stderr_tail
+    assert not is_alive(pid)
+
+
+async def test_server_that_ignores_sigterm_and_eof_is_killed() -> None:
+    with trio.fail_after(GUARD):
+        async with open_toolbox([misbehaving("stubborn")], SETTINGS) as toolbox:
+            pid = (await toolbox.call_tool("bad.pid", {})).content["pid"]
+            session = toolbox.session("bad")
+    assert session is not None
+    assert session.process is not None
+    assert session.process.escalation == "sigkill"
+    assert session.process.returncode == -signal.SIGKILL
+    assert not is_alive(pid)
+
+
+@pytest.mark.parametrize("mode", ["child", "setsid-child", "child,stubborn", "setsid-child,stubborn"])
+async def test_children_left_behind_are_killed(mode: str) -> None:
+    with trio.fail_after(GUARD):
+        async with open_toolbox([misbehaving(mode)], SETTINGS) as toolbox:
+            pid = (await toolbox.call_tool("bad.pid", {})).content["pid"]
+            children = (await toolbox.call_tool("bad.children", {})).content["children"]
+            assert all(is_alive(child) for child in children)
+            session = toolbox.session("bad")
+    assert len(children) == 1
+    assert not is_alive(pid)
+    assert not any(is_alive(child) for child in children)
+    assert session is not None
+    assert session.process is not None
+    if mode == "setsid-child":
+        assert session.process.strays_killed == 1  # found by its ZORKMCP_SESSION token, not the group
+
+
+async def test_cancellation_during_startup_leaves_no_process() -> None:
+    """A turn cancelled while a server is starting (never answers) leaves nothing behind."""
+    with trio.fail_after(GUARD):
+        with trio.move_on_after(0.3) as scope:
+            async with open_toolbox([misbehaving("no-init,child")], SETTINGS):
+                pytest.fail("should not start")  # pragma: no cover
+    assert scope.cancelled_caught
+    # No handle on the PIDs here: no process may carry a session token any more.
+    assert session_processes() == []
+
+
+async def test_environment_is_merged_and_secrets_withheld() -> None:
+    base = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": "/home/zork",
+        "OPENAI_API_KEY": "sk-no",
+        "DB_PASSWORD": "x",
+    }
+    server = misbehaving("ok", env={"DB_PASSWORD": "given", "EXTRA": "1"})
+    names = ["HOME", "OPENAI_API_KEY", "DB_PASSWORD", "EXTRA", SESSION_ENV_VAR]
+    with trio.fail_after(GUARD):
+        async with open_server_session(server, SETTINGS, base_env=base) as session:
+            raw = await session.client.call_tool("env", {"names": names})
+    assert session.process is not None
+    values = content_json(raw.content[0].text)  # type: ignore[union-attr]
+    assert values == {
+        "HOME": "/home/zork",
+        "OPENAI_API_KEY": None,
+        "DB_PASSWORD": "given",
+        "EXTRA": "1",
+        SESSION_ENV_VAR: session.process.token,
+    }
+    assert session.process.withheld_env == ("OPENAI_API_KEY",)
+
+
+async def test_servers_start_concurrently_with_distinct_names() -> None:
+    servers = [misbehaving("ok", name=name, tools=("pid",)) for name in ("a", "b", "c.d")]
+    with trio.fail_after(GUARD):
+        async with open_toolbox(servers, SETTINGS) as toolbox:
+            wire = [info.wire_name for info in toolbox.tools]
+            pids = [(await toolbox.call_tool(name, {})).content["pid"] for name in wire]
+    assert wire == ["a__pid", "b__pid", "c_d__pid"]
+    assert len(set(pids)) == 3
+    assert not any(is_alive(pid) for pid in pids)

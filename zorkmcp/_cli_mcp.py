@@ -1,0 +1,227 @@
+"""``zorkmcp tools`` and ``zorkmcp call``: look at and poke the configured MCP servers (issue 2 §5).
+
+Both work whether or not ``[tool.zorkgpt.mcp] enabled`` is set; ``--config`` defaults to the
+configured ``config_file``. Exit codes: 0 success (``call``: a normal result), 1 an error result, a
+timeout or a server that did not start, 2 a configuration or usage error (message on stderr), 130
+interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from .config import McpConfig, Settings
+from .errors import ConfigError, MCPServerStartupError
+from .mcp import ToolCallResult, ToolInfo, open_toolbox
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = ["add_mcp_subcommands", "cmd_call", "cmd_tools"]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_CONFIG = 2
+EXIT_INTERRUPTED = 130
+_SUMMARY_CHARS = 120
+
+
+def _error(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def _load(config_path: Path | None, pyproject: Path | None) -> tuple[Settings, McpConfig]:
+    settings = Settings.from_pyproject(pyproject)
+    path = config_path if config_path is not None else settings.mcp_config_path()
+    return settings, McpConfig.from_file(path)
+
+
+def _run(func: Callable[[Settings, McpConfig], int], config_path: Path | None, pyproject: Path | None) -> int:
+    try:
+        settings, config = _load(config_path, pyproject)
+    except ConfigError as exc:
+        _error(f"configuration error: {exc}")
+        return EXIT_CONFIG
+    try:
+        return func(settings, config)
+    except MCPServerStartupError as exc:
+        _error(str(exc))
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        _error("interrupted")
+        return EXIT_INTERRUPTED
+
+
+def _tool_json(info: ToolInfo) -> dict[str, Any]:
+    return {
+        "name": info.name,
+        "wire_name": info.wire_name,
+        "server": info.server,
+        "description": info.description,
+        "parameters": info.parameters,
+    }
+
+
+def _print_table(tools: list[ToolInfo]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{len(tools)} MCP tools")
+    table.add_column("name")
+    table.add_column("wire name")
+    table.add_column("server")
+    table.add_column("description")
+    for info in tools:
+        summary = " ".join(info.description.split())
+        if len(summary) > _SUMMARY_CHARS:
+            summary = summary[: _SUMMARY_CHARS - 1].rstrip() + "…"
+        table.add_row(info.name, info.wire_name, info.server, summary)
+    Console().print(table)
+
+
+def cmd_tools(config_path: Path | None, pyproject: Path | None, as_json: bool) -> int:
+    """Start the configured servers, print every tool, shut them down.
+
+    Args:
+        config_path: ``mcp_config.json`` (default: the configured ``config_file``).
+        pyproject: settings file (default: ``./pyproject.toml``).
+        as_json: print a JSON list of objects with ``name`` (canonical), ``wire_name``, ``server``,
+            ``description`` and ``parameters`` instead of a table.
+
+    Returns:
+        The exit code (0, 1 when a server did not start, 2 for a configuration error).
+    """
+
+    def tools(settings: Settings, config: McpConfig) -> int:
+        async def main() -> list[ToolInfo]:
+            async with open_toolbox(config.enabled_servers, settings.mcp) as toolbox:
+                return list(toolbox.tools)
+
+        infos = trio.run(main)
+        if as_json:
+            print(json.dumps([_tool_json(info) for info in infos], indent=2, ensure_ascii=False))
+        else:
+            _print_table(infos)
+        return EXIT_OK
+
+    return _run(tools, config_path, pyproject)
+
+
+def cmd_call(
+    name: str,
+    json_args: str,
+    config_path: Path | None,
+    pyproject: Path | None,
+    timeout: float | None,
+) -> int:
+    """Call one tool and print its ``ToolCallResult.to_dict()`` as JSON.
+
+    Args:
+        name: canonical (``thinking.think``) or wire name (``thinking__think``).
+        json_args: the arguments as a JSON object.
+        config_path: ``mcp_config.json`` (default: the configured ``config_file``).
+        pyproject: settings file (default: ``./pyproject.toml``).
+        timeout: seconds for the call (default: the tool's configured timeout).
+
+    Returns:
+        0 for a normal result, 1 for an error result, a timeout or a server that did not start,
+        2 for a configuration error or arguments that are not a JSON object.
+    """
+    try:
+        arguments = json.loads(json_args)
+    except ValueError as exc:
+        _error(f"configuration error: the arguments are not valid JSON: {exc}")
+        return EXIT_CONFIG
+    if not isinstance(arguments, dict):
+        _error(f"configuration error: the arguments must be a JSON object, got {json_args!r}")
+        return EXIT_CONFIG
+
+    def call(settings: Settings, config: McpConfig) -> int:
+        async def main() -> ToolCallResult:
+            async with open_toolbox(config.enabled_servers, settings.mcp) as toolbox:
+                return await toolbox.call_tool(name, arguments, timeout=timeout)
+
+        result = trio.run(main)
+        print(json.dumps(result.to_dict(), ensure_ascii=False, default=str))
+        return EXIT_FAILED if result.is_error else EXIT_OK
+
+    return _run(call, config_path, pyproject)
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config",
+        metavar="PATH",
+        type=Path,
+        default=None,
+        help="mcp_config.json to use (default: [tool.zorkgpt.mcp] config_file)",
+    )
+    parser.add_argument(
+        "--pyproject",
+        metavar="PATH",
+        type=Path,
+        default=None,
+        help="settings file (default: ./pyproject.toml)",
+    )
+
+
+def add_mcp_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``tools`` and ``call`` on the ``zorkmcp`` parser.
+
+    Each sets ``run``: a callable taking the parsed namespace and returning the exit code.
+
+    Args:
+        subparsers: what ``ArgumentParser.add_subparsers()`` returned.
+    """
+    tools = subparsers.add_parser(
+        "tools",
+        help="start the configured MCP servers and list their tools",
+        description="Start every enabled server of mcp_config.json, print each tool (canonical name, "
+        "wire name the LLM sees, server, description) and shut the servers down.",
+    )
+    _common(tools)
+    tools.add_argument(
+        "--json",
+        action="store_true",
+        dest="as_json",
+        help="print a JSON list of {name, wire_name, server, description, parameters}",
+    )
+    tools.set_defaults(run=lambda args: cmd_tools(args.config, args.pyproject, args.as_json))
+
+    call = subparsers.add_parser(
+        "call",
+        help="call one MCP tool and print the result as JSON",
+        description="Start the configured servers, call one tool and print ToolCallResult.to_dict() as JSON. "
+        "Exit 0 for a normal result, 1 for an error result or timeout, 2 for a configuration error.",
+    )
+    call.add_argument("name", help="tool name, canonical (thinking.think) or wire (thinking__think)")
+    call.add_argument(
+        "json_args", metavar="JSON-ARGS", nargs="?", default="{}", help="a JSON object (default: {})"
+    )
+    _common(call)
+    call.add_argument(
+        "--timeout",
+        metavar="S",
+        type=_positive_seconds,
+        default=None,
+        help="seconds before the call is abandoned (default: the tool's configured timeout)",
+    )
+    call.set_defaults(
+        run=lambda args: cmd_call(args.name, args.json_args, args.config, args.pyproject, args.timeout)
+    )

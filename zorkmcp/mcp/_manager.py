@@ -1,0 +1,509 @@
+"""``McpManager``: which servers run when, and what happens when one does not start.
+
+The policy (seeds 000 §Error Handling and §Graceful Degradation; Requirements 6.1, 6.7–6.10;
+properties 26–27), applied per server:
+
+* The first turn of an episode (and :meth:`McpManager.open_episode`): a server that fails to start
+  raises :class:`~zorkmcp.errors.MCPServerStartupError` — the configuration is probably wrong.
+* Later turns: a failed start is retried once, at once, in the same turn. If the retry fails the
+  server is disabled for the rest of the episode (a warning and an ``mcp_disabled_fallback``
+  event), :meth:`McpManager.is_server_disabled` says so, and the turn goes on with the other
+  servers' tools. :attr:`McpManager.is_disabled` (the seeds' flag) is true once every server is.
+* A ``per_episode`` server whose process died mid-episode gives error results for the rest of that
+  turn; the next turn restarts it under the same rule (start, retry once, else disable).
+
+The manager is a plain object: it holds configuration and per-server health, no async resources,
+so it survives between ``trio.run`` calls (the plain ``get_action()`` path). Servers are owned by
+the nurseries inside :meth:`McpManager.open_turn` and :meth:`McpManager.open_episode`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from functools import partial
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import trio
+from attrs import define
+
+from zorkmcp.errors import MCPServerStartupError
+
+from ._events import Reporter
+from ._prewarm import Spare, start_spare
+from ._session import ServerHandle, ServerSession, start_server
+from ._tools import Toolbox
+
+if TYPE_CHECKING:
+    from zorkmcp.config import McpConfig, McpSettings, ServerConfig
+    from zorkmcp.observability import EventSink
+
+    from ._results import ToolCallResult
+
+__all__ = ["EpisodeServers", "McpManager", "open_toolbox"]
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for sub in exc.exceptions for leaf in _leaves(sub)]
+    return [exc]
+
+
+@contextmanager
+def _plain_errors() -> Iterator[None]:
+    """Re-raise an exception group holding exactly one exception as that exception.
+
+    Nurseries wrap everything that crosses them in ``ExceptionGroup``; callers of our context
+    managers should see their own ``LLMError`` or our ``MCPServerStartupError`` as themselves.
+    Groups of several exceptions are left alone.
+    """
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        leaves = _leaves(group)
+        if len(leaves) != 1:
+            raise
+        _reraise(leaves[0])
+
+
+def _reraise(exc: BaseException) -> NoReturn:
+    """Raise ``exc`` from inside an ``except`` block without chaining it to the handled group."""
+    context, cause, suppress = exc.__context__, exc.__cause__, exc.__suppress_context__
+    try:
+        raise exc
+    finally:
+        exc.__context__, exc.__cause__, exc.__suppress_context__ = context, cause, suppress
+        del exc
+
+
+_StartOne = Callable[[trio.Nursery, "ServerConfig"], Awaitable[ServerHandle | None]]
+
+
+async def _start_all(
+    nursery: trio.Nursery,
+    servers: Sequence[ServerConfig],
+    start_one: _StartOne,
+) -> dict[str, ServerHandle]:
+    """Start ``servers`` concurrently into ``nursery``; the first failure (config order) is raised."""
+    handles: dict[str, ServerHandle] = {}
+
+    async def one(server: ServerConfig) -> None:
+        handle = await start_one(nursery, server)
+        if handle is not None:
+            handles[server.name] = handle
+
+    order = {server.name: index for index, server in enumerate(servers)}
+    try:
+        async with trio.open_nursery() as starters:
+            for server in servers:
+                starters.start_soon(one, server)
+    except BaseExceptionGroup as group:
+        failures, rest = group.split(MCPServerStartupError)
+        if failures is None or rest is not None:
+            raise
+        errors = [e for e in _leaves(failures) if isinstance(e, MCPServerStartupError)]
+        first = min(errors, key=lambda e: order.get(e.server, len(order)))
+        _reraise(first)
+    return handles
+
+
+@define
+class _Health:
+    disabled: bool = False
+    starts: int = 0
+    failures: int = 0
+
+
+class EpisodeServers:
+    """The ``per_episode`` sessions of one episode, owned by :meth:`McpManager.open_episode`.
+
+    Pass it to :meth:`McpManager.open_turn` in the same ``trio.run`` to borrow the sessions.
+    """
+
+    def __init__(
+        self, nursery: trio.Nursery, settings: McpSettings, reporter: Reporter, *, prewarm: bool = False
+    ) -> None:
+        self._nursery = nursery
+        self._settings = settings
+        self._reporter = reporter
+        self._handles: dict[str, ServerHandle] = {}
+        self._prewarm = prewarm
+        self._spares: dict[str, Spare] = {}
+
+    @property
+    def prewarm(self) -> bool:
+        """Whether ``per_turn`` servers are prewarmed (see :mod:`zorkmcp.mcp._prewarm`)."""
+        return self._prewarm
+
+    @property
+    def spares(self) -> Mapping[str, Spare]:
+        """The background session waiting for the next turn, per ``per_turn`` server."""
+        return dict(self._spares)
+
+    def _warm(self, server: ServerConfig) -> None:
+        """Start the next turn's session of ``server`` in the background (at most one spare)."""
+        old = self._spares.pop(server.name, None)
+        if old is not None:
+            old.release()
+        self._spares[server.name] = start_spare(self._nursery, server, self._settings, self._reporter)
+
+    def _drop_spare(self, name: str) -> None:
+        spare = self._spares.pop(name, None)
+        if spare is not None:
+            spare.release()
+
+    @property
+    def sessions(self) -> Mapping[str, ServerSession]:
+        """The current session of each running ``per_episode`` server."""
+        return {name: handle.session for name, handle in self._handles.items()}
+
+    def toolbox(self) -> Toolbox:
+        """Every tool of the running ``per_episode`` servers, allow-lists ignored.
+
+        For the program's own calls (the orchestrator's ``zork.play_action``, which the agent is
+        not offered); the agent gets its tools from :meth:`McpManager.open_turn`.
+        """
+        return Toolbox(
+            [handle.session for handle in self._handles.values()],
+            self._settings,
+            reporter=self._reporter,
+            apply_allow_list=False,
+        )
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any],
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109 - the contract: per-tool default, scope inside
+    ) -> ToolCallResult:
+        """Call any tool of a ``per_episode`` server (see :meth:`toolbox` and :meth:`Toolbox.call_tool`).
+
+        Args:
+            name: canonical (``zork.play_action``) or wire name.
+            arguments: the tool's arguments.
+            timeout: seconds (default: the tool's timeout).
+        """
+        return await self.toolbox().call_tool(name, arguments, timeout=timeout)
+
+    def _close_all(self) -> None:
+        for spare in self._spares.values():
+            spare.release()
+        self._spares.clear()
+        for handle in self._handles.values():
+            handle.close()
+
+
+class McpManager:
+    """Starts the configured MCP servers for turns and episodes and applies the failure policy.
+
+    Args:
+        config: the servers (``mcp_config.json``).
+        settings: ``[tool.zorkgpt.mcp]``.
+        events: where events and log lines go (default: the ``zorkmcp.mcp`` logger).
+
+    Attributes:
+        turn: turns opened in this episode so far.
+    """
+
+    def __init__(self, config: McpConfig, settings: McpSettings, *, events: EventSink | None = None) -> None:
+        self.config = config
+        self.settings = settings
+        self._reporter = Reporter(events)
+        self.turn = 0
+        self._health: dict[str, _Health] = {}
+        self.reset()
+
+    def reset(self) -> None:
+        """Start a new episode: turn counter, retry state and disabled servers are cleared."""
+        self.turn = 0
+        self._health = {server.name: _Health() for server in self.config.enabled_servers}
+
+    @property
+    def is_disabled(self) -> bool:
+        """Whether MCP is off for the rest of the episode: every server has been disabled (seeds 000)."""
+        return bool(self._health) and all(health.disabled for health in self._health.values())
+
+    def is_server_disabled(self, name: str) -> bool:
+        """Whether server ``name`` has been disabled for the rest of the episode."""
+        health = self._health.get(name)
+        return health is not None and health.disabled
+
+    def _active(self) -> list[ServerConfig]:
+        return [server for server in self.config.enabled_servers if not self._health[server.name].disabled]
+
+    def _policy(self, *, fail_fast: bool) -> _StartOne:
+        async def start_one(nursery: trio.Nursery, server: ServerConfig) -> ServerHandle | None:
+            return await self._start_with_policy(nursery, server, fail_fast=fail_fast)
+
+        return start_one
+
+    async def _start_with_policy(
+        self, nursery: trio.Nursery, server: ServerConfig, *, fail_fast: bool
+    ) -> ServerHandle | None:
+        health = self._health[server.name]
+        turn = self.turn
+        health.starts += 1
+        try:
+            return await start_server(nursery, server, self.settings, reporter=self._reporter)
+        except MCPServerStartupError as first:
+            health.failures += 1
+            self._reporter.emit("mcp_server_start_failed", server=server.name, turn=turn, error=str(first))
+            if fail_fast:
+                raise  # Requirement 6.1: the first turn fails fast
+            self._reporter.log(
+                "WARNING", f"Turn {turn}: MCP server '{server.name}' failed to start, retrying: {first}"
+            )
+        health.starts += 1
+        try:
+            handle = await start_server(nursery, server, self.settings, reporter=self._reporter)
+        except MCPServerStartupError as second:  # Requirements 6.9, 6.10
+            health.failures += 1
+            health.disabled = True
+            self._reporter.log(
+                "WARNING",
+                f"Turn {turn}: MCP server '{server.name}' failed again, "
+                f"disabling it for the rest of the episode: {second}",
+            )
+            self._reporter.emit(
+                "mcp_disabled_fallback",
+                server=server.name,
+                turn=turn,
+                error=str(second),
+                all_disabled=self.is_disabled,
+            )
+            return None
+        self._reporter.log("INFO", f"Turn {turn}: MCP server '{server.name}' retry successful")
+        return handle
+
+    @asynccontextmanager
+    async def open_episode(self, *, prewarm: bool = True) -> AsyncIterator[EpisodeServers]:
+        """Start the ``per_episode`` servers for a whole episode (used by ``bridge.Bridge``).
+
+        Resets the episode state (:meth:`reset`); a server that fails to start here raises, as on
+        the first turn. Leaving the context ends them.
+
+        Args:
+            prewarm: start each ``per_turn`` server's next session in the background, so that a
+                turn opened with this episode finds it ready (:mod:`zorkmcp.mcp._prewarm`).
+
+        Raises:
+            MCPServerStartupError: a ``per_episode`` server did not start.
+        """
+        self.reset()
+        servers = [s for s in self._active() if s.lifecycle == "per_episode"]
+        with _plain_errors():
+            async with trio.open_nursery() as nursery:
+                episode = EpisodeServers(nursery, self.settings, self._reporter, prewarm=prewarm)
+                try:
+                    if prewarm:
+                        for server in self._active():
+                            if server.lifecycle == "per_turn":
+                                episode._warm(server)
+                    episode._handles.update(await _start_all(nursery, servers, self._policy(fail_fast=True)))
+                    yield episode
+                finally:
+                    episode._close_all()
+
+    async def _restart_for_episode(
+        self, episode: EpisodeServers, server: ServerConfig, *, fail_fast: bool
+    ) -> ServerHandle | None:
+        old = episode._handles.pop(server.name, None)
+        if old is not None:
+            self._reporter.log(
+                "WARNING",
+                f"Turn {self.turn}: restarting MCP server '{server.name}': {old.session.describe_death()}",
+            )
+            self._reporter.emit("mcp_server_restart", server=server.name, turn=self.turn)
+            old.close()
+        handle = await self._start_with_policy(episode._nursery, server, fail_fast=fail_fast)
+        if handle is not None:
+            episode._handles[server.name] = handle
+        return handle
+
+    @asynccontextmanager
+    async def open_turn(self, episode: EpisodeServers | None = None) -> AsyncIterator[Toolbox]:
+        """Start this turn's servers concurrently and yield their tools.
+
+        ``per_turn`` servers start in a nursery inside this context and end when it is left.
+        ``per_episode`` servers are borrowed from ``episode`` (restarted there if they died); without
+        an episode they are started for this turn only.
+
+        Args:
+            episode: the running episode's servers, from :meth:`open_episode` in the same ``trio.run``.
+
+        Raises:
+            MCPServerStartupError: on the first turn, a server did not start.
+        """
+        self.turn += 1
+        fail_fast = self.turn <= 1
+        active = self._active()
+        warm_mode = episode is not None and episode.prewarm
+        own = [s for s in active if episode is None or (s.lifecycle == "per_turn" and not warm_mode)]
+        warm = [s for s in active if warm_mode and s.lifecycle == "per_turn"]
+        shared = [s for s in active if s.lifecycle == "per_episode" and episode is not None]
+        taken: dict[str, Spare] = {}
+        toolbox: Toolbox | None = None
+        closing_at: float | None = None
+        with _plain_errors():
+            try:
+                async with trio.open_nursery() as nursery:
+                    start = trio.current_time()
+                    handles: dict[str, ServerHandle] = {}
+                    try:
+                        async with trio.open_nursery() as starters:
+                            if own:
+                                starters.start_soon(self._start_into, handles, nursery, own, fail_fast)
+                            for server in warm:
+                                assert episode is not None
+                                starters.start_soon(self._take_spare, episode, server, fail_fast, taken)
+                            for server in shared:
+                                assert episode is not None
+                                handle = episode._handles.get(server.name)
+                                if handle is None or not handle.session.alive:
+                                    restart = partial(self._restart_for_episode, fail_fast=fail_fast)
+                                    starters.start_soon(restart, episode, server)
+                        sessions: list[ServerSession] = []
+                        for server in active:
+                            if server in shared:
+                                assert episode is not None
+                                borrowed = episode._handles.get(server.name)
+                                if borrowed is not None:
+                                    sessions.append(borrowed.session)
+                            elif server.name in handles:
+                                sessions.append(handles[server.name].session)
+                            elif (spare := taken.get(server.name)) is not None and spare.session is not None:
+                                sessions.append(spare.session)
+                        toolbox = Toolbox(sessions, self.settings, reporter=self._reporter)
+                        toolbox.startup_seconds = trio.current_time() - start
+                        yield toolbox
+                    finally:
+                        closing_at = trio.current_time()
+                        for spare in taken.values():
+                            spare.release()  # closed by its own task in the episode, off the critical path
+                        for handle in handles.values():
+                            handle.close()
+            finally:
+                if toolbox is not None and closing_at is not None:
+                    toolbox.teardown_seconds = trio.current_time() - closing_at
+                    self._reporter.emit(
+                        "mcp_turn_teardown",
+                        turn=self.turn,
+                        servers=[s.name for s in own],
+                        teardown_ms=round(toolbox.teardown_seconds * 1000, 1),
+                    )
+
+    async def _take_spare(
+        self, episode: EpisodeServers, server: ServerConfig, fail_fast: bool, taken: dict[str, Spare]
+    ) -> None:
+        """Give this turn the prewarmed session of ``server`` and start the next one.
+
+        A spare that failed to start, or died while waiting, counts as a failed start of this turn:
+        the first turn raises; later turns retry once (the spare just started for the next turn
+        serves as the retry) and then disable the server.
+        """
+        health = self._health[server.name]
+        turn = self.turn
+        spare = episode._spares.pop(server.name, None)
+        if spare is None:
+            spare = start_spare(episode._nursery, server, self.settings, self._reporter)
+        for attempt in (1, 2):
+            episode._warm(server)  # the next turn's session starts now
+            await spare.wait_ready()
+            health.starts += 1
+            if spare.session is not None and spare.session.alive:
+                taken[server.name] = spare
+                if attempt == 2:
+                    self._reporter.log("INFO", f"Turn {turn}: MCP server '{server.name}' retry successful")
+                return
+            spare.release()
+            health.failures += 1
+            error = spare.error or MCPServerStartupError(
+                f"MCP server '{server.name}' died before its turn: "
+                + (spare.session.describe_death() if spare.session is not None else "no session"),
+                server=server.name,
+                command=" ".join((server.command or "", *server.args)).strip(),
+            )
+            self._reporter.emit("mcp_server_start_failed", server=server.name, turn=turn, error=str(error))
+            if fail_fast:
+                episode._drop_spare(server.name)
+                raise error  # Requirement 6.1: the first turn fails fast
+            if attempt == 1:
+                self._reporter.log(
+                    "WARNING", f"Turn {turn}: MCP server '{server.name}' failed to start, retrying: {error}"
+                )
+                spare = episode._spares.pop(server.name)
+                continue
+            # Requirements 6.9, 6.10: the retry failed too.
+            health.disabled = True
+            episode._drop_spare(server.name)
+            self._reporter.log(
+                "WARNING",
+                f"Turn {turn}: MCP server '{server.name}' failed again, "
+                f"disabling it for the rest of the episode: {error}",
+            )
+            self._reporter.emit(
+                "mcp_disabled_fallback",
+                server=server.name,
+                turn=turn,
+                error=str(error),
+                all_disabled=self.is_disabled,
+            )
+
+    async def _start_into(
+        self,
+        handles: dict[str, ServerHandle],
+        nursery: trio.Nursery,
+        servers: Sequence[ServerConfig],
+        fail_fast: bool,
+    ) -> None:
+        handles.update(await _start_all(nursery, servers, self._policy(fail_fast=fail_fast)))
+
+
+@asynccontextmanager
+async def open_toolbox(
+    servers: Sequence[ServerConfig],
+    settings: McpSettings,
+    *,
+    events: EventSink | None = None,
+) -> AsyncIterator[Toolbox]:
+    """Start ``servers`` concurrently and yield their tools, without any retry policy.
+
+    The lower-level sibling of :meth:`McpManager.open_turn`, for one-off use (``zorkmcp tools``,
+    ``zorkmcp call``, scripts). Leaving the context ends every server.
+
+    Args:
+        servers: the servers to start (``McpConfig.enabled_servers``, for instance).
+        settings: timeouts and the result cap.
+        events: where events and log lines go.
+
+    Raises:
+        MCPServerStartupError: a server did not start (the first one in ``servers`` order).
+    """
+    reporter = Reporter(events)
+
+    async def start_one(nursery: trio.Nursery, server: ServerConfig) -> ServerHandle | None:
+        return await start_server(nursery, server, settings, reporter=reporter)
+
+    toolbox: Toolbox | None = None
+    closing_at: float | None = None
+    with _plain_errors():
+        try:
+            async with trio.open_nursery() as nursery:
+                start = trio.current_time()
+                handles = await _start_all(nursery, servers, start_one)
+                try:
+                    toolbox = Toolbox(
+                        [handles[s.name].session for s in servers if s.name in handles],
+                        settings,
+                        reporter=reporter,
+                    )
+                    toolbox.startup_seconds = trio.current_time() - start
+                    yield toolbox
+                finally:
+                    closing_at = trio.current_time()
+                    for handle in handles.values():
+                        handle.close()
+        finally:
+            if toolbox is not None and closing_at is not None:
+                toolbox.teardown_seconds = trio.current_time() - closing_at

@@ -1,0 +1,110 @@
+"""Prewarmed ``per_turn`` sessions: the next turn's server starts while this turn runs.
+
+A fresh ``per_turn`` process costs its spawn + ``initialize`` + ``tools/list`` (about 50 ms for the
+embedded stdlib server, about a second for an MCP SDK server, 250–900 ms for a node server), and
+its close. Inside a long-lived owner (``bridge.Bridge``, through
+:meth:`~zorkmcp.mcp.McpManager.open_episode`) neither needs to be on the turn's critical path:
+
+* while turn N runs, turn N+1's process for each ``per_turn`` server is spawned, initialized and
+  its tools listed in the background: a *spare*, never used before its turn;
+* turn N takes its spare at once (or waits for the rest of its start-up), and the spare for turn
+  N+1 is started right then;
+* when turn N is done with its session, the session is released and closed by its owning task in
+  the episode's nursery, after the turn has returned.
+
+Every turn still gets its own fresh process; there is at most one spare per server; spares end
+with the episode. A spare that failed to start (or died before its turn) is handled like a failed
+start in that turn: the first turn raises, later turns retry once and then disable the server.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import trio
+from attrs import Factory, define
+
+from zorkmcp.errors import MCPServerStartupError
+
+from ._events import logger
+from ._session import ServerSession, _only_exceptions, open_server_session
+
+if TYPE_CHECKING:
+    from zorkmcp.config import McpSettings, ServerConfig
+
+    from ._events import Reporter
+
+__all__ = ["Spare", "start_spare"]
+
+
+@define(eq=False)
+class Spare:
+    """One background session of a ``per_turn`` server, owned by its own task in the episode nursery.
+
+    Attributes:
+        server: what was started.
+        session: the ready session (``None`` until ready, or when the start failed).
+        error: why the start failed.
+    """
+
+    server: ServerConfig
+    session: ServerSession | None = None
+    error: MCPServerStartupError | None = None
+    _ready: trio.Event = Factory(trio.Event)
+    _release: trio.Event = Factory(trio.Event)
+    _done: trio.Event = Factory(trio.Event)
+    _cancel: trio.CancelScope = Factory(trio.CancelScope)
+
+    async def wait_ready(self) -> None:
+        """Wait until the session is ready or its start failed."""
+        await self._ready.wait()
+
+    @property
+    def ready(self) -> bool:
+        return self._ready.is_set()
+
+    def release(self) -> None:
+        """End the session (returns at once; the owning task closes it in the background).
+
+        A spare still starting is cancelled; a ready one is closed gracefully (stdin EOF first).
+        """
+        self._release.set()
+        if not self._ready.is_set():
+            self._cancel.cancel()
+
+    @property
+    def closed(self) -> bool:
+        return self._done.is_set()
+
+    async def wait_closed(self) -> None:
+        await self._done.wait()
+
+
+async def _own(spare: Spare, settings: McpSettings, reporter: Reporter) -> None:
+    started = False
+    try:
+        with spare._cancel:
+            async with open_server_session(spare.server, settings, reporter=reporter) as session:
+                spare.session = session
+                started = True
+                spare._ready.set()
+                await spare._release.wait()
+    except MCPServerStartupError as exc:
+        spare.error = exc  # handled by the turn that takes this spare
+    except BaseException as exc:
+        if not started or not _only_exceptions(exc):
+            raise
+        # The session already served its turn; a failure while closing it must not end the episode.
+        logger.error("MCP server '%s' failed while shutting down", spare.server.name, exc_info=exc)
+    finally:
+        spare._ready.set()
+        spare._done.set()
+
+
+def start_spare(
+    nursery: trio.Nursery, server: ServerConfig, settings: McpSettings, reporter: Reporter
+) -> Spare:
+    """Start ``server`` in the background in a task of ``nursery``; returns at once."""
+    spare = Spare(server)
+    nursery.start_soon(_own, spare, settings, reporter, name=f"zorkmcp-spare-{server.name}")
+    return spare

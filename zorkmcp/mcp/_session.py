@@ -1,0 +1,407 @@
+"""One MCP server: transport (stdio subprocess or in-process), ``ClientSession``, startup and shutdown.
+
+The building blocks, from low to high:
+
+* :func:`open_server_session` — an async context manager: start one server, ``initialize()`` then
+  ``tools/list`` (seeds 000 §MCP SDK Integration; property 8), all bounded by
+  ``server_startup_timeout_seconds``; any failure before it yields is a plain
+  :class:`~zorkmcp.errors.MCPServerStartupError` naming the server, the command, the exit status and
+  the last stderr lines. Leaving it ends the server (property 9).
+* :func:`start_server` — runs :func:`open_server_session` in a task of a nursery you own and gives
+  back a :class:`ServerHandle` once the server is ready. This is how servers start concurrently, and
+  how a longer-lived owner (an episode, or a future prewarmer) can start a session in the
+  background, hand it to a turn, and close it off the critical path.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import os
+import sys
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import TYPE_CHECKING, Any, cast
+
+import mcp_types
+import trio
+from attrs import define, field
+from mcp.client.session import ClientSession
+from mcp.shared.exceptions import MCPError as SdkMCPError
+from mcp.shared.memory import create_client_server_memory_streams
+
+from zorkmcp.errors import MCPServerStartupError
+
+from ._env import build_server_env
+from ._events import Reporter, logger
+from ._stdio import ProcessInfo, open_stdio_transport
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable, Mapping
+
+    from mcp.client._transport import ReadStream, WriteStream
+    from mcp.server.lowlevel import Server
+    from mcp.shared.message import SessionMessage
+
+    from zorkmcp.config import McpSettings, ServerConfig
+
+__all__ = [
+    "INPROCESS_SHUTDOWN_GRACE",
+    "ServerHandle",
+    "ServerSession",
+    "open_server_session",
+    "start_server",
+]
+
+INPROCESS_SHUTDOWN_GRACE = 1.0
+"""Seconds an in-process server gets to finish after its input closes before it is cancelled."""
+_MAX_TOOL_PAGES = 100
+_CLIENT_INFO = mcp_types.Implementation(name="zorkmcp", version="0.1.0")
+
+
+@define(kw_only=True, eq=False)
+class ServerSession:
+    """A started server: its ``ClientSession``, its tools and what we know about its process.
+
+    Attributes:
+        config: the server's configuration.
+        client: the SDK session (initialized).
+        tools: the server's tools as listed at startup (before the allow-list).
+        process: the subprocess (``None`` for ``inprocess`` servers).
+        startup_seconds: spawn + initialize + tools/list.
+        failure: why the connection is unusable, once it is.
+    """
+
+    config: ServerConfig
+    client: ClientSession
+    tools: tuple[mcp_types.Tool, ...]
+    process: ProcessInfo | None
+    startup_seconds: float
+    failure: str | None = None
+    _finished: trio.Event | None = field(default=None, alias="finished")
+
+    @property
+    def name(self) -> str:
+        """The server's name in ``mcp_config.json``."""
+        return self.config.name
+
+    @property
+    def alive(self) -> bool:
+        """Whether calls can still reach the server."""
+        if self.failure is not None:
+            return False
+        if self.process is not None:
+            return self.process.running
+        return self._finished is None or not self._finished.is_set()
+
+    def describe_death(self) -> str:
+        """A sentence for an error result: which server is gone and what it said last."""
+        parts = [f"MCP server '{self.name}' is not running"]
+        if self.process is not None and self.process.returncode is not None:
+            parts[0] += f" (exit status {self.process.returncode})"
+        if self.failure:
+            parts.append(self.failure)
+        if self.process is not None and self.process.stderr_tail:
+            parts.append("last stderr lines: " + " | ".join(self.process.stderr_tail[-5:]))
+        return "; ".join(parts)
+
+
+@define(eq=False)
+class ServerHandle:
+    """A server running in a task started by :func:`start_server`.
+
+    :meth:`close` asks the task to end the session; :meth:`wait_closed` waits until the server and
+    every process it started are gone.
+    """
+
+    session: ServerSession
+    _stop: trio.Event = field(alias="stop")
+    _done: trio.Event = field(alias="done")
+
+    def close(self) -> None:
+        """Ask the owning task to end the session (returns at once)."""
+        self._stop.set()
+
+    @property
+    def closed(self) -> bool:
+        """Whether the session has ended and the server is gone."""
+        return self._done.is_set()
+
+    async def wait_closed(self) -> None:
+        """Wait until the session has ended."""
+        await self._done.wait()
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for sub in exc.exceptions for leaf in _leaves(sub)]
+    return [exc]
+
+
+def _hint(command: str) -> str:
+    program = os.path.basename(command)
+    if program in ("npx", "node", "npm"):
+        return " (Node.js >= 20 is needed for this server)"
+    if program in ("uvx", "uv"):
+        return " (uv is needed for this server: https://docs.astral.sh/uv/)"
+    return ""
+
+
+def _reason(exc: BaseException, server: ServerConfig) -> str:
+    leaves = [leaf for leaf in _leaves(exc) if not isinstance(leaf, trio.Cancelled)] or [exc]
+    leaf = leaves[0]
+    if isinstance(leaf, FileNotFoundError) and server.type == "stdio":
+        return f"command not found: {server.command!r}{_hint(server.command or '')}"
+    if isinstance(leaf, PermissionError) and server.type == "stdio":
+        return f"permission denied running {server.command!r}"
+    if isinstance(leaf, SdkMCPError):
+        if leaf.code == mcp_types.CONNECTION_CLOSED:
+            return "the server closed the connection during startup"
+        return f"the server answered with an error: {leaf.message} (code {leaf.code})"
+    if isinstance(leaf, MCPServerStartupError):
+        return str(leaf)
+    return f"{type(leaf).__name__}: {leaf}"
+
+
+def _startup_error(server: ServerConfig, info: ProcessInfo | None, reason: str) -> MCPServerStartupError:
+    if server.type == "inprocess":
+        command = f"inprocess {server.module}"
+    elif info is not None:
+        command = info.command_line
+    else:
+        command = " ".join([server.command or "", *server.args])
+    exit_status = info.returncode if info is not None else None
+    tail = info.stderr_tail if info is not None else ()
+    lines = [f"Failed to start MCP server '{server.name}': {reason}", f"Command: {command}"]
+    if exit_status is not None:
+        lines.append(f"Exit status: {exit_status}")
+    if tail:
+        lines.append("Last stderr lines:")
+        lines.extend(f"  {line}" for line in tail[-10:])
+    return MCPServerStartupError(
+        "\n".join(lines), server=server.name, command=command, exit_status=exit_status, stderr_tail=tail
+    )
+
+
+async def _list_all_tools(client: ClientSession) -> tuple[mcp_types.Tool, ...]:
+    tools: list[mcp_types.Tool] = []
+    cursor: str | None = None
+    for _ in range(_MAX_TOOL_PAGES):
+        params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
+        result = await client.list_tools(params=params)
+        tools.extend(result.tools)
+        cursor = result.next_cursor
+        if not cursor:
+            break
+    return tuple(tools)
+
+
+async def _load_factory(spec: str) -> Callable[[], Any]:
+    module_name, sep, attr_path = spec.rpartition(":")
+    if not sep or not module_name or not attr_path:
+        raise ValueError(f"inprocess module must look like 'package.module:factory', got {spec!r}")
+    module = sys.modules.get(module_name)
+    if module is None:
+        module = await trio.to_thread.run_sync(importlib.import_module, module_name)
+    target: Any = module
+    for attr in attr_path.split("."):
+        target = getattr(target, attr)
+    if not callable(target):
+        raise TypeError(f"{spec!r} is not callable")
+    return cast("Callable[[], Any]", target)
+
+
+def _lowlevel_server(obj: Any, spec: str) -> Server[Any]:
+    from mcp.server.lowlevel import Server
+    from mcp.server.mcpserver import MCPServer
+
+    if isinstance(obj, MCPServer):
+        # The SDK's own in-memory transport unwraps MCPServer the same way (mcp/client/_memory.py).
+        lowlevel: Server[Any] = obj._lowlevel_server
+        return lowlevel
+    if isinstance(obj, Server):
+        return obj
+    raise TypeError(f"{spec!r} returned {type(obj).__name__}, expected an mcp Server or MCPServer")
+
+
+async def _run_inprocess(
+    server: Server[Any],
+    read: ReadStream[SessionMessage | Exception],
+    write: WriteStream[SessionMessage],
+    name: str,
+    finished: trio.Event,
+) -> None:
+    try:
+        await server.run(read, write, server.create_initialization_options(), raise_exceptions=False)
+    except Exception:  # noqa: BLE001
+        # An in-process server that crashes ends its session (calls get error results), not the turn.
+        logger.exception("in-process MCP server '%s' crashed", name)
+    finally:
+        finished.set()
+        await _close_quietly(write)
+
+
+async def _close_quietly(stream: WriteStream[Any]) -> None:
+    with trio.CancelScope(shield=True):
+        await stream.aclose()
+
+
+@asynccontextmanager
+async def _open_inprocess_transport(
+    server: ServerConfig, finished: trio.Event
+) -> AsyncIterator[tuple[ReadStream[SessionMessage | Exception], WriteStream[SessionMessage]]]:
+    spec = server.module or ""
+    factory = await _load_factory(spec)
+    lowlevel = _lowlevel_server(factory(), spec)  # a fresh server object per session
+    async with create_client_server_memory_streams() as (client_streams, server_streams):
+        client_read, client_write = client_streams
+        server_read, server_write = server_streams
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_run_inprocess, lowlevel, server_read, server_write, server.name, finished)
+            try:
+                yield client_read, client_write
+            finally:
+                # EOF the server instead of cancelling it (as mcp/client/_memory.py does); bounded.
+                with trio.CancelScope(shield=True):
+                    await client_write.aclose()
+                    with trio.move_on_after(INPROCESS_SHUTDOWN_GRACE):
+                        await finished.wait()
+                nursery.cancel_scope.cancel()
+
+
+def _only_exceptions(exc: BaseException) -> bool:
+    """True when every leaf is an ``Exception`` (no cancellation, KeyboardInterrupt, SystemExit)."""
+    return all(isinstance(leaf, Exception) for leaf in _leaves(exc))
+
+
+@asynccontextmanager
+async def open_server_session(
+    server: ServerConfig,
+    settings: McpSettings,
+    *,
+    reporter: Reporter | None = None,
+    base_env: Mapping[str, str] | None = None,
+) -> AsyncIterator[ServerSession]:
+    """Start one MCP server and yield its initialized session with its tools listed.
+
+    Args:
+        server: the server's configuration (``stdio`` or ``inprocess``).
+        settings: ``server_startup_timeout_seconds`` bounds spawn + initialize + tools/list.
+        reporter: where events go (``mcp_server_started``, ``mcp_server_stopped``, ``mcp_env_withheld``).
+        base_env: the environment to merge the server's ``env`` into (default ``os.environ``).
+
+    Raises:
+        MCPServerStartupError: the server did not start (plain, never inside an exception group).
+    """
+    reporter = reporter or Reporter()
+    timeout = settings.server_startup_timeout_seconds
+    start = trio.current_time()
+    info: ProcessInfo | None = None
+    session: ServerSession | None = None
+    try:
+        with trio.CancelScope(deadline=start + timeout) as startup_scope:
+            async with AsyncExitStack() as stack:
+                finished: trio.Event | None = None
+                read: ReadStream[SessionMessage | Exception]
+                write: WriteStream[SessionMessage]
+                if server.type == "inprocess":
+                    finished = trio.Event()
+                    read, write = await stack.enter_async_context(_open_inprocess_transport(server, finished))
+                else:
+                    if not server.command:
+                        raise ValueError("a stdio server needs a 'command'")
+                    env, withheld = build_server_env(server.env, os.environ if base_env is None else base_env)
+                    if withheld:
+                        # Requirement 3.2: say which names were withheld, never their values.
+                        reporter.emit("mcp_env_withheld", server=server.name, names=list(withheld))
+                        names = ", ".join(withheld)
+                        reporter.log("DEBUG", f"MCP server '{server.name}': withheld variables {names}")
+                    info = ProcessInfo(command=(server.command, *server.args), withheld_env=withheld)
+                    read, write, _ = await stack.enter_async_context(
+                        open_stdio_transport(server.command, server.args, env=env, cwd=server.cwd, info=info)
+                    )
+                client = await stack.enter_async_context(ClientSession(read, write, client_info=_CLIENT_INFO))
+                await client.initialize()  # property 8: the handshake comes before discovery
+                tools = await _list_all_tools(client)
+                startup_scope.deadline = math.inf
+                session = ServerSession(
+                    config=server,
+                    client=client,
+                    tools=tools,
+                    process=info,
+                    startup_seconds=trio.current_time() - start,
+                    finished=finished,
+                )
+                reporter.emit(
+                    "mcp_server_started",
+                    server=server.name,
+                    pid=info.pid if info else None,
+                    startup_ms=round(session.startup_seconds * 1000, 1),
+                    tools=[tool.name for tool in tools],
+                )
+                yield session
+        if session is None:  # only the startup deadline gets here
+            raise _startup_error(server, info, f"no answer to initialize and tools/list within {timeout:g}s")
+    except BaseException as exc:
+        if session is not None or isinstance(exc, MCPServerStartupError) or not _only_exceptions(exc):
+            raise
+        raise _startup_error(server, info, _reason(exc, server)) from exc
+    finally:
+        if session is not None:
+            fields: dict[str, Any] = {"server": server.name}
+            if info is not None:
+                fields.update(
+                    pid=info.pid,
+                    exit_status=info.returncode,
+                    escalation=info.escalation,
+                    strays_killed=info.strays_killed,
+                    teardown_ms=round((info.teardown_seconds or 0.0) * 1000, 1),
+                )
+            reporter.emit("mcp_server_stopped", **fields)
+
+
+async def _serve(
+    server: ServerConfig,
+    settings: McpSettings,
+    reporter: Reporter | None,
+    *,
+    task_status: trio.TaskStatus[ServerHandle] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    stop, done = trio.Event(), trio.Event()
+    started = False
+    try:
+        async with open_server_session(server, settings, reporter=reporter) as session:
+            task_status.started(ServerHandle(session, stop=stop, done=done))
+            started = True
+            await stop.wait()
+    except BaseException as exc:
+        if not started or not _only_exceptions(exc):
+            raise
+        # The session already ended; an error while closing it must not take down the turn.
+        logger.error("MCP server '%s' failed while shutting down", server.name, exc_info=exc)
+    finally:
+        done.set()
+
+
+async def start_server(
+    nursery: trio.Nursery,
+    server: ServerConfig,
+    settings: McpSettings,
+    *,
+    reporter: Reporter | None = None,
+) -> ServerHandle:
+    """Start a server in a new task of ``nursery`` and return once it is ready.
+
+    The task owns the session (entered and left in that one task) until :meth:`ServerHandle.close`
+    or until ``nursery`` is cancelled; either way teardown is complete when the task ends.
+
+    Args:
+        nursery: the owner of the server's task (a turn's or an episode's nursery).
+        server: what to start.
+        settings: startup timeout.
+        reporter: where events go.
+
+    Raises:
+        MCPServerStartupError: the server did not start.
+    """
+    handle: ServerHandle = await nursery.start(_serve, server, settings, reporter)
+    return handle

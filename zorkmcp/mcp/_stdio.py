@@ -1,0 +1,501 @@
+"""Our own stdio transport for MCP servers: spawn, pipe, and end every process the session started.
+
+Why not the SDK's ``mcp.client.stdio.stdio_client``: it hides the process (no PID, no exit status, no
+stderr for error messages), signals the process group only when the server fails to exit within 2 s
+(so children of a server that exits cleanly on EOF are orphaned), and can take 6.5 s for a stubborn
+server. This module keeps the SDK's wire behaviour (newline-delimited JSON-RPC, a non-JSON line is
+passed to the session as an ``Exception`` value and does not end it) and changes the lifecycle:
+
+* The server runs in its own session and process group (``start_new_session=True``) with a unique
+  ``ZORKMCP_SESSION=<token>`` in its environment, inherited by everything it starts.
+* A watcher waits for the server to exit (on a pidfd: no polling). When it exits, its process group
+  is killed at once — before the leader is reaped, so the group ID cannot have been reused by then
+  (PIDs wrap within minutes on a busy machine) — and the session sees EOF, so a pending request
+  fails promptly even when a leftover child still holds the stdout pipe.
+* Teardown (shielded, bounded, no fixed sleeps): close stdin → wait for exit up to
+  :data:`EOF_GRACE` → SIGTERM the group → wait up to :data:`TERM_GRACE` → SIGKILL the group. The
+  group is always killed when the server exits (children of a server that exited cleanly), and then
+  every process whose environment carries the token (children that called ``setsid`` and escaped
+  the group; Linux ``/proc`` scan in a worker thread, skipped elsewhere), and teardown waits for
+  them to be gone. A well-behaved
+  server costs only its own exit time; the worst case is about :data:`WORST_CASE_TEARDOWN` seconds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import secrets
+import shlex
+import signal
+import subprocess
+import sys
+from collections import deque
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Literal
+
+import anyio
+import mcp_types
+import trio
+from attrs import define, field
+from mcp.shared.message import SessionMessage
+
+from ._events import logger
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Mapping, Sequence
+
+    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+__all__ = [
+    "EOF_GRACE",
+    "KILL_GRACE",
+    "SESSION_ENV_VAR",
+    "STDERR_TAIL_LINES",
+    "TERM_GRACE",
+    "WORST_CASE_TEARDOWN",
+    "ProcessInfo",
+    "kill_session_processes",
+    "open_stdio_transport",
+]
+
+EOF_GRACE = 1.5
+"""Seconds a server gets to exit after its stdin closes (and pending writes flush)."""
+TERM_GRACE = 0.5
+"""Seconds between SIGTERM to the process group and SIGKILL."""
+KILL_GRACE = 0.2
+"""Seconds to wait for killed processes to be gone (only an unkillable process uses it up)."""
+EXIT_DRAIN_GRACE = 0.2
+"""After the server exited: how long a leftover may keep its stdout open before reading stops."""
+STDERR_DRAIN_GRACE = 0.1
+"""After everything is killed: how long to wait for the last stderr bytes."""
+WORST_CASE_TEARDOWN = EOF_GRACE + TERM_GRACE + 2 * KILL_GRACE + STDERR_DRAIN_GRACE
+STDERR_TAIL_LINES = 40
+"""Lines of the server's stderr kept for error messages."""
+SESSION_ENV_VAR = "ZORKMCP_SESSION"
+"""Environment variable marking every process of one session (value: a random token)."""
+_MAX_LINE_BYTES = 64 * 1024 * 1024
+_READ_SIZE = 65536
+
+Escalation = Literal["none", "sigterm", "sigkill"]
+
+
+@define(kw_only=True, eq=False)
+class ProcessInfo:
+    """What is known about one server process; filled in while it runs and after teardown.
+
+    Attributes:
+        command: the command line (program and arguments).
+        token: the value of ``ZORKMCP_SESSION`` in the server's environment.
+        pid: the server's PID once spawned.
+        returncode: the exit status once it exited (negative: killed by that signal).
+        escalation: how far teardown had to go: ``"none"`` (exited on stdin EOF), ``"sigterm"``,
+            ``"sigkill"``.
+        strays_killed: processes found by the token after the group kill (escaped via ``setsid``).
+        teardown_seconds: how long teardown took (``None`` until it ran).
+        withheld_env: names of secret-looking variables left out of the environment.
+        non_json_lines: stdout lines that were not JSON-RPC (passed to the session as errors).
+        exited: set once the server process has exited.
+    """
+
+    command: tuple[str, ...]
+    token: str = field(factory=lambda: secrets.token_hex(16))
+    pid: int | None = None
+    returncode: int | None = None
+    escalation: Escalation = "none"
+    strays_killed: int = 0
+    teardown_seconds: float | None = None
+    withheld_env: tuple[str, ...] = ()
+    non_json_lines: int = 0
+    exited: trio.Event = field(factory=trio.Event)
+    """Set once the server process has exited, its group has been killed and it has been reaped."""
+    _stderr: deque[str] = field(factory=lambda: deque(maxlen=STDERR_TAIL_LINES), alias="_stderr")
+
+    @property
+    def command_line(self) -> str:
+        """The command as a shell-quoted string (for messages)."""
+        return shlex.join(self.command)
+
+    @property
+    def stderr_tail(self) -> tuple[str, ...]:
+        """The last :data:`STDERR_TAIL_LINES` lines the server wrote to stderr."""
+        return tuple(self._stderr)
+
+    @property
+    def running(self) -> bool:
+        """Whether the server process has been spawned and not yet exited."""
+        return self.pid is not None and self.returncode is None
+
+    def note(self, line: str) -> None:
+        """Append one line to the stderr ring buffer."""
+        self._stderr.append(line)
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _open_pidfd(pid: int) -> int | None:
+    """A pidfd for our own child ``pid`` (safe: it cannot be reused before we reap it)."""
+    if not hasattr(os, "pidfd_open"):  # pragma: no cover - not Linux
+        return None
+    try:
+        return os.pidfd_open(pid)
+    except OSError:  # pragma: no cover - kernel older than 5.3
+        return None
+
+
+def _read_environ(pid: int) -> bytes | None:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def _carries(pid: int, needle: bytes) -> bool:
+    environ = _read_environ(pid)
+    return environ is not None and needle in environ.split(b"\0")
+
+
+def kill_session_processes(token: str) -> list[int]:
+    """SIGKILL every process whose environment carries ``ZORKMCP_SESSION=<token>`` (Linux).
+
+    Blocking (reads ``/proc``); run it in a worker thread. Each candidate is pinned with a pidfd and
+    checked again before the signal, so a recycled PID is never hit.
+
+    Args:
+        token: the session's token.
+
+    Returns:
+        pidfds of the processes signalled (the caller waits on them and closes them); empty where
+        ``/proc`` or pidfds are not available.
+    """
+    if not sys.platform.startswith("linux") or not hasattr(os, "pidfd_open"):
+        return []
+    needle = f"{SESSION_ENV_VAR}={token}".encode()
+    me = os.getpid()
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    pidfds: list[int] = []
+    for entry in entries:
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        pid = int(entry)
+        if not _carries(pid, needle):
+            continue
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError:
+            continue
+        if not _carries(pid, needle):
+            os.close(pidfd)
+            continue
+        try:
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        except OSError:
+            os.close(pidfd)
+            continue
+        pidfds.append(pidfd)
+    return pidfds
+
+
+def _parse_line(line: bytes, info: ProcessInfo) -> SessionMessage | Exception | None:
+    text = line.strip()
+    if not text:
+        return None
+    try:
+        message = mcp_types.jsonrpc_message_adapter.validate_json(text, by_name=False)
+    except ValueError as exc:
+        shown = text[:200].decode("utf-8", "replace")
+        info.note(f"[stdout, not JSON-RPC] {shown}")
+        info.non_json_lines += 1
+        level = logging.WARNING if info.non_json_lines == 1 else logging.DEBUG
+        logger.log(level, "MCP server %s wrote a line that is not JSON-RPC: %r", info.command_line, shown)
+        return exc
+    return SessionMessage(message)
+
+
+async def _read_stdout(
+    stdout: trio.abc.ReceiveStream,
+    send: MemoryObjectSendStream[SessionMessage | Exception],
+    info: ProcessInfo,
+    done: trio.Event,
+) -> None:
+    buffer = bytearray()
+    scanned = 0
+    deliver = True
+    try:
+        while True:
+            try:
+                chunk = await stdout.receive_some(_READ_SIZE)
+            except (trio.ClosedResourceError, trio.BrokenResourceError, OSError):
+                break
+            if not chunk:
+                break
+            buffer += chunk
+            while (end := buffer.find(b"\n", scanned)) >= 0:
+                line = bytes(buffer[:end])
+                del buffer[: end + 1]
+                scanned = 0
+                item = _parse_line(line, info) if deliver else None
+                if item is None:
+                    continue
+                try:
+                    await send.send(item)
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    deliver = False  # the session is gone; keep draining so the server never blocks
+            scanned = len(buffer)
+            if len(buffer) > _MAX_LINE_BYTES:
+                info.note(f"[stdout] dropped a line longer than {_MAX_LINE_BYTES} bytes")
+                buffer.clear()
+                scanned = 0
+    finally:
+        send.close()
+        done.set()
+
+
+async def _read_stderr(stderr: trio.abc.ReceiveStream, info: ProcessInfo, done: trio.Event) -> None:
+    buffer = bytearray()
+    try:
+        while True:
+            try:
+                chunk = await stderr.receive_some(_READ_SIZE)
+            except (trio.ClosedResourceError, trio.BrokenResourceError, OSError):
+                break
+            if not chunk:
+                break
+            buffer += chunk
+            *lines, rest = buffer.split(b"\n")
+            buffer = bytearray(rest[-_READ_SIZE:])
+            for line in lines:
+                text = line.decode("utf-8", "replace").rstrip()
+                info.note(text)
+                logger.debug("[%s stderr] %s", info.command_line, text)
+    finally:
+        if buffer.strip():
+            info.note(buffer.decode("utf-8", "replace").rstrip())
+        done.set()
+
+
+async def _write_stdin(
+    stdin: trio.abc.SendStream,
+    receive: MemoryObjectReceiveStream[SessionMessage],
+    info: ProcessInfo,
+    reader_scope: trio.CancelScope,
+    done: trio.Event,
+) -> None:
+    try:
+        async with receive:
+            async for message in receive:
+                data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+                try:
+                    await stdin.send_all(data.encode())
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                    break
+            else:
+                return
+        # The server stopped reading. If it is dying, the exit watcher ends the session; if it
+        # lives on with its stdin closed, end the session here so pending requests fail now.
+        with trio.move_on_after(EXIT_DRAIN_GRACE):
+            await info.exited.wait()
+        if not info.exited.is_set():
+            reader_scope.cancel()
+    finally:
+        done.set()
+
+
+async def _wait_exit(process: trio.Process, pidfd: int | None) -> None:
+    """Return once the server has exited, **without reaping it** where a pidfd allows.
+
+    While the exited leader is an unreaped zombie its PID, and so its process-group ID, cannot be
+    reused; that is what makes the group kill after it safe on a machine where PIDs wrap quickly.
+    """
+    if pidfd is not None:
+        await trio.lowlevel.wait_readable(pidfd)
+    else:  # pragma: no cover - no pidfd (not Linux): reap, then kill the group at once
+        await process.wait()
+
+
+async def _watch_exit(
+    process: trio.Process,
+    pidfd: int | None,
+    info: ProcessInfo,
+    reader_scope: trio.CancelScope,
+    reader_done: trio.Event,
+) -> None:
+    await _wait_exit(process, pidfd)
+    # The server is gone: whatever is left of its group can only hold our pipes open. Killed before
+    # the leader is reaped (see _wait_exit), then reaped; nothing else reaps it.
+    _signal_group(process.pid, signal.SIGKILL)
+    info.returncode = await process.wait()
+    info.exited.set()
+    with trio.move_on_after(EXIT_DRAIN_GRACE):
+        await reader_done.wait()
+    reader_scope.cancel()
+
+
+async def _wait_gone(pidfds: list[int], deadline: float) -> None:
+    """Wait (until ``deadline``) for the processes behind ``pidfds`` to exit; always close the fds."""
+    try:
+        with trio.move_on_at(deadline):
+            for pidfd in pidfds:
+                await trio.lowlevel.wait_readable(pidfd)  # a pidfd is readable once its process exited
+    finally:
+        for pidfd in pidfds:
+            trio.lowlevel.notify_closing(pidfd)
+            os.close(pidfd)
+
+
+async def _stop(
+    process: trio.Process,
+    stdin: trio.abc.SendStream,
+    info: ProcessInfo,
+    write_send: MemoryObjectSendStream[SessionMessage],
+    writer_scope: trio.CancelScope,
+    writer_done: trio.Event,
+    stderr_done: trio.Event,
+) -> None:
+    """The bounded shutdown sequence (see the module docstring); runs shielded.
+
+    Every group signal is sent while the leader is not yet reaped (``info.exited`` unset): the exit
+    watcher is the only reaper and kills the group itself just before reaping, so a group ID is
+    never signalled after it could have been reused.
+    """
+    start = trio.current_time()
+    eof_deadline = start + EOF_GRACE
+    write_send.close()  # lets the writer flush what the session already handed over, then stop
+    with trio.move_on_at(eof_deadline):
+        await writer_done.wait()
+    writer_scope.cancel()
+    with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError, OSError):
+        await stdin.aclose()
+    with trio.move_on_at(eof_deadline):
+        await info.exited.wait()
+    if not info.exited.is_set():
+        info.escalation = "sigterm"
+        _signal_group(process.pid, signal.SIGTERM)
+        with trio.move_on_after(TERM_GRACE):
+            await info.exited.wait()
+    if not info.exited.is_set():
+        info.escalation = "sigkill"
+        _signal_group(process.pid, signal.SIGKILL)
+        with trio.move_on_after(KILL_GRACE):
+            await info.exited.wait()
+    if not info.exited.is_set():  # pragma: no cover - an unkillable (D-state) process
+        logger.warning("MCP server %s (pid %d) survived SIGKILL", info.command_line, process.pid)
+    # Children of a server that exited cleanly were killed with its group by the exit watcher;
+    # children that called setsid are only found by the token in their environment.
+    with trio.move_on_after(KILL_GRACE):
+        pidfds = await trio.to_thread.run_sync(kill_session_processes, info.token)
+        info.strays_killed = len(pidfds)
+        await _wait_gone(pidfds, trio.current_time() + KILL_GRACE)
+    with trio.move_on_after(STDERR_DRAIN_GRACE):
+        await stderr_done.wait()
+    info.teardown_seconds = trio.current_time() - start
+
+
+@asynccontextmanager
+async def open_stdio_transport(
+    command: str,
+    args: Sequence[str] = (),
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    info: ProcessInfo | None = None,
+) -> AsyncIterator[
+    tuple[
+        MemoryObjectReceiveStream[SessionMessage | Exception],
+        MemoryObjectSendStream[SessionMessage],
+        ProcessInfo,
+    ]
+]:
+    """Spawn an MCP server and connect to it over its stdin/stdout.
+
+    Yields ``(read_stream, write_stream, info)``; the streams go to
+    ``mcp.client.session.ClientSession``. Leaving the context ends the server and every process it
+    started (see the module docstring); ``info`` then holds the exit status, the stderr tail and the
+    teardown duration.
+
+    Args:
+        command: the program to run.
+        args: its arguments.
+        env: the environment (``None``: ours). ``ZORKMCP_SESSION`` is added.
+        cwd: the working directory (``None``: ours).
+        info: a :class:`ProcessInfo` to fill in (lets the caller read it after a failed start);
+            a new one when ``None``.
+
+    Raises:
+        OSError: the program could not be started (``FileNotFoundError`` when it does not exist).
+    """
+    if info is None:
+        info = ProcessInfo(command=(command, *args))
+    full_env = dict(os.environ if env is None else env)
+    full_env[SESSION_ENV_VAR] = info.token
+    process = await trio.lowlevel.open_process(
+        [command, *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=full_env,
+        cwd=cwd,
+        start_new_session=True,
+    )
+    # No checkpoint between the spawn and the try: a cancellation here would leak the process.
+    info.pid = process.pid
+    pidfd = _open_pidfd(process.pid)
+    stdin, stdout, stderr = process.stdin, process.stdout, process.stderr
+    assert stdin is not None
+    assert stdout is not None
+    assert stderr is not None
+    read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](0)
+    reader_scope, writer_scope = trio.CancelScope(), trio.CancelScope()
+    reader_done, writer_done, stderr_done = trio.Event(), trio.Event(), trio.Event()
+
+    async def reader() -> None:
+        with reader_scope:
+            await _read_stdout(stdout, read_send, info, reader_done)
+
+    async def writer() -> None:
+        with writer_scope:
+            await _write_stdin(stdin, write_receive, info, reader_scope, writer_done)
+        write_receive.close()
+
+    # The exit watcher is the only reaper: shielded so that a cancelled caller cannot stop it before
+    # teardown has seen the server exit; teardown stops it explicitly at the very end.
+    watcher_scope = trio.CancelScope(shield=True)
+
+    async def watcher() -> None:
+        with watcher_scope:
+            await _watch_exit(process, pidfd, info, reader_scope, reader_done)
+
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(reader)
+            nursery.start_soon(writer)
+            nursery.start_soon(_read_stderr, stderr, info, stderr_done)
+            nursery.start_soon(watcher)
+            try:
+                yield read_receive, write_send, info
+            finally:
+                with trio.CancelScope(shield=True):
+                    await _stop(process, stdin, info, write_send, writer_scope, writer_done, stderr_done)
+                watcher_scope.cancel()
+                nursery.cancel_scope.cancel()
+    finally:
+        if not info.exited.is_set():  # pragma: no cover - unkillable, or the nursery failed to open
+            _signal_group(process.pid, signal.SIGKILL)
+        if pidfd is not None:
+            trio.lowlevel.notify_closing(pidfd)
+            os.close(pidfd)
+        for memory_stream in (read_send, read_receive, write_send, write_receive):
+            memory_stream.close()
+        with trio.CancelScope(shield=True):
+            for pipe in (stdin, stdout, stderr):
+                with contextlib.suppress(trio.ClosedResourceError, OSError):
+                    await pipe.aclose()

@@ -1,0 +1,305 @@
+"""The toolbox of one turn: every tool of every server, in OpenAI format, callable by name.
+
+Translation (seeds 000 §Server Discovery and Appendix; properties 33–38): each MCP tool becomes
+``{"type": "function", "function": {"name", "description", "parameters"}}`` with ``input_schema`` as
+``parameters`` unchanged and a missing description as ``""``. The ``name`` the LLM sees is the
+wire-safe name (see :mod:`._names`); the canonical ``server.tool`` is what logs, events and
+:meth:`Toolbox.call_tool` use, and :meth:`Toolbox.call_tool` accepts both.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import mcp_types
+import trio
+from attrs import frozen
+from mcp.shared.exceptions import MCPError as SdkMCPError
+
+from ._events import Reporter, logger
+from ._names import assign_wire_names, canonical_name
+from ._results import ToolCallResult, convert_call_result
+
+if TYPE_CHECKING:
+    from zorkmcp.config import McpSettings, ServerConfig
+
+    from ._session import ServerSession
+
+__all__ = ["DEATH_REPORT_GRACE", "ToolInfo", "ToolTable", "Toolbox", "build_tool_infos"]
+
+DEATH_REPORT_GRACE = 0.2
+"""When a server dies mid-call: how long to wait for its exit status to put it in the error."""
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g}"
+
+
+@frozen(kw_only=True)
+class ToolInfo:
+    """One tool as offered to the LLM.
+
+    Attributes:
+        name: canonical ``server.tool`` (seeds 000; property 34).
+        wire_name: what the LLM sees and calls, matching ``^[a-zA-Z0-9_-]{1,64}$``.
+        server: the server's name in ``mcp_config.json``.
+        tool: the tool's name on its server.
+        description: the tool's description (``""`` when it has none).
+        parameters: the tool's ``input_schema`` (property 36).
+        timeout: the effective per-call timeout in seconds (the server's ``timeout`` or
+            ``tool_call_timeout_seconds``).
+    """
+
+    name: str
+    wire_name: str
+    server: str
+    tool: str
+    description: str
+    parameters: dict[str, Any]
+    timeout: float
+
+    def openai_schema(self) -> dict[str, Any]:
+        """The OpenAI tool definition (property 38)."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.wire_name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+
+def build_tool_infos(
+    entries: Sequence[tuple[ServerConfig, Sequence[mcp_types.Tool]]],
+    settings: McpSettings,
+    *,
+    reporter: Reporter | None = None,
+    apply_allow_list: bool = True,
+) -> list[ToolInfo]:
+    """Translate the listed tools of several servers into :class:`ToolInfo` (properties 33–38).
+
+    Servers keep their configuration order and tools their listing order. A server's ``tools``
+    allow-list keeps only the named tools (names it lists that the server lacks are reported).
+
+    Args:
+        entries: each server's configuration with the tools it listed.
+        settings: the global per-call timeout.
+        reporter: where warnings go.
+        apply_allow_list: ``False`` offers every tool regardless of ``ServerConfig.tools``.
+    """
+    reporter = reporter or Reporter()
+    kept: list[tuple[ServerConfig, mcp_types.Tool]] = []
+    seen: set[tuple[str, str]] = set()  # a name listed twice is offered once
+    for server, tools in entries:
+        allowed = set(server.tools) if server.tools is not None and apply_allow_list else None
+        for tool in tools:
+            key = (server.name, tool.name)
+            if key in seen or (allowed is not None and tool.name not in allowed):
+                continue
+            seen.add(key)
+            kept.append((server, tool))
+        offered = {tool for name, tool in seen if name == server.name}
+        if allowed is not None and (missing := sorted(allowed - offered)):
+            reporter.log(
+                "WARNING",
+                f"MCP server '{server.name}' has no tools named {', '.join(missing)} "
+                "(from its 'tools' allow-list)",
+            )
+    wire = assign_wire_names((server.name, tool.name) for server, tool in kept)
+    return [
+        ToolInfo(
+            name=canonical_name(server.name, tool.name),
+            wire_name=wire[(server.name, tool.name)],
+            server=server.name,
+            tool=tool.name,
+            description=tool.description or "",
+            parameters=dict(tool.input_schema),
+            timeout=server.timeout if server.timeout is not None else settings.tool_call_timeout_seconds,
+        )
+        for server, tool in kept
+    ]
+
+
+class ToolTable:
+    """Both names of every tool, mapped to the tool (the routing table; property 35).
+
+    Wire names are unique by construction. Two tools can share a canonical name only when names
+    contain dots (server ``a.b`` tool ``c`` and server ``a`` tool ``b.c``); such a canonical name
+    is left out and listed in :attr:`ambiguous`, and those tools are reachable by wire name.
+
+    Args:
+        tools: the tools, with wire names from :func:`assign_wire_names`.
+    """
+
+    def __init__(self, tools: Sequence[ToolInfo]) -> None:
+        self._by_wire = {info.wire_name: info for info in tools}
+        by_canonical: dict[str, ToolInfo] = {}
+        ambiguous: set[str] = set()
+        for info in tools:
+            if info.name in by_canonical:
+                ambiguous.add(info.name)
+            by_canonical[info.name] = info
+        for name in ambiguous:
+            del by_canonical[name]
+        self._by_canonical = by_canonical
+        self.ambiguous: tuple[str, ...] = tuple(sorted(ambiguous))
+
+    def resolve(self, name: str) -> ToolInfo | None:
+        """The tool whose wire name or canonical name is ``name``."""
+        return self._by_wire.get(name) or self._by_canonical.get(name)
+
+
+class Toolbox:
+    """The tools available for one turn, federated across servers (seeds 004 §Tool Federation).
+
+    Made by :meth:`McpManager.open_turn` or :func:`open_toolbox`; valid inside that context only.
+
+    Args:
+        sessions: the started servers, in configuration order.
+        settings: the result cap and the global per-call timeout.
+        reporter: where warnings and events go.
+        apply_allow_list: ``False`` offers every tool regardless of ``ServerConfig.tools``.
+
+    Attributes:
+        tools: every offered tool, in server order then listing order.
+        startup_seconds: how long starting the turn's servers took (set by the opener).
+        teardown_seconds: how long closing them took (set when the context has been left).
+    """
+
+    def __init__(
+        self,
+        sessions: Sequence[ServerSession],
+        settings: McpSettings,
+        *,
+        reporter: Reporter | None = None,
+        apply_allow_list: bool = True,
+    ) -> None:
+        self._settings = settings
+        self._reporter = reporter or Reporter()
+        self._sessions = {session.name: session for session in sessions}
+        self.tools: tuple[ToolInfo, ...] = tuple(
+            build_tool_infos(
+                [(s.config, s.tools) for s in sessions],
+                settings,
+                reporter=self._reporter,
+                apply_allow_list=apply_allow_list,
+            )
+        )
+        self._output_schemas = {(s.name, tool.name): tool.output_schema for s in sessions for tool in s.tools}
+        self._table = ToolTable(self.tools)
+        for name in self._table.ambiguous:
+            self._reporter.log(
+                "WARNING", f"Tool name {name!r} is ambiguous; the LLM can still call it by wire name"
+            )
+        self.startup_seconds: float | None = None
+        self.teardown_seconds: float | None = None
+
+    @property
+    def servers(self) -> tuple[str, ...]:
+        """Names of the servers whose sessions this toolbox uses."""
+        return tuple(self._sessions)
+
+    def session(self, server: str) -> ServerSession | None:
+        """The live session of ``server``, if it is part of this toolbox."""
+        return self._sessions.get(server)
+
+    def openai_tools(self) -> list[dict[str, Any]]:
+        """All tools as OpenAI tool definitions (``tools=`` of a chat completion; property 38)."""
+        return [info.openai_schema() for info in self.tools]
+
+    def resolve(self, name: str) -> ToolInfo | None:
+        """Find a tool by wire name or canonical name (never by splitting the name; property 35)."""
+        return self._table.resolve(name)
+
+    def _unknown(self, name: str) -> ToolCallResult:
+        available = ", ".join(info.name for info in self.tools) or "none"
+        return ToolCallResult(
+            content=None, is_error=True, error_message=f"Unknown tool '{name}'. Available tools: {available}"
+        )
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any],
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109 - the contract: per-tool default, scope inside
+    ) -> ToolCallResult:
+        """Call a tool and return its result; tool-level problems become error results.
+
+        Args:
+            name: wire or canonical name.
+            arguments: the tool's arguments (a JSON object).
+            timeout: seconds before the call is abandoned (default: the tool's
+                :attr:`ToolInfo.timeout`; ``0`` or less: no limit). The SDK then sends
+                ``notifications/cancelled``.
+
+        Returns:
+            The converted result; ``is_error`` for an unknown tool, a tool error, a dead server or
+            a failed call; additionally ``timed_out`` when the timeout expired (Requirement 6.5).
+        """
+        info = self.resolve(name)
+        if info is None:
+            return self._unknown(name)
+        if not isinstance(arguments, Mapping):
+            return ToolCallResult(
+                content=None, is_error=True, error_message="Tool call failed: arguments must be a JSON object"
+            )
+        session = self._sessions[info.server]
+        if not session.alive:
+            return ToolCallResult(
+                content=None, is_error=True, error_message=f"Tool call failed: {session.describe_death()}"
+            )
+        limit = info.timeout if timeout is None else timeout
+        outcome: ToolCallResult | None = None
+        connection_closed = False
+        with trio.move_on_after(limit if limit > 0 else math.inf) as scope:
+            try:
+                raw = await session.client.call_tool(info.tool, dict(arguments))
+            except SdkMCPError as exc:
+                if exc.code == mcp_types.CONNECTION_CLOSED:
+                    connection_closed = True
+                else:
+                    outcome = ToolCallResult(
+                        content=None, is_error=True, error_message=f"Tool call failed: {exc.message}"
+                    )
+            except Exception as exc:  # noqa: BLE001
+                # Anything else the SDK raises for this call (invalid result, schema mismatch...) is a
+                # tool error for the LLM, not a reason to end the turn (seeds 000 §Error Handling).
+                logger.warning("MCP tool %s failed", info.name, exc_info=True)
+                outcome = ToolCallResult(
+                    content=None,
+                    is_error=True,
+                    error_message=f"Tool call failed: {type(exc).__name__}: {exc}",
+                )
+            else:
+                outcome = convert_call_result(
+                    raw,
+                    max_bytes=self._settings.max_result_bytes,
+                    output_schema=self._output_schemas.get((info.server, info.tool)),
+                )
+        if connection_closed:
+            return await self._died(session, info)
+        if outcome is not None:
+            return outcome
+        assert scope.cancelled_caught
+        return ToolCallResult(
+            content=None,
+            is_error=True,
+            error_message=f"Tool call timed out after {_seconds(limit)}s",
+            timed_out=True,
+        )
+
+    async def _died(self, session: ServerSession, info: ToolInfo) -> ToolCallResult:
+        session.failure = session.failure or f"the connection closed during a call to {info.name}"
+        if session.process is not None:
+            with trio.move_on_after(DEATH_REPORT_GRACE):
+                await session.process.exited.wait()
+        self._reporter.emit(
+            "mcp_server_died", server=session.name, tool=info.name, reason=session.describe_death()
+        )
+        return ToolCallResult(
+            content=None, is_error=True, error_message=f"Tool call failed: {session.describe_death()}"
+        )
