@@ -12,3 +12,6 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile("ci")
+
+# The loopback chat-completions server (tests/llm_server.py) as the `llm_server` fixture.
+pytest_plugins = ["llm_server"]

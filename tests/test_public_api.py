@@ -1,0 +1,42 @@
+"""The package's public surface: every name in ``__all__`` resolves, and the root import stays light."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+
+import pytest
+
+import bridge
+import zorkmcp
+
+PACKAGES = ["zorkmcp", "zorkmcp.mcp", "zorkmcp.llm", "zorkmcp.game", "bridge"]
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_all_names_resolve(package: str) -> None:
+    module = importlib.import_module(package)
+    assert module.__all__, package
+    assert len(set(module.__all__)) == len(module.__all__)
+    for name in module.__all__:
+        assert getattr(module, name) is not None, f"{package}.{name}"
+
+
+def test_unknown_attribute_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        _ = zorkmcp.nope  # type: ignore[attr-defined]
+
+
+def test_bridge_exports_the_sync_boundary() -> None:
+    assert set(bridge.__all__) >= {"get_action", "Bridge"}
+
+
+def test_root_import_does_not_load_heavy_dependencies() -> None:
+    # Every per-turn spawn of the embedded server imports the zorkmcp package first.
+    code = (
+        "import sys, zorkmcp; heavy = [m for m in ('trio', 'attrs', 'mcp', 'httpx', 'cattrs') if m in sys.modules];"
+        "print(','.join(heavy))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
