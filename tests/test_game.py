@@ -15,6 +15,7 @@ from zorkmcp.game import (
     ActionError,
     StepResult,
     ZorkGame,
+    check_game_file,
     movement_direction,
     strip_status_line,
     validate_action,
@@ -317,6 +318,9 @@ def test_missing_file_says_how_to_pass_one(tmp_path: Path) -> None:
         GameError, match=r"game file not found: .*nope\.z3\. Pass a Z-machine story file .*--game PATH"
     ):
         ZorkGame.open(tmp_path / "nope.z3")
+    with pytest.raises(GameError, match=r"game file not found: .*nope\.z3\. Pass a Z-machine story file"):
+        check_game_file(tmp_path / "nope.z3")
+    check_game_file(zork1_path())  # a sound story: no error
 
 
 def test_a_directory_is_not_a_game(tmp_path: Path) -> None:
@@ -355,6 +359,8 @@ def test_broken_story_files_never_reach_the_interpreter(tmp_path: Path, mangle: 
     story.write_bytes(mangle(zork1_path().read_bytes()))  # type: ignore[operator]
     with pytest.raises(GameError, match=message):
         ZorkGame.open(story)
+    with pytest.raises(GameError, match=message):
+        check_game_file(story)
 
 
 def test_an_unsupported_version_5_story_is_refused(tmp_path: Path) -> None:
@@ -366,6 +372,8 @@ def test_an_unsupported_version_5_story_is_refused(tmp_path: Path) -> None:
     story.write_bytes(bytes(data))
     with pytest.raises(GameError, match="is a version 5 story that Jericho does not support"):
         ZorkGame.open(story)
+    with pytest.raises(GameError, match="is a version 5 story that Jericho does not support"):
+        check_game_file(story)
 
 
 # -- the Z-machine reader --------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 import tempfile
@@ -29,7 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 ZORK1_Z3 = REPO.parent / "shared" / "games" / "zork1.z3"
 
 SCORE_LINE = re.compile(r"\[Score: -?\d+ \| Moves: \d+\]")
-TOOLS = ["play_action", "memory", "get_map", "inventory"]
+TOOLS = ["play_action", "memory", "get_map", "inventory", "status"]
 
 
 def zork1_path() -> Path:
@@ -55,7 +56,7 @@ def server() -> MCPServer:
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
-async def test_all_four_tools_in_memory(
+async def test_all_tools_in_memory(
     server: MCPServer, mode: Any, autojump_clock: trio.testing.MockClock
 ) -> None:
     async with Client(server, mode=mode) as client:
@@ -66,7 +67,7 @@ async def test_all_four_tools_in_memory(
         assert list(tools) == TOOLS
         assert tools["play_action"].input_schema["required"] == ["action"]
         assert tools["play_action"].input_schema["properties"]["action"]["type"] == "string"
-        for name in ["memory", "get_map", "inventory"]:
+        for name in ["memory", "get_map", "inventory", "status"]:
             annotations = tools[name].annotations
             assert annotations is not None
             assert annotations.read_only_hint is True
@@ -93,6 +94,16 @@ async def test_all_four_tools_in_memory(
             "Explored Locations and Exits:\n\n* West of House\n    -> north -> North of House\n\n"
             "[Current] North of House"
         )
+        assert json.loads(text_of(await client.call_tool("status", {}))) == {
+            "game": "zork1",
+            "location": "North of House",
+            "score": 0,
+            "max_score": 350,
+            "moves": 3,
+            "game_over": False,
+            "victory": False,
+            "died": False,
+        }
 
 
 @pytest.mark.parametrize(
@@ -135,6 +146,10 @@ async def test_play_after_game_over_is_a_tool_error(autojump_clock: trio.testing
                     await client.call_tool("play_action", {"action": action})
         assert [t.endswith("\n\nGAME OVER") for t in texts] == [False, False, True]
         assert all("You have died" in t for t in texts)
+        status = json.loads(text_of(await client.call_tool("status", {})))
+        assert status["game_over"] is True
+        assert status["victory"] is False
+        assert status["died"] is True
         result = await client.call_tool("play_action", {"action": "look"})
         assert result.is_error
         assert "the game is over (score 5, 24 moves)" in text_of(result)

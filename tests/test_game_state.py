@@ -63,6 +63,16 @@ def test_game_over_is_announced_at_the_end_of_the_walkthrough(state: GameState) 
     assert text.endswith("(Type RESTART, RESTORE, or QUIT):\n\n[Score: 350 | Moves: 394]\n\nGAME OVER")
     assert state.last_result is not None
     assert state.last_result.victory
+    assert state.get_status() == {
+        "game": "zork1",
+        "location": "Stone Barrow",
+        "score": 350,
+        "max_score": 350,
+        "moves": 394,
+        "game_over": True,
+        "victory": True,
+        "died": False,
+    }
     with pytest.raises(GameError, match="the game is over"):
         state.play_action("look")
 

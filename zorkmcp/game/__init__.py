@@ -14,6 +14,7 @@ from ._actions import movement_direction as movement_direction
 from ._actions import validate_action as validate_action
 from ._jericho import StepResult as StepResult
 from ._jericho import ZorkGame as ZorkGame
+from ._jericho import check_game_file as check_game_file
 from ._jericho import strip_status_line as strip_status_line
 from ._jericho import walkthrough as walkthrough
 from ._paths import ZORK1_MD5 as ZORK1_MD5
@@ -35,6 +36,7 @@ __all__ = [
     "GameState",
     "StepResult",
     "ZorkGame",
+    "check_game_file",
     "default_cache_dir",
     "default_games_dirs",
     "movement_direction",

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 __all__ = [
     "StepResult",
     "ZorkGame",
+    "check_game_file",
     "strip_status_line",
     "walkthrough",
 ]
@@ -153,6 +154,48 @@ def _bindings_by_name(game: str) -> Mapping[str, Any]:
     raise GameError(f"Jericho has no walkthrough for {game!r} (it knows no game of that name)")
 
 
+def check_game_file(path: str | os.PathLike[str]) -> None:
+    """Check that a story file can be played, without starting an interpreter (a few milliseconds).
+
+    :meth:`ZorkGame.open` makes the same checks; a program that hands the file to another process
+    (``zorkmcp play`` starts the game server) calls this first to fail early with a clear message.
+
+    Args:
+        path: the story file.
+
+    Raises:
+        GameError: the file is missing, unreadable, not a sound story file, or an unsupported
+            version 4+ story; the message says how to pass another one.
+    """
+    _checked_story(Path(path).expanduser())
+
+
+def _checked_story(story_path: Path) -> bytes:
+    try:
+        story = story_path.read_bytes()
+    except FileNotFoundError:
+        raise GameError(
+            f"game file not found: {story_path}. Pass a Z-machine story file such as zork1.z3 "
+            "(--game PATH, GAME=..., or game_file_path in [tool.zorkgpt.files])"
+        ) from None
+    except OSError as exc:
+        raise GameError(f"cannot read game file {story_path}: {exc.strerror or exc}") from exc
+    try:
+        header = check_story_bytes(story, str(story_path))
+    except ValueError as exc:
+        raise GameError(f"{exc}. Pass a Z-machine story file such as zork1.z3") from None
+
+    from jericho import defines
+
+    known = hashlib.md5(story, usedforsecurity=False).hexdigest() in defines.BINDINGS_DICT
+    if not known and header.version > 3:  # checked before frotz runs the story
+        raise GameError(
+            f"{story_path} is a version {header.version} story that Jericho does not support; "
+            "only version 1-3 stories (such as zork1.z3) or games Jericho supports can be played"
+        )
+    return story
+
+
 class ZorkGame:
     """One running game: a synchronous adapter over ``jericho.FrotzEnv``.
 
@@ -209,28 +252,10 @@ class ZorkGame:
         story_path = Path(path).expanduser()
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
             raise GameError(f"seed must be a non-negative integer, got {seed!r}")
-        try:
-            story = story_path.read_bytes()
-        except FileNotFoundError:
-            raise GameError(
-                f"game file not found: {story_path}. Pass a Z-machine story file such as zork1.z3 "
-                "(--game PATH, GAME=..., or game_file_path in [tool.zorkgpt.files])"
-            ) from None
-        except OSError as exc:
-            raise GameError(f"cannot read game file {story_path}: {exc.strerror or exc}") from exc
-        try:
-            header = check_story_bytes(story, str(story_path))
-        except ValueError as exc:
-            raise GameError(f"{exc}. Pass a Z-machine story file such as zork1.z3") from None
+        story = _checked_story(story_path)
 
-        from jericho import FrotzEnv, UnsupportedGameWarning, defines
+        from jericho import FrotzEnv, UnsupportedGameWarning
 
-        known = hashlib.md5(story, usedforsecurity=False).hexdigest() in defines.BINDINGS_DICT
-        if not known and header.version > 3:  # checked before frotz runs the story
-            raise GameError(
-                f"{story_path} is a version {header.version} story that Jericho does not support; "
-                "only version 1-3 stories (such as zork1.z3) or games Jericho supports can be played"
-            )
         with warnings.catch_warnings():
             # The z3 is unsupported on purpose: this adapter supplies what Jericho lacks.
             warnings.simplefilter("ignore", UnsupportedGameWarning)

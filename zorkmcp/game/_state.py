@@ -9,7 +9,7 @@ seed's formats.
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._actions import movement_direction
 from ._jericho import StepResult, ZorkGame
@@ -173,6 +173,30 @@ class GameState:
             "Current Observation:\n"
             f"{self.observation}"
         )
+
+    def get_status(self) -> dict[str, Any]:
+        """The ``status`` tool's data: the game's own view of where the episode stands.
+
+        Not in seed 003 (its ``play_action`` only says ``GAME OVER``): a program driving the game
+        needs to know *how* it ended without guessing from the score.
+
+        Returns:
+            ``{"game", "location", "score", "max_score", "moves", "game_over", "victory", "died"}``:
+            ``max_score`` is ``None`` for a game whose maximum is unknown; ``game_over`` is the
+            ``GAME OVER`` of ``play_action``; ``victory`` the game's winning ending; ``died`` whether
+            the last action killed the player (Zork I may reincarnate them).
+        """
+        game = self.game
+        return {
+            "game": game.name,
+            "location": self.current_location,
+            "score": game.score,
+            "max_score": game.max_score,
+            "moves": game.moves,
+            "game_over": game.done,
+            "victory": game.victory,
+            "died": game.died,
+        }
 
     def get_map(self) -> str:
         """The ``get_map`` tool's text (seeds 003 §get_map): locations and exits, ``[Current]`` last."""

@@ -8,6 +8,9 @@ so any MCP client can play (Claude Desktop too). Tools:
 * ``memory()``: location, score, moves, game, the last 5 actions, the current observation.
 * ``get_map()``: explored locations and their exits, ``[Current]`` marking where the player is.
 * ``inventory()``: ``Inventory: a, b, c`` or an empty-handed message.
+* ``status()``: JSON ``{"game", "location", "score", "max_score", "moves", "game_over", "victory",
+  "died"}`` — not in seed 003; for programs that drive the game (``zorkmcp play`` reads the victory
+  and the maximum score from it instead of guessing).
 
 The game is chosen by ``--game``, else the ``GAME`` environment variable (a name such as
 ``zork1`` or a path), else ``[tool.zorkgpt.files] game_file_path`` of ``./pyproject.toml``, else
@@ -22,6 +25,7 @@ For an in-process server (``"type": "inprocess"``, ``"module": "zorkmcp.game.ser
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from typing import TYPE_CHECKING, Annotated
@@ -116,6 +120,17 @@ def build_server(state: GameState) -> MCPServer:
     async def inventory() -> str:
         return state.get_inventory()
 
+    @server.tool(
+        description=(
+            "The game's state as JSON: game, location, score, max_score, moves, game_over, victory "
+            "(the game was won) and died (the last action killed the player). Does not play a move."
+        ),
+        annotations=read_only,
+        structured_output=False,
+    )
+    async def status() -> str:
+        return json.dumps(state.get_status())
+
     return server
 
 
@@ -157,7 +172,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = argparse.ArgumentParser(
         prog="python -m zorkmcp.game.server",
-        description="Serve one game of Zork over MCP (stdio): play_action, memory, get_map, inventory.",
+        description=(
+            "Serve one game of Zork over MCP (stdio): play_action, memory, get_map, inventory, status."
+        ),
     )
     parser.add_argument(
         "--game", metavar="PATH", help="the story file (default: GAME, game_file_path, or zork1)"

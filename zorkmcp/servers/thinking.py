@@ -77,15 +77,42 @@ def create_stdio_server() -> JsonRpcServer:
     return JsonRpcServer([tool], name=SERVER_NAME, version=__version__, instructions=_INSTRUCTIONS)
 
 
+def _serve_with_sdk() -> None:
+    """The same tool on the MCP SDK's own stdio server (``--sdk``): for comparison in benchmarks."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    async def run() -> None:
+        server = create_server()
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(run, backend="trio")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Serve MCP on stdin/stdout until stdin closes.
 
     Args:
-        argv: ignored (the server takes no options); present for console-script use.
+        argv: ``["--sdk"]`` serves the same tool with the MCP SDK's stdio server instead of the
+            standard-library loop (about a second slower to start; used by the benchmarks).
 
     Returns:
         The exit status: 0 on EOF, 130 on Ctrl-C.
     """
+    args = sys.argv[1:] if argv is None else list(argv)
+    if args == ["--sdk"]:
+        try:
+            _serve_with_sdk()
+        except KeyboardInterrupt:
+            return 130
+        return 0
+    if args:
+        print(
+            f"usage: python -m zorkmcp.servers.thinking [--sdk]  (unexpected: {' '.join(args)})",
+            file=sys.stderr,
+        )
+        return 2
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # a stray print() must not corrupt the protocol stream
     try:

@@ -1,0 +1,64 @@
+"""A stdlib MCP server for the Ctrl-C test of ``zorkmcp play``: its ``think`` tool never answers.
+
+Usage: ``python play_hang_server.py FIFO``. When ``think`` is called it writes ``THINK <pid>`` to
+the named pipe FIFO (the test waits for that line: a tool call is in flight) and does not answer;
+it keeps reading requests and exits when its stdin closes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+THINK = {
+    "name": "think",
+    "description": "Think (never answers).",
+    "inputSchema": {"type": "object", "properties": {"thought": {"type": "string"}}},
+}
+
+
+def send(message: dict[str, object]) -> None:
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def main() -> None:
+    fifo = sys.argv[1]
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        message = json.loads(line)
+        request_id = message.get("id")
+        method = message.get("method")
+        params = message.get("params") or {}
+        if request_id is None:
+            continue  # notifications (initialized, cancelled)
+        if method == "initialize":
+            wanted = params.get("protocolVersion")
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": request_id,
+                    "result": {
+                        "protocolVersion": wanted if wanted in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[-1],
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "hang-think", "version": "1"},
+                    },
+                }
+            )
+        elif method == "tools/list":
+            send({"jsonrpc": "2.0", "id": request_id, "result": {"tools": [THINK]}})
+        elif method == "tools/call":
+            fd = os.open(fifo, os.O_WRONLY)
+            os.write(fd, f"THINK {os.getpid()}\n".encode())
+            os.close(fd)
+        elif method == "ping":
+            send({"jsonrpc": "2.0", "id": request_id, "result": {}})
+        else:
+            send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no such method"}})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,158 @@
+"""Helpers for the orchestrator and ``zorkmcp play`` tests: projects on disk, logs, processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+__all__ = [
+    "HANG_SERVER",
+    "INPROCESS_THINKING",
+    "PER_TURN_THINKING",
+    "ZORK1_Z3",
+    "descendants",
+    "events_of",
+    "is_running",
+    "offline_env",
+    "proc_start_time",
+    "read_events",
+    "write_project",
+    "zork1_path",
+]
+
+REPO = Path(__file__).resolve().parents[1]
+ZORK1_Z3 = REPO.parent / "shared" / "games" / "zork1.z3"
+HANG_SERVER = Path(__file__).with_name("play_hang_server.py")
+
+PER_TURN_THINKING: dict[str, Any] = {
+    "mcpServers": {"thinking": {"command": "python3", "args": ["-m", "zorkmcp.servers.thinking"]}}
+}
+"""The repository's default mcp_config.json: the embedded think server, a stdio subprocess per turn."""
+
+INPROCESS_THINKING: dict[str, Any] = {
+    "mcpServers": {
+        "thinking": {
+            "type": "inprocess",
+            "module": "zorkmcp.servers.thinking:create_server",
+            "lifecycle": "per_episode",
+        }
+    }
+}
+"""The same think tool in process for the whole episode (fast: the 350-point run)."""
+
+_KEY_VARIABLES = ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "GAME", "ZORKMCP_GAME_SEED")
+
+
+def zork1_path() -> Path:
+    """The real Zork I (MIT release 119); skip when the shared games folder is missing."""
+    if not ZORK1_Z3.is_file():
+        pytest.skip(f"Zork I is not at {ZORK1_Z3} (the shared games folder beside the repository)")
+    return ZORK1_Z3
+
+
+def offline_env(**extra: str) -> dict[str, str]:
+    """The environment for a ``zorkmcp`` subprocess: no API key (the offline scripted model), no GAME."""
+    env = {k: v for k, v in os.environ.items() if k not in _KEY_VARIABLES}
+    env.update(extra)
+    return env
+
+
+def write_project(
+    folder: Path,
+    *,
+    mcp_config: dict[str, Any] | str | None = PER_TURN_THINKING,
+    enabled: bool = True,
+    max_turns: int | None = None,
+    files: dict[str, str] | None = None,
+) -> Path:
+    """Write ``pyproject.toml`` (and ``mcp_config.json``) into ``folder``.
+
+    Args:
+        folder: created if needed.
+        mcp_config: the JSON object, raw text (e.g. broken JSON), or ``None`` for no file.
+        enabled: ``[tool.zorkgpt.mcp] enabled``.
+        max_turns: ``[tool.zorkgpt.orchestrator] max_turns_per_episode``.
+        files: keys of ``[tool.zorkgpt.files]``.
+
+    Returns:
+        The pyproject's path.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = [
+        "[tool.zorkgpt.mcp]",
+        f"enabled = {'true' if enabled else 'false'}",
+        'config_file = "mcp_config.json"',
+    ]
+    if max_turns is not None:
+        lines += ["[tool.zorkgpt.orchestrator]", f"max_turns_per_episode = {max_turns}"]
+    if files:
+        lines.append("[tool.zorkgpt.files]")
+        lines += [f"{key} = {json.dumps(value)}" for key, value in files.items()]
+    pyproject = folder / "pyproject.toml"
+    pyproject.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    if mcp_config is not None:
+        text = mcp_config if isinstance(mcp_config, str) else json.dumps(mcp_config, indent=2)
+        (folder / "mcp_config.json").write_text(text, encoding="utf-8")
+    return pyproject
+
+
+def read_events(path: Path) -> list[dict[str, Any]]:
+    """The JSON-lines event log."""
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def events_of(events: list[dict[str, Any]], event_type: str) -> list[dict[str, Any]]:
+    """The events of one type, oldest first."""
+    return [e for e in events if e["event_type"] == event_type]
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()  # fields from the state on (the name may hold spaces)
+
+
+def proc_start_time(pid: int) -> int | None:
+    """The process's start time in clock ticks (tells a reused PID apart), ``None`` when it is gone."""
+    fields = _stat_fields(pid)
+    return int(fields[19]) if fields is not None else None
+
+
+def is_running(pid: int, start_time: int | None) -> bool:
+    """Whether the process ``pid`` that started at ``start_time`` still runs (a zombie counts as gone)."""
+    fields = _stat_fields(pid)
+    if fields is None or fields[0] in ("Z", "X"):
+        return False
+    return start_time is None or int(fields[19]) == start_time
+
+
+def descendants(root: int) -> dict[int, tuple[int | None, str]]:
+    """Every live descendant of ``root`` (by parent PID, from /proc): PID → (start time, command line)."""
+    if not sys.platform.startswith("linux"):  # pragma: no cover
+        pytest.skip("needs /proc")
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            fields = _stat_fields(int(entry))
+            if fields is not None:
+                parents[int(entry)] = int(fields[1])
+    found: dict[int, tuple[int | None, str]] = {}
+    frontier = [root]
+    while frontier:
+        parent = frontier.pop()
+        for pid, ppid in parents.items():
+            if ppid == parent and pid not in found:
+                try:
+                    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+                except OSError:
+                    continue
+                found[pid] = (proc_start_time(pid), cmdline)
+                frontier.append(pid)
+    return found

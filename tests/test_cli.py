@@ -1,0 +1,434 @@
+"""``zorkmcp play`` end to end (issue 5 §4): real Zork, real MCP servers, the offline scripted model.
+
+In process through ``zorkmcp.cli.main`` and as real subprocesses (``python -m zorkmcp.cli`` and the
+``zorkmcp`` console script), including Ctrl-C between turns and inside a tool call.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from play_support import (
+    HANG_SERVER,
+    INPROCESS_THINKING,
+    PER_TURN_THINKING,
+    descendants,
+    events_of,
+    is_running,
+    offline_env,
+    read_events,
+    write_project,
+    zork1_path,
+)
+from rich.console import Console
+
+from zorkmcp.cli import main
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+SUMMARY_KEYS = [
+    "score",
+    "max_score",
+    "moves",
+    "turns",
+    "victory",
+    "game_over",
+    "tool_calls",
+    "model",
+    "scripted",
+]
+BANNER = "No LLM configured"
+PROGRESS = re.compile(
+    r'^turn=(\d+) score=(-?\d+)/350 moves=(\d+) tool_calls=(\d+) location="([^"]*)" action="([^"]*)"'
+)
+SAFETY_TIMEOUT = 120  # seconds; only reached when something hangs (never a wall-clock assertion)
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "GAME", "ZORKMCP_GAME_SEED"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def summary_of(path: Path) -> dict[str, Any]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert list(data) == SUMMARY_KEYS
+    return data
+
+
+def terminal(width: int = 120) -> Console:
+    return Console(file=io.StringIO(), force_terminal=True, width=width, color_system="truecolor")
+
+
+def text_of(console: Console) -> str:
+    file = console.file
+    assert isinstance(file, io.StringIO)
+    return file.getvalue()
+
+
+# -- the 350-point run -------------------------------------------------------------------------------
+
+
+def test_play_wins_zork1_with_350_points_and_the_reasoning_tool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pyproject = write_project(tmp_path / "project", mcp_config=INPROCESS_THINKING)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    monkeypatch.chdir(run_dir)  # relative log paths are relative to the current folder
+
+    code = main(
+        ["play", "--game", str(zork1_path()), "--pyproject", str(pyproject), "--quiet",
+         "--summary-json", "out/summary.json"]
+    )  # fmt: skip
+
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    summary = summary_of(run_dir / "out" / "summary.json")
+    assert {k: v for k, v in summary.items() if k != "tool_calls"} == {
+        "score": 350, "max_score": 350, "moves": 394, "turns": 396, "victory": True, "game_over": True,
+        "model": "scripted-walkthrough", "scripted": True,
+    }  # fmt: skip
+    assert summary["tool_calls"] > 0
+    # One banner: the llm module's own warning goes to the episode log only.
+    assert out.count(BANNER) == 1
+    assert "OFFLINE SCRIPTED MODEL" not in out + err
+    assert "turn=" not in out  # --quiet
+    assert re.search(r"score\s+│ 350 / 350", out)
+    assert re.search(r"stopped\s+│ victory", out)
+
+    assert not (tmp_path / "project" / "logs").exists()
+    events = read_events(run_dir / "logs" / "zorkmcp_events.jsonl")
+    calls = events_of(events, "mcp_tool_call")
+    assert len(calls) == summary["tool_calls"]
+    assert {c["tool_name"] for c in calls} == {"thinking.think"}
+    assert len(events_of(events, "mcp_tool_result")) == len(calls)
+    assert len(events_of(events, "mcp_session_complete")) == 396
+    turns = events_of(events, "turn_complete")
+    assert [t["turn"] for t in turns] == list(range(1, 397))
+    assert (turns[-1]["victory"], turns[-1]["game_over"], turns[-2]["game_over"]) == (True, True, False)
+    (complete,) = events_of(events, "episode_complete")
+    assert (complete["stopped"], complete["victory"], complete["score"]) == ("victory", True, 350)
+    assert events_of(events, "llm_offline_model")
+    episode_log = (run_dir / "logs" / "episode.log").read_text(encoding="utf-8")
+    assert "[INFO] Turn 1 Iteration 1: Agent calling tool thinking.think" in episode_log
+    assert "[WARNING] No API key for" in episode_log
+    assert "[INFO] Turn 396: Game: > " in episode_log
+    assert "GAME OVER (victory)" in episode_log
+
+
+# -- per-turn reasoning servers, a real subprocess ---------------------------------------------------
+
+
+def test_play_subprocess_starts_a_thinking_server_every_turn(tmp_path: Path) -> None:
+    write_project(tmp_path, mcp_config=PER_TURN_THINKING)  # the repository's default mcp_config.json
+    result = subprocess.run(
+        [sys.executable, "-m", "zorkmcp.cli", "play", "--game", str(zork1_path()), "--turns", "12",
+         "--summary-json", "summary.json"],
+        cwd=tmp_path, env=offline_env(), capture_output=True, text=True, timeout=SAFETY_TIMEOUT, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    summary = summary_of(tmp_path / "summary.json")
+    assert (summary["turns"], summary["moves"], summary["scripted"], summary["victory"]) == (
+        12,
+        12,
+        True,
+        False,
+    )
+    assert summary["tool_calls"] > 0
+
+    # stdout is not a terminal: one machine-readable progress line per turn
+    assert result.stdout.count(BANNER) == 1
+    progress = [m for m in map(PROGRESS.match, result.stdout.splitlines()) if m]
+    assert [int(m.group(1)) for m in progress] == list(range(1, 13))
+    assert progress[0].group(5, 6) == ("North of House", "N")
+    assert sum(int(m.group(4)) for m in progress) == summary["tool_calls"]
+    assert int(progress[-1].group(2)) == summary["score"]
+
+    events = read_events(tmp_path / "logs" / "zorkmcp_events.jsonl")
+    thinking = [e for e in events_of(events, "mcp_server_started") if e["server"] == "thinking"]
+    assert [e["turn"] for e in thinking] == list(range(1, 13))
+    assert len({e["pid"] for e in thinking}) == 12  # a fresh process every turn
+    stopped = [e for e in events_of(events, "mcp_server_stopped") if e["server"] == "thinking"]
+    assert [e["pid"] for e in stopped] == [e["pid"] for e in thinking]
+    for pid in {e["pid"] for e in events_of(events, "mcp_server_started")}:
+        assert not is_running(pid, None)
+    calls = events_of(events, "mcp_tool_call")
+    assert calls
+    assert len(calls) == summary["tool_calls"]
+    assert len(events_of(events, "mcp_tool_result")) == len(calls)
+    assert len(events_of(events, "mcp_session_complete")) == 12
+    first = calls[0]["turn"]
+    episode_log = (tmp_path / "logs" / "episode.log").read_text(encoding="utf-8")
+    assert f"[INFO] Turn {first} Iteration 1: Agent calling tool thinking.think" in episode_log
+    assert "[INFO] Turn 12: Game: > " in episode_log
+
+
+# -- MCP on and off (Requirement 9.4) ----------------------------------------------------------------
+
+
+def marker_config(marker: Path) -> dict[str, Any]:
+    """The think server, started through a shell that first creates ``marker``."""
+    command = f"touch '{marker}' && exec '{sys.executable}' -m zorkmcp.servers.thinking"
+    return {"mcpServers": {"thinking": {"command": "sh", "args": ["-c", command]}}}
+
+
+@pytest.mark.parametrize("how", ["--no-mcp", "enabled = false"])
+def test_with_mcp_off_no_reasoning_server_starts_and_no_tool_is_called(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], how: str
+) -> None:
+    marker = tmp_path / "think-server-started"
+    if how == "--no-mcp":
+        pyproject = write_project(tmp_path, mcp_config=marker_config(marker), max_turns=2)
+    else:  # mcp_config.json is broken: it must not even be read
+        pyproject = write_project(tmp_path, mcp_config="{ broken", enabled=False, max_turns=2)
+    monkeypatch.chdir(tmp_path)
+    args = ["play", "--game", str(zork1_path()), "--pyproject", str(pyproject), "--summary-json", "s.json"]
+    code = main([*args, "--no-mcp"] if how == "--no-mcp" else args)
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    summary = summary_of(tmp_path / "s.json")
+    assert (summary["turns"], summary["tool_calls"]) == (2, 0)  # max_turns_per_episode = 2
+    assert not marker.exists()
+    assert "MCP off (no tools)" in out
+    events = read_events(tmp_path / "logs" / "zorkmcp_events.jsonl")
+    assert {e["server"] for e in events_of(events, "mcp_server_started")} == {"zork"}
+    assert events_of(events, "mcp_tool_call") == []
+    assert [e["tool_calls_count"] for e in events_of(events, "mcp_session_complete")] == [0, 0]
+
+
+def test_with_mcp_on_the_same_reasoning_server_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    marker = tmp_path / "think-server-started"
+    pyproject = write_project(tmp_path, mcp_config=marker_config(marker))
+    monkeypatch.chdir(tmp_path)
+    code = main(
+        ["play", "--game", str(zork1_path()), "--pyproject", str(pyproject), "--turns", "1", "--quiet"]
+    )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert marker.exists()
+    assert "MCP on" in out
+    events = read_events(tmp_path / "logs" / "zorkmcp_events.jsonl")
+    assert [e["tool_name"] for e in events_of(events, "mcp_tool_call")] == ["thinking.think"]
+
+
+# -- errors ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ("{ not json", r"configuration error \(ConfigError\):.*mcp_config\.json"),
+        (None, r"configuration error \(ConfigError\):.*mcp_config\.json"),
+        ({"mcpServers": {"thinking": {}}}, r"configuration error \(ConfigError\):.*command"),
+    ],
+)
+def test_a_broken_mcp_config_exits_2_with_a_clear_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], config: Any, message: str
+) -> None:
+    pyproject = write_project(tmp_path, mcp_config=config)
+    code = main(["play", "--game", str(zork1_path()), "--pyproject", str(pyproject)])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert re.search(r"zorkmcp play: " + message, " ".join(err.split())), err
+    assert "Episode summary" not in out
+
+
+def test_game_file_errors_exit_2_and_say_how_to_pass_the_game(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "project"
+    pyproject = write_project(project, files={"game_file_path": "games/zork1.z3"})
+    monkeypatch.chdir(tmp_path)
+
+    assert main(["play", "--game", "nope.z3", "--pyproject", str(pyproject)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert re.search(r"zorkmcp play: game error: game file not found: .*nope\.z3 \(from --game\)", err), err
+
+    monkeypatch.setenv("GAME", str(tmp_path / "missing.z3"))
+    assert main(["play", "--pyproject", str(pyproject)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert re.search(r"missing\.z3 \(from the GAME environment variable\)", err), err
+
+    monkeypatch.delenv("GAME")
+    assert main(["play", "--pyproject", str(pyproject)]) == 2
+    err = "".join(capsys.readouterr().err.split())  # the path may be wrapped anywhere
+    # relative game_file_path: relative to the pyproject's folder, not to the current one
+    assert (
+        "".join(f"{project / 'games' / 'zork1.z3'}(fromgame_file_pathin[tool.zorkgpt.files])".split()) in err
+    )
+
+
+def test_a_file_that_is_no_story_exits_2_before_any_server_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.z3"
+    bad.write_bytes(bytes([218]) + bytes(100))
+    pyproject = write_project(tmp_path)
+    assert main(["play", "--game", str(bad), "--pyproject", str(pyproject)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert re.search(r"zorkmcp play: game error: .*bad\.z3 is not a Z-machine story file", err), err
+    assert not (tmp_path / "logs").exists()
+
+
+def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["play", "--turns", "0"])
+    assert exited.value.code == 2
+    assert "--turns: must be a positive integer, got '0'" in capsys.readouterr().err
+    assert main(["play", "--pyproject", str(tmp_path / "nope.toml")]) == 2
+    assert re.search(r"--pyproject .*nope\.toml: no such file", " ".join(capsys.readouterr().err.split()))
+
+
+# -- the live display --------------------------------------------------------------------------------
+
+
+def test_live_display_renders_on_a_terminal_and_quiet_suppresses_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = tmp_path / "project"
+    (project / "games").mkdir(parents=True)
+    shutil.copyfile(zork1_path(), project / "games" / "zork1.z3")
+    pyproject = write_project(
+        project, mcp_config=INPROCESS_THINKING, files={"game_file_path": "games/zork1.z3"}
+    )
+    monkeypatch.chdir(tmp_path)
+
+    console, err = terminal(), terminal()
+    assert main(["play", "--pyproject", str(pyproject), "--turns", "2"], console=console, err=err) == 0
+    shown = text_of(console)
+    assert text_of(err) == ""
+    assert "\x1b[" in shown  # rendered for a terminal
+    for cell in ["turn", "location", "North of House", "Forest Path", "last action", "tool calls",
+                 "1 this turn", "thinking.think", "Episode summary"]:  # fmt: skip
+        assert cell in shown, cell
+    assert shown.count(BANNER) == 1
+    assert "turn=" not in shown  # no plain progress lines on a terminal
+
+    monkeypatch.setenv("GAME", str(zork1_path()))  # GAME wins over game_file_path
+    quiet = terminal()
+    assert (
+        main(["play", "--pyproject", str(pyproject), "--turns", "2", "--quiet"], console=quiet, err=err) == 0
+    )
+    shown = text_of(quiet)
+    assert "Episode summary" in shown
+    assert shown.count(BANNER) == 1
+    assert "last action" not in shown
+    assert "Forest Path" in shown  # the summary's location
+    assert "North of House" not in shown
+    assert "turn=" not in shown
+
+
+# -- Ctrl-C ------------------------------------------------------------------------------------------
+
+
+def _interrupt_and_collect(process: subprocess.Popen[bytes], pending: bytes) -> tuple[int, str, str]:
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=SAFETY_TIMEOUT)
+    return process.returncode, (pending + out).decode(), err.decode()
+
+
+def test_ctrl_c_between_turns_prints_the_summary_and_leaves_no_process(tmp_path: Path) -> None:
+    zorkmcp = shutil.which("zorkmcp")
+    if zorkmcp is None:
+        pytest.skip("the zorkmcp console script is not installed (pip install -e .)")
+    write_project(tmp_path, mcp_config=PER_TURN_THINKING)
+    process = subprocess.Popen(
+        [zorkmcp, "play", "--game", str(zork1_path())],
+        cwd=tmp_path, env=offline_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        seen = b""
+        for line in process.stdout:  # blocks until zorkmcp prints; no sleeping, no polling
+            seen += line
+            if line.startswith(b"turn=3 "):
+                break
+        else:
+            pytest.fail(
+                f"zorkmcp play ended before turn 3: {seen.decode()} {process.communicate()[1].decode()}"
+            )
+        children = descendants(process.pid)
+        code, out, err = _interrupt_and_collect(process, seen)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            process.wait()
+    assert code == 130, err
+    assert any("zorkmcp.game.server" in cmd for _, cmd in children.values())
+    assert [pid for pid, (start, _) in children.items() if is_running(pid, start)] == []
+    assert "Episode summary" in out
+    assert "interrupted (Ctrl-C)" in out
+    turns = int(re.search(r"turns\s+│ (\d+)", out).group(1))  # type: ignore[union-attr]
+    assert turns >= 3
+    assert "Traceback" not in err
+    events = read_events(tmp_path / "logs" / "zorkmcp_events.jsonl")
+    assert events_of(events, "episode_complete")[0]["stopped"] == "interrupted"
+    for pid in {e["pid"] for e in events_of(events, "mcp_server_started")}:
+        assert not is_running(pid, None)
+
+
+def test_ctrl_c_inside_a_tool_call_prints_the_summary_and_leaves_no_process(tmp_path: Path) -> None:
+    fifo = tmp_path / "tool-called.fifo"
+    os.mkfifo(fifo)
+    config = {"mcpServers": {"thinking": {"command": sys.executable, "args": [str(HANG_SERVER), str(fifo)]}}}
+    write_project(tmp_path, mcp_config=config)
+    # Opened read-write, the pipe always has a writer: select() wakes only for data.
+    reader = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "zorkmcp.cli", "play", "--game", str(zork1_path())],
+        cwd=tmp_path, env=offline_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        stdout_fd = process.stdout.fileno()
+        seen = b""
+        called = b""
+        with selectors.DefaultSelector() as selector:
+            selector.register(reader, selectors.EVENT_READ)
+            selector.register(stdout_fd, selectors.EVENT_READ)
+            while not called.endswith(b"\n"):  # wakes on output or on the tool's line, nothing else
+                ready = selector.select(timeout=SAFETY_TIMEOUT)
+                assert ready, "neither output nor a tool call"
+                for key, _ in ready:
+                    if key.fd == reader:
+                        called += os.read(reader, 4096)
+                    else:
+                        chunk = os.read(stdout_fd, 65536)
+                        if not chunk:
+                            pytest.fail(
+                                f"zorkmcp play ended: {seen.decode()} {process.communicate()[1].decode()}"
+                            )
+                        seen += chunk
+        hang_pid = int(called.split()[1])
+        children = descendants(process.pid)
+        assert hang_pid in children
+        code, out, err = _interrupt_and_collect(process, seen)
+    finally:
+        os.close(reader)
+        if process.returncode is None:
+            process.kill()
+            process.wait()
+    assert code == 130, err
+    assert [pid for pid, (start, _) in children.items() if is_running(pid, start)] == []
+    assert "Episode summary" in out
+    assert "interrupted (Ctrl-C)" in out
+    assert re.search(r"turns\s+│ 0\b", out)
+    assert "Traceback" not in err
+    events = read_events(tmp_path / "logs" / "zorkmcp_events.jsonl")
+    assert [e["tool_name"] for e in events_of(events, "mcp_tool_call")] == ["thinking.think"]
+    assert events_of(events, "episode_complete")[0]["stopped"] == "interrupted"

@@ -1,0 +1,418 @@
+"""The ``zorkmcp`` command: ``play``, ``tools`` and ``call``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+from rich.live import Live
+from rich.markup import escape
+from rich.table import Table
+
+from . import __version__
+from .errors import ConfigError, GameError, LLMError, MCPError, MCPServerStartupError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+
+    from .config import Settings
+    from .observability import EventRecorder
+    from .orchestrator import EpisodeSummary, TurnRecord
+
+__all__ = ["DEFAULT_SEED", "build_parser", "main", "progress_line"]
+
+DEFAULT_SEED = 12
+"""The game's default RNG seed: Jericho's Zork I walkthrough reaches 350 points with it."""
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_CONFIG = 2
+EXIT_INTERRUPTED = 130
+
+PLAY_HELP = """\
+Play Zork I with the agent. The game runs as an MCP server (per episode); the agent may use the
+reasoning servers of mcp_config.json and the game's read-only tools (memory, get_map, inventory).
+With no API key and no local base URL configured, the offline scripted model plays Jericho's
+walkthrough (and says so)."""
+
+PLAY_EPILOG = """\
+progress: on a terminal a live display shows the turn, location, score, last action and tool calls;
+when stdout is not a terminal, one line per turn is printed instead, e.g.
+  turn=3 score=0/350 moves=3 tool_calls=0 location="North of House" action="n"
+--quiet prints neither (only the banner and the summary).
+
+logs: the JSON-lines event log and the episode log go to [tool.zorkgpt.files] json_log_file and
+episode_log_file (default logs/zorkmcp_events.jsonl and logs/episode.log); they are appended to.
+Relative log paths are relative to the CURRENT folder (as in ZorkGPT), not to the pyproject's folder.
+Relative game_file_path and config_file ARE relative to the pyproject's folder.
+
+exit status: 0 the episode ended (victory, game over or turn limit); 1 a server or the model
+failed; 2 a configuration, usage or game-file error; 130 interrupted (Ctrl-C; the summary is still
+printed and every server is stopped)."""
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
+    return value
+
+
+def _play_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "play",
+        help="play Zork I with the agent",
+        description=PLAY_HELP,
+        epilog=PLAY_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--game",
+        metavar="PATH",
+        help="story file (.z3/.z5); default: $GAME (a name such as zork1, or a path), then "
+        "[tool.zorkgpt.files] game_file_path, then the MIT release of Zork I downloaded once into the "
+        "user cache folder",
+    )
+    p.add_argument(
+        "--turns",
+        type=_positive_int,
+        metavar="N",
+        help="stop after N turns (default: [tool.zorkgpt.orchestrator] max_turns_per_episode, 500)",
+    )
+    p.add_argument(
+        "--seed",
+        type=_non_negative_int,
+        metavar="N",
+        help=f"the game's random seed, for reproducible runs (default: {DEFAULT_SEED})",
+    )
+    p.add_argument("--model", metavar="NAME", help="model name (default: [tool.zorkgpt.llm] agent_model)")
+    p.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1 for Ollama "
+        "(default: [tool.zorkgpt.llm] agent_base_url or client_base_url)",
+    )
+    p.add_argument(
+        "--no-mcp",
+        action="store_true",
+        help="no reasoning servers and no tools for the agent (like [tool.zorkgpt.mcp] enabled = false)",
+    )
+    p.add_argument("--summary-json", metavar="PATH", help="write the episode summary as JSON to PATH")
+    p.add_argument(
+        "--quiet", action="store_true", help="no per-turn progress; print the banner and the summary"
+    )
+    p.add_argument(
+        "--pyproject",
+        metavar="PATH",
+        help="settings file (default: ./pyproject.toml; its embedded defaults when there is none)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``zorkmcp`` command."""
+    parser = argparse.ArgumentParser(
+        prog="zorkmcp",
+        description="A trio engine that lets an LLM agent use MCP tools while it plays Zork.",
+    )
+    parser.add_argument("--version", action="version", version=f"zorkmcp {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{play,tools,call}")
+    _play_parser(sub)
+    from ._cli_mcp import add_mcp_subcommands
+
+    add_mcp_subcommands(sub)
+    return parser
+
+
+# -- display -----------------------------------------------------------------------------------------
+
+
+def _quote(text: str) -> str:
+    return json.dumps(" ".join(text.split()), ensure_ascii=False)
+
+
+def progress_line(record: TurnRecord) -> str:
+    """One machine-readable line per turn (``key=value``; strings JSON-quoted), printed when stdout is
+    not a terminal.
+
+    Args:
+        record: the turn just played.
+    """
+    maximum = f"/{record.max_score}" if record.max_score is not None else ""
+    line = (
+        f"turn={record.turn} score={record.score}{maximum} moves={record.moves} "
+        f"tool_calls={record.tool_calls} location={_quote(record.location)} action={_quote(record.action)}"
+    )
+    if record.game_over:
+        line += f" game_over=true victory={'true' if record.victory else 'false'}"
+    return line
+
+
+def _status_grid(record: TurnRecord) -> Table:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column()
+    grid.add_column(style="bold")
+    grid.add_column()
+    maximum = f" / {record.max_score}" if record.max_score is not None else ""
+    tools = ", ".join(record.tools_used) if record.tools_used else "-"
+    grid.add_row("turn", str(record.turn), "score", f"{record.score}{maximum}  (moves {record.moves})")
+    grid.add_row("location", escape(record.location), "last action", escape(record.action[:60]))
+    grid.add_row("tool calls", f"{record.tool_calls} this turn", "tools", escape(tools))
+    return grid
+
+
+class _Progress:
+    """Per-turn progress: a rich live display on a terminal, plain lines otherwise, nothing when quiet."""
+
+    def __init__(self, console: Console, *, quiet: bool) -> None:
+        self.console = console
+        self.mode = "off" if quiet else "live" if console.is_terminal else "lines"
+        self.live: Live | None = None
+
+    def start(self) -> None:
+        if self.mode == "live":
+            waiting = Table.grid()
+            waiting.add_row("[dim]waiting for the first turn…[/]")
+            self.live = Live(
+                waiting, console=self.console, refresh_per_second=4, transient=True, redirect_stdout=False
+            )
+            self.live.start()
+
+    def turn(self, record: TurnRecord) -> None:
+        if self.live is not None:
+            self.live.update(_status_grid(record), refresh=True)
+        elif self.mode == "lines":
+            self.console.out(progress_line(record), highlight=False)
+            self.console.file.flush()
+
+    def stop(self) -> None:
+        live, self.live = self.live, None
+        if live is not None:
+            live.stop()
+
+
+def _summary_table(summary: EpisodeSummary) -> Table:
+    table = Table(title="Episode summary", show_header=False)
+    table.add_column("what", style="bold")
+    table.add_column("value")
+    maximum = f" / {summary.max_score}" if summary.max_score is not None else ""
+    table.add_row("score", f"{summary.score}{maximum}")
+    table.add_row("moves", str(summary.moves))
+    table.add_row("turns", str(summary.turns))
+    table.add_row("location", escape(summary.location or "-"))
+    table.add_row("victory", "yes" if summary.victory else "no")
+    table.add_row("game over", "yes" if summary.game_over else "no")
+    table.add_row("tool calls", str(summary.tool_calls))
+    table.add_row("model", escape(summary.model) + (" (offline scripted model)" if summary.scripted else ""))
+    stopped = "interrupted (Ctrl-C)" if summary.interrupted else summary.stopped
+    table.add_row("stopped", escape(stopped + (f": {summary.error}" if summary.error else "")))
+    return table
+
+
+def _offline_banner(settings: Settings, base_url: str | None) -> str:
+    from .llm import API_KEY_ENV_VARS, DEFAULT_BASE_URL
+
+    llm = settings.llm
+    url = base_url or llm.agent_base_url or llm.client_base_url or DEFAULT_BASE_URL
+    variables = llm.api_key_env or " or ".join(API_KEY_ENV_VARS)
+    return (
+        f"[bold yellow]No LLM configured[/] (no API key for {escape(url)}): playing with the [bold]offline "
+        "scripted model[/], which replays Jericho's walkthrough of the game — no LLM is called. To play "
+        f"with a real model, set {variables}, or pass --base-url for a local server such as "
+        "http://127.0.0.1:11434/v1 (Ollama)."
+    )
+
+
+class _LogBridge(logging.Handler):
+    """Routes the ``zorkmcp`` loggers into the episode log while ``zorkmcp play`` runs.
+
+    Warnings reach the terminal too, except those the banner already explains: the llm module's
+    offline-model warning (given before the model is up, when the model turns out to be scripted).
+    """
+
+    def __init__(self, recorder: EventRecorder, err: Console) -> None:
+        super().__init__(logging.INFO)
+        self.recorder = recorder
+        self.err = err
+        self.pending: list[logging.LogRecord] = []
+        self.started = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = record.getMessage()
+        except (TypeError, ValueError):  # pragma: no cover - a malformed log call
+            message = str(record.msg)
+        self.recorder.log(record.levelname, message)
+        if record.levelno < logging.WARNING:
+            return
+        if self.started:
+            self._show(record)
+        else:
+            self.pending.append(record)
+
+    def _show(self, record: logging.LogRecord) -> None:
+        self.err.print(
+            f"[yellow]{record.levelname.lower()}:[/] {escape(record.getMessage())}", highlight=False
+        )
+
+    def start(self, scripted: bool) -> None:
+        pending, self.pending, self.started = self.pending, [], True
+        for record in pending:
+            if scripted and record.name == "zorkmcp.llm":
+                continue  # the banner says it
+            self._show(record)
+
+
+@contextmanager
+def _capture_logs(handler: _LogBridge) -> Iterator[None]:
+    logger = logging.getLogger("zorkmcp")
+    saved = (logger.level, logger.propagate)
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(saved[0])
+        logger.propagate = saved[1]
+
+
+# -- play --------------------------------------------------------------------------------------------
+
+
+def _cmd_play(args: argparse.Namespace, console: Console, err: Console) -> int:
+    from .config import Settings
+    from .game import check_game_file, resolve_game_path
+    from .orchestrator import Orchestrator
+
+    pyproject = Path(args.pyproject) if args.pyproject else None
+    if pyproject is not None and not pyproject.is_file():
+        raise ConfigError(f"--pyproject {pyproject}: no such file")
+    settings = Settings.from_pyproject(pyproject)
+    game_path = resolve_game_path(
+        args.game,
+        settings.files.game_file_path,
+        settings_base=settings.source.parent if settings.source is not None else None,
+        announce=lambda line: err.print(line, highlight=False),
+    )
+    check_game_file(game_path)  # fail here, not as a game server that does not start
+    seed = args.seed if args.seed is not None else DEFAULT_SEED
+    progress = _Progress(console, quiet=args.quiet)
+    orchestrator = Orchestrator(
+        settings,
+        game_path=game_path,
+        seed=seed,
+        max_turns=args.turns,
+        mcp_enabled=False if args.no_mcp else None,
+        model=args.model,
+        base_url=args.base_url,
+    )
+    logs = _LogBridge(orchestrator.recorder, err)
+
+    def on_start(model: str, scripted: bool) -> None:
+        if scripted:
+            console.print(_offline_banner(settings, args.base_url), highlight=False)
+        logs.start(scripted)
+        mcp = "MCP on" if orchestrator.mcp_on else "MCP off (no tools)"
+        console.print(
+            f"[bold]zorkmcp play[/]: {escape(game_path.name)}, seed {seed}, model {escape(model)}, {mcp}, "
+            f"up to {orchestrator.turn_limit} turns",
+            highlight=False,
+        )
+        progress.start()
+
+    def on_turn(record: TurnRecord) -> None:
+        progress.turn(record)
+
+    orchestrator.on_start = on_start
+    orchestrator.on_turn = on_turn
+    with _capture_logs(logs):
+        try:
+            summary = orchestrator.run()
+        finally:
+            progress.stop()
+    console.print(_summary_table(summary))
+    files = settings.files
+    console.print(
+        f"Logs: {files.json_log_file} (events), {files.episode_log_file} (episode)",
+        style="dim",
+        highlight=False,
+    )
+    if args.summary_json:
+        path = Path(args.summary_json)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(summary.as_json(), indent=2) + "\n", encoding="utf-8")
+    if summary.interrupted:
+        return EXIT_INTERRUPTED
+    if summary.error is not None:
+        err.print(
+            f"[bold red]zorkmcp play: the episode stopped early:[/] {escape(summary.error)}", highlight=False
+        )
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def main(
+    argv: Sequence[str] | None = None, *, console: Console | None = None, err: Console | None = None
+) -> int:
+    """Entry point of the ``zorkmcp`` command.
+
+    Args:
+        argv: the arguments (default ``sys.argv[1:]``).
+        console: where ``play`` prints (default: stdout).
+        err: where ``play`` prints errors and warnings (default: stderr).
+
+    Returns:
+        The exit status (see ``zorkmcp play --help``).
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command != "play":
+        code: int = args.run(args)
+        return code
+    console = console if console is not None else Console()
+    err = err if err is not None else Console(stderr=True)
+
+    def fail(kind: str, exc: BaseException, code: int) -> int:
+        err.print(f"[bold red]zorkmcp play: {kind}:[/] {escape(str(exc))}", highlight=False)
+        return code
+
+    try:
+        return _cmd_play(args, console, err)
+    except GameError as exc:
+        return fail("game error", exc, EXIT_CONFIG)
+    except ConfigError as exc:  # an MCPError (Requirement 9.3): bad settings or mcp_config.json
+        return fail(f"configuration error ({type(exc).__name__})", exc, EXIT_CONFIG)
+    except MCPServerStartupError as exc:
+        return fail(f"an MCP server did not start ({type(exc).__name__})", exc, EXIT_FAILED)
+    except MCPError as exc:
+        return fail(type(exc).__name__, exc, EXIT_CONFIG)
+    except LLMError as exc:
+        return fail(f"the model failed ({type(exc).__name__})", exc, EXIT_FAILED)
+    except KeyboardInterrupt:  # before the episode started (reading settings, finding the game)
+        err.print("zorkmcp play: interrupted")
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
