@@ -244,6 +244,9 @@ def test_walkthrough_of_an_unknown_game_is_an_error() -> None:
         ("look\x00", r"action contains '\\x00' at position 4"),
         ("\tlook", r"action contains '\\t' at position 0"),
         ("take café", "action contains 'é' at position 8"),
+        # dumb-frotz would read these as interpreter commands and loop forever on an unknown one
+        ("\\b", "action contains a backslash at position 0"),
+        ("say \\help", "action contains a backslash at position 4"),
         ("save", "'save' is not available in this game session"),
         ("look. quit", "'quit' is not available"),
         ("RESTART", "'restart' is not available"),

@@ -72,8 +72,9 @@ def validate_action(action: object) -> str:
     Raises:
         ActionError: the action is not a string, is empty, is longer than
             :data:`MAX_ACTION_LENGTH`, contains a character other than printable ASCII (the
-            version 3 parser reads nothing else; a new line would smuggle in a second command), or
-            uses one of :data:`BLOCKED_COMMANDS`.
+            version 3 parser reads nothing else; a new line would smuggle in a second command) or a
+            backslash (an interpreter command: an unknown one hangs dumb-frotz), or uses one of
+            :data:`BLOCKED_COMMANDS`.
     """
     if not isinstance(action, str):
         raise ActionError(f"action must be a string, got {type(action).__name__}")
@@ -90,6 +91,13 @@ def validate_action(action: object) -> str:
                 f"action contains {char!r} at position {position}: only printable ASCII characters "
                 "(letters, digits, spaces and punctuation, no control characters) are allowed"
             )
+    if "\\" in text:
+        # dumb-frotz reads a line starting with a backslash as an interpreter command, and an unknown
+        # one makes it print "unknown command" forever: the game would hang.
+        raise ActionError(
+            f"action contains a backslash at position {text.index(chr(92))}: backslashes are "
+            "interpreter commands, not game input"
+        )
     blocked = sorted(set(_WORD.findall(text.lower())) & BLOCKED_COMMANDS)
     if blocked:
         raise ActionError(
