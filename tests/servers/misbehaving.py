@@ -1,6 +1,8 @@
 """A deliberately misbehaving MCP server for tests: stdlib only, starts in a few milliseconds.
 
-Usage: ``python misbehaving.py [MODE[,MODE...]]``. It writes ``PID <pid>`` to stderr at start.
+Usage: ``python misbehaving.py [MODE[,MODE...]]``. It writes ``PID <pid>`` to stderr at start, and
+also to the FIFO named by ``MISBEHAVING_READY_FIFO`` when that is set (so a test can wait for the
+spawn without polling).
 
 Modes:
     ok              a normal server (the default)
@@ -186,6 +188,10 @@ def flaky(path: str) -> None:
 def main() -> None:
     modes = set((sys.argv[1] if len(sys.argv) > 1 else "ok").split(","))
     err(f"PID {os.getpid()}")
+    ready = os.environ.get("MISBEHAVING_READY_FIFO")
+    if ready:
+        with open(ready, "w") as fifo:
+            fifo.write(f"PID {os.getpid()}\n")
     for mode in modes:
         if mode.startswith("flaky="):
             flaky(mode.removeprefix("flaky="))

@@ -40,7 +40,10 @@ if TYPE_CHECKING:
 
     from ._results import ToolCallResult
 
-__all__ = ["EpisodeServers", "McpManager", "open_toolbox"]
+__all__ = ["SPARE_CLOSE_WAIT", "EpisodeServers", "McpManager", "open_toolbox"]
+
+SPARE_CLOSE_WAIT = 3.0
+"""After a failed first turn: how long to wait for released spares to end (teardown is bounded at 2.5 s)."""
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:
@@ -186,10 +189,15 @@ class EpisodeServers:
         """
         return await self.toolbox().call_tool(name, arguments, timeout=timeout)
 
-    def _close_all(self) -> None:
-        for spare in self._spares.values():
+    def _release_spares(self) -> list[Spare]:
+        released = list(self._spares.values())
+        for spare in released:
             spare.release()
         self._spares.clear()
+        return released
+
+    def _close_all(self) -> None:
+        self._release_spares()
         for handle in self._handles.values():
             handle.close()
 
@@ -379,6 +387,15 @@ class McpManager:
                         yield toolbox
                     finally:
                         closing_at = trio.current_time()
+                        if toolbox is None and episode is not None:
+                            # The turn failed to start (Requirement 6.1 ends the episode): no spare
+                            # waits for a next turn, and the caller sees no process left.
+                            released = [*episode._release_spares(), *taken.values()]
+                            for spare in taken.values():
+                                spare.release()
+                            with trio.CancelScope(shield=True), trio.move_on_after(SPARE_CLOSE_WAIT):
+                                for spare in released:
+                                    await spare.wait_closed()
                         for spare in taken.values():
                             spare.release()  # closed by its own task in the episode, off the critical path
                         for handle in handles.values():
