@@ -95,7 +95,7 @@ def create_probe_server() -> MCPServer[Any]:
     """
     server: MCPServer[Any] = MCPServer("probe")
 
-    async def _enter(kind: str, tag: str) -> int:
+    def _enter(kind: str, tag: str) -> int:
         PROBE_ACTIVE[0] += 1
         PROBE_ACTIVE[1] = max(PROBE_ACTIVE[1], PROBE_ACTIVE[0])
         PROBE_LOG.append((kind, tag, anyio.current_time(), None))
@@ -108,7 +108,7 @@ def create_probe_server() -> MCPServer[Any]:
 
     @server.tool(description="Answers with its tag after `seconds` of work.")
     async def ok(tag: str, seconds: float = 0.0) -> dict[str, Any]:
-        index = await _enter("ok", tag)
+        index = _enter("ok", tag)
         try:
             await anyio.sleep(seconds)  # virtual: the property tests run on MockClock(autojump)
         finally:
@@ -117,15 +117,15 @@ def create_probe_server() -> MCPServer[Any]:
 
     @server.tool(description="Fails with a tool error naming its tag.")
     async def fail(tag: str) -> str:
-        index = await _enter("fail", tag)
+        index = _enter("fail", tag)
         _leave(index)
         raise ToolError(f"probe failure {tag}")
 
     @server.tool(description="Never returns.")
     async def hang(tag: str) -> str:
-        index = await _enter("hang", tag)
+        index = _enter("hang", tag)
         try:
-            await anyio.sleep_forever()
+            await anyio.sleep_forever()  # virtual: ends when the call is cancelled
         finally:
             _leave(index)  # when the client's notifications/cancelled arrives
         return "unreachable"
@@ -143,7 +143,7 @@ def create_thoughtbox_server() -> MCPServer[Any]:
 
     @server.tool(description="Think one step further.")
     async def think(thought: str) -> dict[str, Any]:
-        await anyio.sleep(THINK_DELAYS.pop(0) if THINK_DELAYS else 0.0)  # virtual (MockClock)
+        await anyio.sleep(THINK_DELAYS.pop(0) if THINK_DELAYS else 0.0)  # virtual: tests run on MockClock
         return {"thought": thought, "next_thought_needed": False}
 
     return server

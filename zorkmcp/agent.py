@@ -53,7 +53,7 @@ the map, your inventory and recent history), use them when a puzzle is hard or y
 to go. They help you reason; they do not act in the game. Do not call tools when the next move is obvious.
 
 When you are done reasoning, answer with a JSON object and nothing else:
-{"thinking": "<why this command>", "action": "<one game command>", "new_objective": "<optional multi-step plan, or null>"}
+{"thinking": "<why this command>", "action": "<one game command>", "new_objective": "<a plan, or null>"}
 """
 
 

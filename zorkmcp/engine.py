@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -31,11 +30,12 @@ import trio
 from .config import SamplingSettings
 from .errors import ModelCompatibilityError
 from .llm import supports_tool_calling
+from .mcp import ToolCallResult
 from .observability import EventSink, NullSink, OtelTracer, Tracer
 
-from .mcp import ToolCallResult
-
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+
     from .llm import ChatModel, LLMResponse
     from .mcp import ToolInfo
 
@@ -228,8 +228,8 @@ class _Loop:
             self.events.emit("mcp_no_content", iterations=self.iterations)
             self.events.log(
                 "WARNING",
-                f"Turn {self.turn}: Agent exited tool loop without content after {self.iterations} iterations; "
-                "forcing final action",
+                f"Turn {self.turn}: Agent exited tool loop without content after {self.iterations} "
+                "iterations; forcing final action",
             )
             self.messages.append({"role": "user", "content": FORCE_FINAL_MESSAGE})
             self.forced_final = True
@@ -449,7 +449,8 @@ async def run_tool_loop(
     if toolbox is not None and toolbox.tools:
         events.log(
             "INFO",
-            f"Turn {turn}: MCP session complete ({loop.iterations} iterations, {len(loop.records)} tool calls)",
+            f"Turn {turn}: MCP session complete "
+            f"({loop.iterations} iterations, {len(loop.records)} tool calls)",
         )
     return TurnResult(
         content=content,

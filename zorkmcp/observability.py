@@ -18,22 +18,24 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
-from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping
+    from pathlib import Path
+
     from opentelemetry.trace import TracerProvider
 
 __all__ = [
     "EventRecorder",
     "EventSink",
-    "LogFiles",
     "LangfuseTracer",
+    "LogFiles",
     "NullSink",
     "OtelTracer",
     "Span",
@@ -67,6 +69,8 @@ class EventRecorder:
     """An :class:`EventSink` that keeps events and log lines in memory.
 
     ``context`` fields (``episode_id``, ``turn``) are added to every event that does not set them.
+    Thread-safe: a ``bridge.Bridge`` records from its loop thread (prewarmed servers start and stop
+    in the background) while the caller's thread drains.
     """
 
     context: dict[str, Any] = attrs.field(factory=dict)
@@ -74,16 +78,19 @@ class EventRecorder:
     lines: list[str] = attrs.field(factory=list)
     echo: bool = False
     """Also forward log lines to the stdlib logger ``zorkmcp`` (handy in a REPL)."""
+    _lock: threading.Lock = attrs.field(factory=threading.Lock, repr=False, eq=False, init=False)
 
     def emit(self, event_type: str, /, **fields: Any) -> None:
         record: dict[str, Any] = {"timestamp": time.time(), "event_type": event_type}
-        for key, value in self.context.items():
-            record.setdefault(key, value)
-        record.update(fields)
-        self.events.append(record)
+        with self._lock:
+            for key, value in self.context.items():
+                record.setdefault(key, value)
+            record.update(fields)
+            self.events.append(record)
 
     def log(self, level: str, message: str, /) -> None:
-        self.lines.append(f"[{level}] {message}")
+        with self._lock:
+            self.lines.append(f"[{level}] {message}")
         if self.echo:
             import logging
 
@@ -91,12 +98,14 @@ class EventRecorder:
 
     def of_type(self, event_type: str) -> list[dict[str, Any]]:
         """The recorded events of one type, oldest first."""
-        return [e for e in self.events if e["event_type"] == event_type]
+        with self._lock:
+            return [e for e in self.events if e["event_type"] == event_type]
 
     def drain(self) -> tuple[list[dict[str, Any]], list[str]]:
         """Hand over everything recorded so far and start empty."""
-        events, lines = self.events, self.lines
-        self.events, self.lines = [], []
+        with self._lock:
+            events, lines = self.events, self.lines
+            self.events, self.lines = [], []
         return events, lines
 
 

@@ -9,6 +9,7 @@ trio's clock (virtual in tests) and a cancelled caller stops waiting at once.
 from __future__ import annotations
 
 import functools
+import json
 import logging
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal
@@ -258,7 +259,11 @@ class LLMClient:
         response: httpx.Response | None = None
         with trio.move_on_after(timeout):
             try:
-                response = await self._http.post(self._url, json=payload, headers=headers)
+                # ASCII JSON (json.dumps' default), not httpx's json= (ensure_ascii=False): a lone
+                # surrogate a model sent and the engine echoes back must not break the request.
+                body = json.dumps(payload).encode("ascii")
+                headers = {**headers, "content-type": "application/json"}
+                response = await self._http.post(self._url, content=body, headers=headers)
             except (
                 httpx.TimeoutException,
                 httpx.NetworkError,

@@ -1,0 +1,430 @@
+"""Observability (Requirement 7; seeds 000 §Observability; properties 28–32): events, logs, spans."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import types
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import engine_servers
+import pytest
+import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from llm_server import LLMServer, agent_reply, content_reply, tool_call, tool_call_reply
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from zorkmcp.agent import ZorkAgent
+from zorkmcp.config import McpConfig, McpSettings, ServerConfig
+from zorkmcp.engine import run_turn
+from zorkmcp.llm import open_llm_client
+from zorkmcp.mcp import McpManager
+from zorkmcp.observability import (
+    EventRecorder,
+    LangfuseTracer,
+    LogFiles,
+    NullSink,
+    OtelTracer,
+    Tracer,
+    open_tracer,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    import trio.testing
+
+THOUGHTBOX = ServerConfig(
+    name="thoughtbox", type="inprocess", module="engine_servers:create_thoughtbox_server"
+)
+PROBE = ServerConfig(name="p", type="inprocess", module="engine_servers:create_probe_server", timeout=5)
+OPENING = [{"role": "system", "content": "play"}, {"role": "user", "content": "West of House"}]
+ANY_TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=20)
+
+
+@pytest.fixture(autouse=True)
+def _reset_servers() -> None:
+    engine_servers.reset_probe()
+    engine_servers.THINK_DELAYS.clear()
+
+
+@pytest.fixture
+def exporter() -> Iterator[tuple[InMemorySpanExporter, OtelTracer]]:
+    spans = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    yield spans, OtelTracer(provider=provider)
+    provider.shutdown()
+
+
+# --- the recorder ---------------------------------------------------------------------
+
+
+def test_recorder_adds_context_and_keeps_order() -> None:
+    recorder = EventRecorder(context={"episode_id": "ep-7", "turn": 3})
+    recorder.emit("mcp_tool_call", tool_name="thoughtbox.think", turn=4)
+    recorder.emit("mcp_no_content", iterations=2)
+    recorder.log("WARNING", "Turn 3: something")
+    first, second = recorder.events
+    assert first["event_type"] == "mcp_tool_call"
+    assert (first["episode_id"], first["turn"]) == ("ep-7", 4)  # an explicit field wins
+    assert (second["episode_id"], second["turn"], second["iterations"]) == ("ep-7", 3, 2)
+    assert isinstance(first["timestamp"], float)
+    assert recorder.of_type("mcp_no_content") == [second]
+    assert recorder.lines == ["[WARNING] Turn 3: something"]
+    assert recorder.drain() == ([first, second], ["[WARNING] Turn 3: something"])
+    assert (recorder.events, recorder.lines) == ([], [])
+
+
+def test_null_sink_accepts_everything() -> None:
+    sink = NullSink()
+    sink.emit("anything", x=1)
+    sink.log("INFO", "line")
+
+
+# --- the files ------------------------------------------------------------------------
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | ANY_TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(ANY_TEXT, inner, max_size=3),
+    max_leaves=8,
+)
+ODD_VALUES = st.sampled_from([Path("/tmp/x"), {1, 2}, b"bytes", object])
+
+
+@settings(max_examples=100)
+@given(
+    events=st.lists(
+        st.tuples(
+            ANY_TEXT.filter(bool),
+            st.dictionaries(st.from_regex(r"\A[a-z_]{1,10}\Z"), JSON_VALUES | ODD_VALUES, max_size=4),
+        ),
+        max_size=5,
+    ),
+    messages=st.lists(
+        st.tuples(st.sampled_from(["DEBUG", "INFO", "WARNING", "ERROR"]), ANY_TEXT), max_size=5
+    ),
+)
+def test_log_files_write_one_json_object_and_one_log_entry_per_line(
+    events: list[tuple[str, dict[str, Any]]], messages: list[tuple[str, str]]
+) -> None:
+    recorder = EventRecorder(context={"episode_id": "ep"})
+    for event_type, fields in events:
+        fields.pop("timestamp", None)
+        fields.pop("event_type", None)
+        recorder.emit(event_type, **fields)
+    for level, message in messages:
+        recorder.log(level, message)
+    drained, lines = recorder.drain()
+    with tempfile.TemporaryDirectory() as tmp:
+        files = LogFiles(
+            json_log=Path(tmp, "logs", "events.jsonl"), episode_log=Path(tmp, "logs", "episode.log")
+        )
+        files.write(drained, lines)
+        files.write(drained, lines)  # appends
+        if drained:
+            written = Path(tmp, "logs", "events.jsonl").read_text(encoding="utf-8")
+            assert written.endswith("\n")
+            records = [json.loads(line) for line in written.splitlines()]
+            assert len(records) == 2 * len(drained)
+            for record, original in zip(records, drained + drained, strict=True):
+                assert isinstance(record, dict)
+                assert record["event_type"] == original["event_type"]
+                assert record["episode_id"] == "ep"
+                for key, value in original.items():
+                    if not isinstance(value, Path | set | bytes | type):
+                        assert record[key] == value
+        else:
+            assert not Path(tmp, "logs", "events.jsonl").exists()
+        if lines:
+            text = Path(tmp, "logs", "episode.log").read_text(encoding="utf-8")
+            assert text.endswith("\n")
+            physical = text.splitlines()
+            assert len(physical) == 2 * len(lines)
+            for line, (level, _) in zip(physical, messages + messages, strict=True):
+                assert line.startswith(f"[{level}] ")
+
+
+async def test_episode_log_has_the_seeds_format(
+    llm_server: LLMServer, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Seeds 000 §Episode Logs, line for line, from a real turn."""
+    engine_servers.THINK_DELAYS.extend([0.3, 0.2])
+    llm_server.script(
+        tool_call_reply(
+            tool_call("thoughtbox__think", {"thought": "I should explore..."}),
+            tool_call("thoughtbox__think", {"thought": "Based on the puzzle..."}),
+        ),
+        agent_reply("examine door"),
+    )
+    events = EventRecorder(context={"episode_id": "ep-15"})
+    mgr = McpManager(McpConfig(servers=(THOUGHTBOX,)), McpSettings(enabled=True), events=events)
+    async with open_llm_client(base_url=llm_server.base_url, model="gpt-4o") as client:
+        agent = ZorkAgent(model=client, settings=McpSettings(enabled=True), mcp=mgr, events=events)
+        action = await agent.generate_action("West of House", turn=15)
+    assert action.action == "examine door"
+    assert [line for line in events.lines if "Turn 15" in line] == [
+        "[INFO] Turn 15: MCP session started (max 20 iterations)",
+        "[INFO] Turn 15 Iteration 1: Agent calling tool thoughtbox.think",
+        '[DEBUG] Turn 15 Iteration 1: Tool arguments: {"thought": "I should explore..."}',
+        "[INFO] Turn 15 Iteration 1: Tool result received (0.3s)",
+        "[INFO] Turn 15 Iteration 1: Agent calling tool thoughtbox.think",
+        '[DEBUG] Turn 15 Iteration 1: Tool arguments: {"thought": "Based on the puzzle..."}',
+        "[INFO] Turn 15 Iteration 1: Tool result received (0.2s)",
+        "[INFO] Turn 15: MCP session complete (2 iterations, 2 tool calls)",
+        "[INFO] Turn 15: Agent action: examine door",
+    ]
+    tool_events = [e for e in events.events if e["event_type"].startswith(("mcp_tool", "mcp_session"))]
+    assert [e["event_type"] for e in tool_events] == [
+        "mcp_tool_call",
+        "mcp_tool_result",
+        "mcp_tool_call",
+        "mcp_tool_result",
+        "mcp_session_complete",
+    ]
+    assert tool_events[0] | {"timestamp": 0} == {
+        "timestamp": 0,
+        "event_type": "mcp_tool_call",
+        "episode_id": "ep-15",
+        "tool_name": "thoughtbox.think",
+        "server_name": "thoughtbox",
+        "arguments": {"thought": "I should explore..."},
+        "iteration": 1,
+    }
+    assert tool_events[1] | {"timestamp": 0} == {
+        "timestamp": 0,
+        "event_type": "mcp_tool_result",
+        "episode_id": "ep-15",
+        "tool_name": "thoughtbox.think",
+        "server_name": "thoughtbox",
+        "result_type": "dict",
+        "result_length": len(str({"thought": "I should explore...", "next_thought_needed": False})),
+        "is_error": False,
+        "duration_ms": 300.0,
+        "iteration": 1,
+    }
+    assert tool_events[-1] | {"timestamp": 0} == {
+        "timestamp": 0,
+        "event_type": "mcp_session_complete",
+        "episode_id": "ep-15",
+        "iterations": 2,
+        "tool_calls_count": 2,
+        "tools_used": ["thoughtbox.think"],
+        "final_action": "examine door",
+    }
+
+    with tempfile.TemporaryDirectory() as tmp:
+        files = LogFiles(json_log=Path(tmp, "events.jsonl"), episode_log=Path(tmp, "episode.log"))
+        files.write(*events.drain())
+        episode = Path(tmp, "episode.log").read_text(encoding="utf-8").splitlines()
+        assert "[INFO] Turn 15: MCP session complete (2 iterations, 2 tool calls)" in episode
+        records = [
+            json.loads(line) for line in Path(tmp, "events.jsonl").read_text(encoding="utf-8").splitlines()
+        ]
+    assert [r["event_type"] for r in records if r["event_type"].startswith("mcp_tool")] == [
+        "mcp_tool_call",
+        "mcp_tool_result",
+        "mcp_tool_call",
+        "mcp_tool_result",
+    ]
+
+
+def test_multi_line_messages_stay_one_entry_in_the_episode_log() -> None:
+    recorder = EventRecorder()
+    recorder.log(
+        "WARNING", "Turn 2 Iteration 1: Tool call failed: p.ok - 1 validation error\ntag\n  Field required"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        LogFiles(json_log=None, episode_log=Path(tmp, "episode.log")).write([], recorder.lines)
+        text = Path(tmp, "episode.log").read_text(encoding="utf-8")
+    assert text == (
+        "[WARNING] Turn 2 Iteration 1: Tool call failed: p.ok - 1 validation error\\ntag\\n  Field required\n"
+    )
+
+
+# --- tracing --------------------------------------------------------------------------
+
+
+async def test_otel_spans_for_the_session_and_each_tool_call(
+    llm_server: LLMServer,
+    autojump_clock: trio.testing.MockClock,
+    exporter: tuple[InMemorySpanExporter, OtelTracer],
+) -> None:
+    """Properties 31, 32 with OpenTelemetry: one session span, one span per tool call inside it."""
+    spans, tracer = exporter
+    llm_server.script(
+        tool_call_reply(tool_call("p__ok", {"tag": "a", "seconds": 1.5}), tool_call("p__fail", {"tag": "b"})),
+        tool_call_reply(tool_call("p__hang", {"tag": "c"}), tool_call("p__ok", {"tag": "skipped"})),
+        content_reply("done"),
+    )
+    mgr = McpManager(McpConfig(servers=(PROBE,)), McpSettings(enabled=True))
+    async with open_llm_client(base_url=llm_server.base_url, model="gpt-4o") as client:
+        result = await run_turn(
+            client,
+            OPENING,
+            open_toolbox=lambda: mgr.open_turn(),
+            tracer=tracer,
+            turn=9,
+            final_action_of=lambda content: content,
+        )
+    assert result.content == "done"
+    finished = spans.get_finished_spans()
+    assert [s.name for s in finished] == [
+        "mcp-tool-p.ok",
+        "mcp-tool-p.fail",
+        "mcp-tool-p.hang",
+        "agent-tool-calling-session",
+    ]
+    *tools, session = finished
+    assert dict(session.attributes or {}) == {
+        "turn": 9,
+        "max_iterations": 20,
+        "tools_offered": 3,
+        "iterations_used": 3,
+        "tools_called": 4,
+        "final_action": "done",
+        "deadline_exceeded": False,
+    }
+    assert session.parent is None
+    assert session.context is not None
+    for span in tools:
+        assert span.parent is not None
+        assert span.parent.span_id == session.context.span_id
+        assert span.context is not None
+        assert span.context.trace_id == session.context.trace_id
+    assert dict(tools[0].attributes or {}) == {
+        "tool_name": "p.ok",
+        "server_name": "p",
+        "input": json.dumps({"tag": "a", "seconds": 1.5}),
+        "is_error": False,
+        "timed_out": False,
+        "duration_ms": 1500.0,
+    }
+    assert (tools[1].attributes or {})["is_error"] is True
+    assert dict(tools[2].attributes or {})["timed_out"] is True
+    assert dict(tools[2].attributes or {})["duration_ms"] == 5000.0
+    assert tools[0].end_time is not None
+    assert tools[0].start_time is not None
+
+
+async def test_one_session_span_per_turn(
+    llm_server: LLMServer, exporter: tuple[InMemorySpanExporter, OtelTracer]
+) -> None:
+    spans, tracer = exporter
+    llm_server.script(content_reply("a"), content_reply("b"))
+    async with open_llm_client(base_url=llm_server.base_url, model="gpt-4o") as client:
+        for turn in (1, 2):
+            await run_turn(client, OPENING, tracer=tracer, turn=turn)
+    sessions = spans.get_finished_spans()
+    assert [
+        (s.name, (s.attributes or {})["turn"], (s.attributes or {})["tools_offered"]) for s in sessions
+    ] == [
+        ("agent-tool-calling-session", 1, 0),
+        ("agent-tool-calling-session", 2, 0),
+    ]
+    assert sessions[0].context is not None
+    assert sessions[1].context is not None
+    assert sessions[0].context.trace_id != sessions[1].context.trace_id
+
+
+def test_default_otel_tracer_uses_the_global_provider(
+    exporter: tuple[InMemorySpanExporter, OtelTracer],
+) -> None:
+    """Without a provider the spans go to the global one (a no-op here), not to another provider."""
+    spans, _ = exporter
+    with OtelTracer().span("agent-tool-calling-session", turn=1) as span:
+        span.update(iterations_used=1, nested={"a": [1]}, nothing=None)
+    assert spans.get_finished_spans() == ()
+
+
+# --- Langfuse or OpenTelemetry --------------------------------------------------------
+
+
+class FakeLangfuseSpan:
+    def __init__(self, name: str, metadata: dict[str, Any]) -> None:
+        self.name = name
+        self.metadata = dict(metadata)
+
+    def update(self, *, metadata: dict[str, Any]) -> None:
+        self.metadata.update(metadata)
+
+
+class FakeLangfuse:
+    """Stands in for ``langfuse.get_client()`` (the package is an optional extra, not installed here)."""
+
+    def __init__(self) -> None:
+        self.spans: list[FakeLangfuseSpan] = []
+
+    @contextmanager
+    def start_as_current_span(self, *, name: str, metadata: dict[str, Any]) -> Iterator[FakeLangfuseSpan]:
+        span = FakeLangfuseSpan(name, metadata)
+        self.spans.append(span)
+        yield span
+
+
+@pytest.fixture
+def fake_langfuse(monkeypatch: pytest.MonkeyPatch) -> FakeLangfuse:
+    client = FakeLangfuse()
+    module = types.ModuleType("langfuse")
+    module.get_client = lambda: client  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "langfuse", module)
+    return client
+
+
+KEYS = {"LANGFUSE_PUBLIC_KEY": "pk-lf-1", "LANGFUSE_SECRET_KEY": "sk-lf-1"}
+
+
+@pytest.mark.parametrize(
+    "env",
+    [{}, {"LANGFUSE_PUBLIC_KEY": "pk-lf-1"}, {"LANGFUSE_SECRET_KEY": "sk-lf-1"}, dict.fromkeys(KEYS, "")],
+)
+def test_open_tracer_needs_both_langfuse_keys(env: dict[str, str], fake_langfuse: FakeLangfuse) -> None:
+    del fake_langfuse
+    assert isinstance(open_tracer(env), OtelTracer)
+
+
+def test_open_tracer_falls_back_when_langfuse_is_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "langfuse", None)  # import langfuse -> ImportError
+    assert isinstance(open_tracer(KEYS), OtelTracer)
+
+
+def test_open_tracer_reads_the_environment(
+    monkeypatch: pytest.MonkeyPatch, fake_langfuse: FakeLangfuse
+) -> None:
+    for name, value in KEYS.items():
+        monkeypatch.setenv(name, value)
+    tracer = open_tracer()
+    assert isinstance(tracer, LangfuseTracer)
+    assert tracer.client is fake_langfuse
+    monkeypatch.delenv("LANGFUSE_SECRET_KEY")
+    assert isinstance(open_tracer(), OtelTracer)
+
+
+async def test_langfuse_spans_for_the_session_and_each_tool_call(
+    llm_server: LLMServer, fake_langfuse: FakeLangfuse, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Properties 31, 32 with Langfuse enabled."""
+    tracer: Tracer = open_tracer(KEYS)
+    llm_server.script(
+        tool_call_reply(tool_call("p__ok", {"tag": "x"}), tool_call("p__fail", {"tag": "y"})),
+        content_reply("done"),
+    )
+    mgr = McpManager(McpConfig(servers=(PROBE,)), McpSettings(enabled=True))
+    async with open_llm_client(base_url=llm_server.base_url, model="gpt-4o") as client:
+        await run_turn(client, OPENING, open_toolbox=lambda: mgr.open_turn(), tracer=tracer, turn=4)
+    session, ok, fail = fake_langfuse.spans
+    assert session.name == "agent-tool-calling-session"
+    assert session.metadata["turn"] == 4
+    assert session.metadata["iterations_used"] == 2
+    assert session.metadata["tools_called"] == 2
+    assert (ok.name, fail.name) == ("mcp-tool-p.ok", "mcp-tool-p.fail")
+    assert ok.metadata["input"] == {"tag": "x"}
+    assert ok.metadata["server_name"] == "p"
+    assert (ok.metadata["is_error"], fail.metadata["is_error"]) == (False, True)
+    assert ok.metadata["duration_ms"] == 0
