@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ __all__ = [
     "INPROCESS_THINKING",
     "PER_TURN_THINKING",
     "ZORK1_Z3",
+    "default_sigint",
     "descendants",
     "events_of",
     "is_running",
@@ -53,6 +55,15 @@ def zork1_path() -> Path:
     if not ZORK1_Z3.is_file():
         pytest.skip(f"Zork I is not at {ZORK1_Z3} (the shared games folder beside the repository)")
     return ZORK1_Z3
+
+
+def default_sigint() -> None:
+    """``preexec_fn`` for a child that will get Ctrl-C: SIGINT back to its default disposition.
+
+    A process started in the background by a non-interactive shell (CI runners can do this) inherits
+    SIGINT *ignored*, and Python then installs no KeyboardInterrupt handler in its children.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def offline_env(**extra: str) -> dict[str, str]:

@@ -22,6 +22,7 @@ from play_support import (
     HANG_SERVER,
     INPROCESS_THINKING,
     PER_TURN_THINKING,
+    default_sigint,
     descendants,
     events_of,
     is_running,
@@ -160,10 +161,10 @@ def test_play_subprocess_starts_a_thinking_server_every_turn(tmp_path: Path) -> 
     events = read_events(tmp_path / "logs" / "zorkmcp_events.jsonl")
     thinking = [e for e in events_of(events, "mcp_server_started") if e["server"] == "thinking"]
     # Prewarmed per_turn servers (bridge.Bridge): each turn's process was started in the background
-    # during the turn before, so 12 turns used 12 fresh processes and the spare started for a 13th
-    # turn was closed with the episode.
-    assert len(thinking) == 13
-    assert len({e["pid"] for e in thinking}) == 13  # a fresh process every turn, never reused
+    # during the turn before, so 12 turns used 12 fresh processes; the spare started for a 13th turn
+    # was closed with the episode (it may not have finished starting by then, and then reports nothing).
+    assert len(thinking) in (12, 13)
+    assert len({e["pid"] for e in thinking}) == len(thinking)  # a fresh process every turn, never reused
     stopped = [e for e in events_of(events, "mcp_server_stopped") if e["server"] == "thinking"]
     assert sorted(e["pid"] for e in stopped) == sorted(e["pid"] for e in thinking)
     for pid in {e["pid"] for e in events_of(events, "mcp_server_started")}:
@@ -353,6 +354,7 @@ def test_ctrl_c_between_turns_prints_the_summary_and_leaves_no_process(tmp_path:
     process = subprocess.Popen(
         [zorkmcp, "play", "--game", str(zork1_path())],
         cwd=tmp_path, env=offline_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=default_sigint,
     )  # fmt: skip
     try:
         assert process.stdout is not None
@@ -395,6 +397,7 @@ def test_ctrl_c_inside_a_tool_call_prints_the_summary_and_leaves_no_process(tmp_
     process = subprocess.Popen(
         [sys.executable, "-m", "zorkmcp.cli", "play", "--game", str(zork1_path())],
         cwd=tmp_path, env=offline_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=default_sigint,
     )  # fmt: skip
     try:
         assert process.stdout is not None

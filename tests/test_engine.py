@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import engine_servers
 import pytest
 import trio
 from llm_server import LLMServer, agent_reply, content_reply, tool_call, tool_call_reply
 
-import engine_servers
 from zorkmcp.config import McpConfig, McpSettings, ServerConfig
 from zorkmcp.engine import FORCE_FINAL_MESSAGE, SKIPPED_AFTER_TIMEOUT, run_tool_loop, run_turn
 from zorkmcp.errors import ModelCompatibilityError

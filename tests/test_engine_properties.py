@@ -15,7 +15,6 @@ import re
 from typing import Any, Literal
 
 import engine_servers
-import pytest
 import trio
 import trio.testing
 from attrs import frozen

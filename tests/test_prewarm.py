@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from play_support import default_sigint
 from servers.helpers import content_json, is_alive, misbehaving
 
 from zorkmcp.config import McpConfig, McpSettings, ServerConfig
@@ -178,7 +179,12 @@ def test_ctrl_c_with_a_spare_in_flight_leaves_no_process(tmp_path: Path) -> None
     os.mkfifo(fifo)
     env = {**os.environ, "MISBEHAVING_READY_FIFO": str(fifo)}
     with subprocess.Popen(
-        [sys.executable, str(script)], stderr=subprocess.PIPE, text=True, cwd=REPO, env=env
+        [sys.executable, str(script)],
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env=env,
+        preexec_fn=default_sigint,
     ) as proc:
         try:
             with fifo.open() as ready:  # blocks until the spare's process has started

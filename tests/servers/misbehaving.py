@@ -179,8 +179,10 @@ def flaky(path: str) -> None:
     except FileNotFoundError:
         remaining = 0
     if remaining > 0:
-        with open(path, "w") as f:
+        # Atomically: a concurrent start must never read a truncated (empty) file as "0".
+        with open(f"{path}.{os.getpid()}", "w") as f:
             f.write(str(remaining - 1))
+        os.replace(f"{path}.{os.getpid()}", path)
         err(f"misbehaving: flaky start failure ({remaining - 1} more to come)")
         sys.exit(4)
 
