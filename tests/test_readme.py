@@ -7,12 +7,15 @@ import re
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import trio
 from llm_server import LLMServer, Step, content_reply, serve_llm, tool_call, tool_call_reply
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
