@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 from play_support import default_sigint
-from servers.helpers import content_json, is_alive, misbehaving
+from servers.helpers import content_json, is_alive, misbehaving, session_processes
 
 from zorkmcp.config import McpConfig, McpSettings, ServerConfig
 from zorkmcp.errors import MCPServerStartupError
@@ -199,3 +200,29 @@ def test_ctrl_c_with_a_spare_in_flight_leaves_no_process(tmp_path: Path) -> None
     assert proc.returncode != 0
     assert "KeyboardInterrupt" in err
     assert not is_alive(spare)
+
+
+async def test_turn_cancelled_while_its_spare_starts_leaves_nothing(tmp_path: Path) -> None:
+    # A server that never answers initialize: the turn waits for its spare until it is cancelled.
+    fifo = tmp_path / "ready"
+    os.mkfifo(fifo)
+    mgr = manager(misbehaving("no-init", env={"MISBEHAVING_READY_FIFO": str(fifo)}))
+
+    def first_pid() -> int:
+        with fifo.open() as ready:  # blocks until a spare's process has started
+            return int(ready.readline().split()[1])
+
+    with trio.move_on_after(10) as safety:  # real time: only a hang would reach it
+        async with mgr.open_episode() as episode:
+            async with trio.open_nursery() as nursery:
+
+                async def turn() -> None:
+                    async with mgr.open_turn(episode):
+                        pytest.fail("the turn cannot start before its spare is ready")  # pragma: no cover
+
+                nursery.start_soon(turn)
+                spawned = await trio.to_thread.run_sync(first_pid)
+                nursery.cancel_scope.cancel()
+    assert not safety.cancelled_caught  # the episode closed by itself: nothing kept it open
+    assert not is_alive(spawned)
+    assert session_processes(b"no-init") == []

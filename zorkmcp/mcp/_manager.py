@@ -426,7 +426,13 @@ class McpManager:
             spare = start_spare(episode._nursery, server, self.settings, self._reporter)
         for attempt in (1, 2):
             episode._warm(server)  # the next turn's session starts now
-            await spare.wait_ready()
+            try:
+                await spare.wait_ready()
+            except BaseException:
+                # Cancelled while the spare starts (Ctrl-C, a deadline): it is neither this turn's nor
+                # the episode's any more, so release it here or the episode's nursery never ends.
+                spare.release()
+                raise
             health.starts += 1
             if spare.session is not None and spare.session.alive:
                 taken[server.name] = spare
