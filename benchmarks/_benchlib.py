@@ -1,0 +1,378 @@
+"""Shared pieces of the benchmarks: the interleaved runner, statistics, the report and its JSON file.
+
+Every ``bench_*.py`` test measures its variants side by side in one run (round-robin, the order
+rotated every round so no variant always runs first), adds one :class:`Section` to the session's
+:class:`Report`, and asserts nothing about time. ``conftest.py`` prints every section and the
+target table at the end of the run (also without ``-s``) and writes ``benchmarks/results/``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import io
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from attrs import define, field, frozen
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+
+__all__ = [
+    "MIN_ROUNDS",
+    "REPO",
+    "RESULTS_DIR",
+    "THINK_ARGS",
+    "Report",
+    "Section",
+    "Stats",
+    "evaluate_targets",
+    "machine_info",
+    "node_server",
+    "rounds",
+    "run_interleaved",
+]
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS_DIR = REPO / "benchmarks" / "results"
+MIN_ROUNDS = 30
+"""Rounds per variant that the issue asks for (the per-turn and whole-turn sections)."""
+THINK_ARGS: dict[str, Any] = {
+    "thought": "Open the mailbox first.",
+    "thoughtNumber": 1,
+    "totalThoughts": 1,
+    "nextThoughtNeeded": False,
+}
+NODE_PACKAGE = "@modelcontextprotocol/server-sequential-thinking"
+_NODE_PREFIXES = (REPO / "benchmarks" / "node", REPO / "tests" / "node")
+
+
+def rounds(default: int = MIN_ROUNDS, variable: str = "ZORKMCP_BENCH_ROUNDS") -> int:
+    """Rounds to run: ``default``, or ``$ZORKMCP_BENCH_ROUNDS`` for a quick look (figures then say so)."""
+    value = os.environ.get(variable)
+    return max(1, int(value)) if value else default
+
+
+@frozen
+class Stats:
+    """Summary of one series, in milliseconds."""
+
+    n: int
+    p50: float
+    p95: float
+    mean: float
+    min: float
+    max: float
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Stats:
+        """Summarise ``values`` (ms); p95 is the inclusive 95th percentile."""
+        if not values:
+            nan = float("nan")
+            return cls(0, nan, nan, nan, nan, nan)
+        ordered = sorted(values)
+        p95 = statistics.quantiles(ordered, n=20, method="inclusive")[18] if len(ordered) > 1 else ordered[0]
+        return cls(
+            len(ordered), statistics.median(ordered), p95, statistics.fmean(ordered), ordered[0], ordered[-1]
+        )
+
+    def as_json(self, samples: Sequence[float] | None = None) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "n": self.n,
+            "p50_ms": round(self.p50, 4),
+            "p95_ms": round(self.p95, 4),
+            "mean_ms": round(self.mean, 4),
+            "min_ms": round(self.min, 4),
+            "max_ms": round(self.max, 4),
+        }
+        if samples is not None:
+            data["samples_ms"] = [round(v, 4) for v in samples]
+        return data
+
+
+def run_interleaved(
+    variants: Mapping[str, Callable[[], float]],
+    rounds: int,
+    *,
+    warmup: int | Mapping[str, int] = 1,
+    limit: Mapping[str, int] | None = None,
+) -> dict[str, list[float]]:
+    """Run every variant once per round, round-robin, rotating the order each round.
+
+    Args:
+        variants: name → a callable that runs one sample and returns its measured interval in ms
+            (it may do unmeasured work, such as waiting for background start-ups, after measuring).
+        rounds: measured rounds.
+        warmup: unmeasured samples first (for every variant, or per variant; default 1).
+        limit: name → at most this many measured samples (the variant sits out later rounds).
+
+    Returns:
+        name → the measured samples (ms), in round order.
+    """
+    names = list(variants)
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    warm = {name: warmup if isinstance(warmup, int) else warmup.get(name, 1) for name in names}
+    wanted = {name: min(rounds, (limit or {}).get(name, rounds)) for name in names}
+    runs = {name: 0 for name in names}
+    number = 0
+    while any(runs[name] < warm[name] + wanted[name] for name in names):
+        shift = number % len(names)
+        number += 1
+        for name in names[shift:] + names[:shift]:
+            if runs[name] >= warm[name] + wanted[name]:
+                continue
+            value = variants[name]()
+            if runs[name] >= warm[name]:
+                samples[name].append(value)
+            runs[name] += 1
+    return samples
+
+
+@define
+class Section:
+    """One table of the report, with its figures for the JSON file.
+
+    Attributes:
+        number: position in the report (the issue's numbering).
+        title: the table's title.
+        columns: column headers; the first one is left-aligned, the rest right-aligned.
+        rows: table rows (already formatted).
+        notes: lines printed under the table (skips and their reasons, how to read it).
+        figures: everything measured, for ``latest.json``.
+    """
+
+    number: int
+    title: str
+    columns: list[str]
+    rows: list[list[str]] = field(factory=list)
+    notes: list[str] = field(factory=list)
+    figures: dict[str, Any] = field(factory=dict)
+    seconds: float = 0.0
+
+
+@define
+class Report:
+    """Everything one ``pytest benchmarks/`` run measured."""
+
+    started: _dt.datetime = field(factory=lambda: _dt.datetime.now(_dt.UTC))
+    load_at_start: tuple[float, float, float] = field(factory=os.getloadavg)
+    sections: dict[int, Section] = field(factory=dict)
+
+    def add(self, section: Section) -> None:
+        self.sections[section.number] = section
+
+    def figures(self, number: int) -> dict[str, Any] | None:
+        section = self.sections.get(number)
+        return section.figures if section is not None else None
+
+    def targets(self) -> list[dict[str, Any]]:
+        """The issue's targets against what this run measured (never asserted)."""
+        return evaluate_targets(self)
+
+    def render(self, width: int = 132) -> str:
+        """Every section and the target table as plain text."""
+        from rich.console import Console
+        from rich.table import Table
+        from rich.text import Text
+
+        buffer = io.StringIO()
+        console = Console(file=buffer, width=width, color_system=None, force_terminal=False)
+        for number in sorted(self.sections):
+            section = self.sections[number]
+            title = f"{number}. {section.title}"
+            table = Table(title=Text(title), title_justify="left", min_width=min(len(title) + 2, width))
+            for index, column in enumerate(section.columns):
+                table.add_column(Text(column), justify="left" if index == 0 else "right", overflow="fold")
+            for row in section.rows:
+                table.add_row(*(Text(cell) for cell in row))
+            console.print(table)
+            for note in section.notes:
+                console.print(Text(f"  {note}"), soft_wrap=True)
+            console.print(Text(f"  (section took {section.seconds:.0f} s)"))
+            console.print()
+        targets = self.targets()
+        if targets:
+            table = Table(title=Text("Targets (issue 6): reported, never asserted"), title_justify="left")
+            for column in ("target", "goal", "measured", "met"):
+                table.add_column(column, justify="left" if column in ("target", "goal") else "right")
+            for target in targets:
+                met = {True: "yes", False: "NO", None: "n/a"}[target["met"]]
+                table.add_row(
+                    *(Text(cell) for cell in (target["target"], target["goal"], target["measured"], met))
+                )
+            console.print(table)
+        return buffer.getvalue()
+
+    def as_json(self) -> dict[str, Any]:
+        finished = _dt.datetime.now(_dt.UTC)
+        return {
+            "machine": machine_info(self.load_at_start),
+            "started": self.started.isoformat(timespec="seconds"),
+            "finished": finished.isoformat(timespec="seconds"),
+            "duration_s": round((finished - self.started).total_seconds(), 1),
+            "sections": {
+                str(number): {
+                    "title": section.title,
+                    "notes": section.notes,
+                    "seconds": round(section.seconds, 1),
+                    "figures": section.figures,
+                }
+                for number, section in sorted(self.sections.items())
+            },
+            "targets": self.targets(),
+        }
+
+    def write(self, directory: Path = RESULTS_DIR) -> Path:
+        """Write ``latest.json`` and a timestamped copy; return the path of the copy."""
+        directory.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(self.as_json(), indent=1, default=str) + "\n"
+        stamp = self.started.strftime("%Y%m%dT%H%M%SZ")
+        copy = directory / f"bench-{stamp}.json"
+        copy.write_text(text)
+        (directory / "latest.json").write_text(text)
+        return copy
+
+
+def _version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _git(*args: str) -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", *args], cwd=REPO, capture_output=True, text=True, timeout=10, check=True
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip()
+
+
+def _node_version() -> str | None:
+    node = shutil.which("node")
+    if node is None:
+        return None
+    try:
+        done = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=10, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip()
+
+
+def machine_info(load_at_start: tuple[float, float, float] | None = None) -> dict[str, Any]:
+    """CPU, cores, Python, library versions, kernel, load, time and git commit of this run."""
+    status = _git("status", "--porcelain", "--untracked-files=no")
+    return {
+        "cpu_model": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "python": sys.version.split()[0],
+        "python_implementation": platform.python_implementation(),
+        "python_executable": sys.executable,
+        "versions": {
+            package: _version(package) for package in ("trio", "anyio", "mcp", "pydantic", "httpx", "zorkmcp")
+        },
+        "node": _node_version(),
+        "kernel": platform.release(),
+        "platform": platform.platform(),
+        "load_average_start": list(load_at_start) if load_at_start else None,
+        "load_average_end": list(os.getloadavg()),
+        "timestamp": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "git_commit": _git("rev-parse", "HEAD"),
+        "git_dirty": bool(status) if status is not None else None,
+    }
+
+
+def node_server() -> tuple[list[str] | None, str | None, str]:
+    """How to run the node sequential-thinking server here.
+
+    Returns:
+        ``(argv, prefix, why_not)``: the command line and the npm prefix it was installed into, or
+        ``None`` and the reason it cannot run.
+    """
+    node = shutil.which("node")
+    if node is None:
+        return None, None, "Node.js is not installed (node not on PATH)"
+    for prefix in _NODE_PREFIXES:
+        entry = prefix / "node_modules" / NODE_PACKAGE / "dist" / "index.js"
+        if entry.is_file():
+            return [node, str(entry)], str(prefix), ""
+    places = " or ".join(str(p.relative_to(REPO)) for p in _NODE_PREFIXES)
+    return (
+        None,
+        None,
+        f"{NODE_PACKAGE} is not installed in {places} (npm install --prefix benchmarks/node {NODE_PACKAGE})",
+    )
+
+
+def _ms(value: float) -> str:
+    return f"{value:.2f} ms" if value < 100 else f"{value:.0f} ms"
+
+
+def evaluate_targets(report: Report) -> list[dict[str, Any]]:
+    """The issue's four targets against this run's figures (``met`` is ``None`` when not measured)."""
+    rows: list[dict[str, Any]] = []
+
+    def add(target: str, goal: str, measured: str, met: bool | None) -> None:
+        rows.append({"target": target, "goal": goal, "measured": measured, "met": met})
+
+    per_turn = report.figures(1)
+    if per_turn is not None:
+        for key, server in per_turn["servers"].items():
+            variants = server["variants"]
+            if "prewarmed" in variants:
+                p50 = variants["prewarmed"]["p50_ms"]
+                add(f"visible per-turn overhead, Bridge prewarmed, p50 [{key}]", "≤ 5 ms", _ms(p50), p50 <= 5)
+        for key, server in per_turn["servers"].items():
+            variants = server["variants"]
+            if "cold" in variants and "raw_trio" in variants:
+                cold, raw = variants["cold"]["p50_ms"], variants["raw_trio"]["p50_ms"]
+                ratio = cold / raw
+                add(
+                    f"cold get_action() / raw SDK under trio, p50 [{key}]",
+                    "≤ 1.02×",
+                    f"{ratio:.3f}× ({_ms(cold)} vs {_ms(raw)}; paired "
+                    f"{server.get('paired_cold_over_raw_trio', float('nan')):.3f}×)",
+                    ratio <= 1.02,
+                )
+    calls = report.figures(2)
+    if calls is not None:
+        for key, transport in calls["transports"].items():
+            delta = transport["delta_p50_ms"]
+            add(
+                f"tool-call overhead over ClientSession.call_tool, p50 [{key}]",
+                "≤ 0.1 ms",
+                f"{delta:+.3f} ms (paired {transport['paired_delta_p50_ms']:+.3f} ms)",
+                delta <= 0.1,
+            )
+    teardown = report.figures(4)
+    if teardown is not None and "zorkmcp_stubborn" in teardown["variants"]:
+        stubborn = teardown["variants"]["zorkmcp_stubborn"]
+        worst = stubborn["max_ms"]
+        add(
+            "stubborn server teardown, zorkmcp, worst of the rounds",
+            "≤ 2.5 s",
+            f"{worst / 1000:.2f} s (p50 {stubborn['p50_ms'] / 1000:.2f} s, n={stubborn['n']})",
+            worst <= 2500,
+        )
+    return rows
