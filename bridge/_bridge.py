@@ -7,6 +7,7 @@ import threading
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, ExitStack, asynccontextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import attrs
@@ -17,10 +18,9 @@ from zorkmcp.agent import AgentAction, ZorkAgent
 from zorkmcp.config import McpConfig, Settings
 from zorkmcp.llm import ChatModel, open_chat_model
 from zorkmcp.mcp import EpisodeServers, McpManager, ToolCallResult
-from zorkmcp.observability import EventRecorder, Tracer, open_tracer
+from zorkmcp.observability import EventRecorder, LogFiles, Tracer, open_tracer
 
 if TYPE_CHECKING:
-    from pathlib import Path
     from types import TracebackType
 
 __all__ = ["Bridge", "EpisodeSetup", "get_action", "reset"]
@@ -166,7 +166,9 @@ def get_action(
     Every MCP server is started for this call and is gone when it returns (or raises, or is
     interrupted with Ctrl-C: the ``KeyboardInterrupt`` is re-raised after the servers are stopped).
     Nothing async survives between calls; the episode's plain state (turn number, servers disabled
-    after repeated failures) does, per ``pyproject`` — :func:`reset` starts a new episode.
+    after repeated failures) does, per ``pyproject`` — :func:`reset` starts a new episode. The turn's
+    events and episode-log lines are appended to ``[tool.zorkgpt.files]`` ``json_log_file`` and
+    ``episode_log_file`` when the call returns.
     For per_episode servers and HTTP keep-alive across turns, use :class:`Bridge`.
 
     Returns:
@@ -200,6 +202,12 @@ def get_action(
         if group.subgroup(KeyboardInterrupt) is None:
             raise
         raise KeyboardInterrupt from group  # the contract: Ctrl-C comes out as KeyboardInterrupt
+    finally:
+        # The turn's events and episode-log lines go to [tool.zorkgpt.files] (sync I/O, after the loop).
+        files = setup.settings.files
+        LogFiles(json_log=Path(files.json_log_file), episode_log=Path(files.episode_log_file)).write(
+            *setup.recorder.drain()
+        )
     return action.as_dict()
 
 

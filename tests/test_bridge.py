@@ -147,6 +147,10 @@ def write_config(
             [tool.zorkgpt.mcp]
             enabled = true
             tool_call_timeout_seconds = {tool_timeout}
+
+            [tool.zorkgpt.files]
+            json_log_file = "{folder / "logs" / "events.jsonl"}"
+            episode_log_file = "{folder / "logs" / "episode.log"}"
             """)
     )
     return pyproject
@@ -215,6 +219,16 @@ def test_get_action_from_sync_code_leaves_no_process(tmp_path: Path, lifecycle: 
         "reasoning": "thinking about go north",
         "new_objective": "after go north",
     }
+    # get_action() appended each turn's events and episode-log lines to [tool.zorkgpt.files].
+    events = [json.loads(line) for line in (tmp_path / "logs" / "events.jsonl").read_text().splitlines()]
+    calls = [e for e in events if e["event_type"] == "mcp_tool_call"]
+    assert [(e["turn"], e["tool_name"]) for e in calls] == [
+        (1, "bad.pid"), (1, "bad.children"), (2, "bad.pid"), (2, "bad.children"),
+    ]  # fmt: skip
+    episode_log = (tmp_path / "logs" / "episode.log").read_text()
+    assert "[INFO] Turn 2 Iteration 1: Agent calling tool bad.children" in episode_log
+    assert "[INFO] Turn 2: Agent action: go north" in episode_log
+
     second_pid = pid_result(second_results[0])
     second_children = second_results[1]["content"]["children"]
     assert second_pid["pid"] != first_pid["pid"]
