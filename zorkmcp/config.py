@@ -29,6 +29,7 @@ from cattrs.errors import BaseValidationError, ForbiddenExtraKeysError
 from cattrs.gen import make_dict_structure_fn
 from cattrs.v import format_exception as _cattrs_format_exception
 
+from ._jsontypes import json_type_name
 from .errors import ConfigError
 
 __all__ = [
@@ -64,30 +65,12 @@ class _Problem(ValueError):
         self.key = key
 
 
-def _json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list | tuple):
-        return "array"
-    if isinstance(value, Mapping):
-        return "object"
-    return type(value).__name__
-
-
 def _show(value: object) -> str:
     """``'1' (string)``: the value, shortened, and its JSON/TOML type."""
     text = repr(value)
     if len(text) > 60:
         text = text[:57] + "..."
-    return f"{text} ({_json_type(value)})"
+    return f"{text} ({json_type_name(value)})"
 
 
 def _positive(inst: object, attribute: attrs.Attribute[Any], value: float | None) -> None:

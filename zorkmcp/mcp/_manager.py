@@ -267,22 +267,26 @@ class McpManager:
             handle = await start_server(nursery, server, self.settings, reporter=self._reporter)
         except MCPServerStartupError as second:  # Requirements 6.9, 6.10
             health.failures += 1
-            health.disabled = True
-            self._reporter.log(
-                "WARNING",
-                f"Turn {turn}: MCP server '{server.name}' failed again, "
-                f"disabling it for the rest of the episode: {second}",
-            )
-            self._reporter.emit(
-                "mcp_disabled_fallback",
-                server=server.name,
-                turn=turn,
-                error=str(second),
-                all_disabled=self.is_disabled,
-            )
+            self._disable(server, turn, second)
             return None
         self._reporter.log("INFO", f"Turn {turn}: MCP server '{server.name}' retry successful")
         return handle
+
+    def _disable(self, server: ServerConfig, turn: int, error: MCPServerStartupError) -> None:
+        """Requirements 6.9, 6.10: the retry failed too; the server is off for the rest of the episode."""
+        self._health[server.name].disabled = True
+        self._reporter.log(
+            "WARNING",
+            f"Turn {turn}: MCP server '{server.name}' failed again, "
+            f"disabling it for the rest of the episode: {error}",
+        )
+        self._reporter.emit(
+            "mcp_disabled_fallback",
+            server=server.name,
+            turn=turn,
+            error=str(error),
+            all_disabled=self.is_disabled,
+        )
 
     @asynccontextmanager
     async def open_episode(self, *, prewarm: bool = True) -> AsyncIterator[EpisodeServers]:
@@ -458,20 +462,8 @@ class McpManager:
                 spare = episode._spares.pop(server.name)
                 continue
             # Requirements 6.9, 6.10: the retry failed too.
-            health.disabled = True
             episode._drop_spare(server.name)
-            self._reporter.log(
-                "WARNING",
-                f"Turn {turn}: MCP server '{server.name}' failed again, "
-                f"disabling it for the rest of the episode: {error}",
-            )
-            self._reporter.emit(
-                "mcp_disabled_fallback",
-                server=server.name,
-                turn=turn,
-                error=str(error),
-                all_disabled=self.is_disabled,
-            )
+            self._disable(server, turn, error)
 
     async def _start_into(
         self,

@@ -15,6 +15,8 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
+from .._jsontypes import json_type_name
+
 __all__ = [
     "TOOL_DESCRIPTION",
     "TOOL_INPUT_SCHEMA",
@@ -128,7 +130,7 @@ class Thought:
                 type or range; every problem is listed.
         """
         if not isinstance(arguments, Mapping):
-            raise ThinkingError(f"arguments must be an object, got {_type_name(arguments)}")
+            raise ThinkingError(f"arguments must be an object, got {json_type_name(arguments)}")
         problems: list[str] = []
         thought = arguments.get("thought")
         if not isinstance(thought, str) or not thought.strip():
@@ -213,24 +215,6 @@ class ThinkingSession:
         return json.dumps(progress), False
 
 
-def _type_name(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list | tuple):
-        return "array"
-    if isinstance(value, Mapping):
-        return "object"
-    return type(value).__name__
-
-
 def _describe(key: str, expected: str, arguments: Mapping[str, Any]) -> str:
     if key not in arguments:
         return f"{key} is required ({expected})"
@@ -238,7 +222,7 @@ def _describe(key: str, expected: str, arguments: Mapping[str, Any]) -> str:
     shown = json.dumps(value) if isinstance(value, str | int | float | bool) or value is None else ""
     if len(shown) > 40:
         shown = shown[:37] + "..."
-    got = f"{shown} ({_type_name(value)})" if shown else _type_name(value)
+    got = f"{shown} ({json_type_name(value)})" if shown else json_type_name(value)
     return f"{key} must be {expected}, got {got}"
 
 
