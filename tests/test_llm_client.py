@@ -181,10 +181,32 @@ async def test_caller_messages_are_not_modified(llm_server: LLMServer) -> None:
 
 
 async def test_cache_control_can_be_switched_off(llm_server: LLMServer) -> None:
-    llm_server.script(content_reply("a"))
+    llm_server.script(content_reply("a"), content_reply("b"))
     async with _client(llm_server, cache_control=False) as client:
         await client.complete(USER)
+        # Markers already on the messages (zorkmcp.agent.build_messages adds them) are dropped too.
+        await client.complete([{**USER[0], "cache_control": {"type": "ephemeral"}}])
     assert llm_server.requests[0].messages == USER
+    assert llm_server.requests[1].messages == USER
+
+
+async def test_cache_control_setting_reaches_the_wire(llm_server: LLMServer) -> None:
+    from zorkmcp.config import LLMSettings, Settings
+    from zorkmcp.llm import open_chat_model
+
+    llm_server.script(content_reply("a"))
+    settings = Settings(llm=LLMSettings(client_base_url=llm_server.base_url, cache_control=False))
+    async with open_chat_model(settings) as model:
+        await model.complete([{"role": "system", "content": "s"}, *USER])
+    assert llm_server.requests[0].messages == [{"role": "system", "content": "s"}, *USER]
+
+
+async def test_endpoint_rejecting_cache_control_says_how_to_switch_it_off(llm_server: LLMServer) -> None:
+    rejected = {"error": {"message": "messages.0.cache_control: Extra inputs are not permitted", "code": 400}}
+    llm_server.script(json_reply(rejected, status=400))
+    async with _client(llm_server) as client:
+        with pytest.raises(LLMHTTPError, match=r"set cache_control = false in \[tool\.zorkgpt\.llm\]"):
+            await client.complete(USER)
 
 
 # --- parsing --------------------------------------------------------------------------

@@ -118,6 +118,9 @@ class LLMSettings:
     agent_model: str | None = None
     agent_base_url: str | None = None
     api_key_env: str | None = None
+    cache_control: bool = True
+    """Mark system and user messages for prompt caching (Requirement 4.7); strict OpenAI-compatible
+    endpoints that reject the field need ``false``."""
 
 
 @frozen(kw_only=True)

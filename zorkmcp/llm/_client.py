@@ -236,7 +236,10 @@ class LLMClient:
         max_tokens: int | None,
         stop: str | Sequence[str] | None,
     ) -> dict[str, Any]:
-        sent = with_cache_control(messages) if self._cache_control else [dict(m) for m in messages]
+        if self._cache_control:
+            sent = with_cache_control(messages)
+        else:  # also drop markers the caller put there (zorkmcp.agent.build_messages does)
+            sent = [{k: v for k, v in m.items() if k != "cache_control"} for m in messages]
         payload: dict[str, Any] = {"model": self._model, "messages": sent}
         optional: dict[str, Any] = {
             "temperature": temperature,

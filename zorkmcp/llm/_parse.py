@@ -135,6 +135,11 @@ def http_error(
         hint = " — check the API key"
     elif status == 404 and not _looks_like_html(body, content_type):
         hint = f" — are the base URL ({base_url}) and the model name right?"
+    elif status in (400, 422) and b"cache_control" in body:
+        # Strict OpenAI-compatible endpoints reject the prompt-caching marker (Requirement 4.7).
+        hint = (
+            " — this endpoint does not accept cache_control: set cache_control = false in [tool.zorkgpt.llm]"
+        )
     return LLMHTTPError(
         f"POST {url} answered {status_text}: {detail}{hint}",
         status=status,

@@ -133,7 +133,12 @@ async def open_chat_model(
         yield ScriptedModel(DEFAULT_WALKTHROUGH if walkthrough is None else walkthrough)
         return
     async with open_llm_client(
-        base_url=base_url, model=model, api_key=api_key, retry=settings.retry, events=events
+        base_url=base_url,
+        model=model,
+        api_key=api_key,
+        retry=settings.retry,
+        events=events,
+        cache_control=llm.cache_control,
     ) as client:
         yield client
 
