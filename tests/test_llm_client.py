@@ -244,11 +244,19 @@ async def test_provider_quirks_in_tool_calls(llm_server: LLMServer, caplog: pyte
     async with _client(llm_server) as client:
         response = await client.complete(USER)
     assert response.tool_calls == (
-        ToolCall(id="call_0", type="function", function=_fc("a", '{"x": 1}')),
+        ToolCall(id="call_1_0", type="function", function=_fc("a", '{"x": 1}')),
         ToolCall(id="42", type="function", function=_fc("b", "{}")),
-        ToolCall(id="call_2", type="function", function=_fc("c", "{}")),
+        ToolCall(id="call_1_2", type="function", function=_fc("c", "{}")),
     )
-    assert "tool call 0 (a) came without an id; using 'call_0'" in caplog.text
+    assert "tool call 0 (a) came without an id; using 'call_1_0'" in caplog.text
+
+
+async def test_generated_tool_call_ids_never_repeat_within_a_conversation(llm_server: LLMServer) -> None:
+    message = {"role": "assistant", "content": None, "tool_calls": [{"function": {"name": "a"}}]}
+    llm_server.script(*(json_reply(completion(message, finish_reason="tool_calls")) for _ in range(3)))
+    async with _client(llm_server) as client:
+        ids = [(await client.complete(USER)).tool_calls[0].id for _ in range(3)]  # type: ignore[index]
+    assert ids == ["call_1_0", "call_2_0", "call_3_0"]
 
 
 def _fc(name: str, arguments: str) -> FunctionCall:

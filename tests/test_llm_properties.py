@@ -118,7 +118,7 @@ def expected_calls(raw: list[dict[str, Any]]) -> tuple[ToolCall, ...]:
             arguments = json.dumps(arguments)
         calls.append(
             ToolCall(
-                id=item.get("id") or f"call_{index}",
+                id=item.get("id") or f"call_1_{index}",
                 type=item.get("type", "function"),
                 function=FunctionCall(name=function["name"], arguments=arguments),
             )
@@ -187,7 +187,7 @@ def test_property_11_tool_calls_are_parsed(calls: list[dict[str, Any]], content:
     assert response.tool_calls == expected_calls(calls)
     assert response.finish_reason == "tool_calls"
     for index, (raw, call) in enumerate(zip(calls, response.tool_calls, strict=True)):
-        assert call.id == (raw.get("id") or f"call_{index}")  # a missing id gets a stable one
+        assert call.id == (raw.get("id") or f"call_1_{index}")  # a missing id: answer 1, call index
         assert call.type == "function"
 
 

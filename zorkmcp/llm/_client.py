@@ -114,6 +114,7 @@ class LLMClient:
         self._events = events
         self._cache_control = cache_control
         self._scrub: Scrubber = make_scrubber([self._api_key])
+        self._answers = 0  # 2xx answers parsed: makes generated tool call ids unique per client
 
     @property
     def model(self) -> str:
@@ -304,8 +305,10 @@ class LLMClient:
                 scrub=self._scrub,
             )
             return _Failure(error, kind, retry_after)
+        self._answers += 1
         try:
             return parse_completion(
+                id_prefix=f"call_{self._answers}",
                 status=response.status_code,
                 body=response.content,
                 content_type=content_type,

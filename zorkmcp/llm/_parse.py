@@ -158,7 +158,9 @@ def _content_text(raw: Any, where: str, fail: Callable[[str], LLMResponseError])
     raise fail(f"{where}.content must be a string, a list of parts or null, got {type(raw).__name__}")
 
 
-def _tool_calls(raw: Any, where: str, fail: Callable[[str], LLMResponseError]) -> tuple[ToolCall, ...] | None:
+def _tool_calls(
+    raw: Any, where: str, fail: Callable[[str], LLMResponseError], id_prefix: str = "call"
+) -> tuple[ToolCall, ...] | None:
     if raw is None:
         return None
     if not isinstance(raw, list):
@@ -183,7 +185,7 @@ def _tool_calls(raw: Any, where: str, fail: Callable[[str], LLMResponseError]) -
         if isinstance(call_id, int) and not isinstance(call_id, bool):
             call_id = str(call_id)
         if not isinstance(call_id, str) or not call_id:
-            call_id = f"call_{index}"
+            call_id = f"{id_prefix}_{index}"
             _log.info("tool call %d (%s) came without an id; using %r", index, name, call_id)
         kind = item.get("type")
         calls.append(
@@ -197,7 +199,15 @@ def _tool_calls(raw: Any, where: str, fail: Callable[[str], LLMResponseError]) -
 
 
 def parse_completion(
-    *, status: int, body: bytes, content_type: str, url: str, base_url: str, model: str, scrub: Scrubber
+    *,
+    status: int,
+    body: bytes,
+    content_type: str,
+    url: str,
+    base_url: str,
+    model: str,
+    scrub: Scrubber,
+    id_prefix: str = "call",
 ) -> LLMResponse:
     """Parse a 2xx chat-completions answer (seeds 000 §2.3; properties 11 and 12).
 
@@ -209,6 +219,8 @@ def parse_completion(
         base_url: the configured base URL (for hints).
         model: the model that was asked (used when the answer names none).
         scrub: hides the API key.
+        id_prefix: a tool call that came without an id gets ``<id_prefix>_<index>``; the client
+            makes the prefix unique per answer, so ids never repeat within a conversation.
 
     Returns:
         The response; with tool calls its ``content`` is ``None``.
@@ -247,7 +259,7 @@ def parse_completion(
         message = {}
     if not isinstance(message, dict):
         raise fail(f"choices[0].message is {type(message).__name__}, not an object")
-    tool_calls = _tool_calls(message.get("tool_calls"), "choices[0].message", fail)
+    tool_calls = _tool_calls(message.get("tool_calls"), "choices[0].message", fail, id_prefix)
     content = None if tool_calls else _content_text(message.get("content"), "choices[0].message", fail)
     usage = data.get("usage")
     answered_by = data.get("model")
