@@ -28,6 +28,7 @@ from llm_server import (
     tool_call,
     tool_call_reply,
 )
+from servers.helpers import RecordingSink
 
 from zorkmcp.config import RetrySettings
 from zorkmcp.errors import LLMHTTPError, LLMProviderError, LLMResponseError, LLMTransportError
@@ -46,20 +47,6 @@ def _client(server: LLMServer, **kwargs: Any) -> Any:
 def _waits(server: LLMServer) -> list[float]:
     """Virtual seconds between consecutive requests (the backoff waits: nothing else takes time)."""
     return [later.time - earlier.time for earlier, later in pairwise(server.requests)]
-
-
-class Recorder:
-    """An EventSink that keeps everything it is given."""
-
-    def __init__(self) -> None:
-        self.events: list[tuple[str, dict[str, Any]]] = []
-        self.lines: list[tuple[str, str]] = []
-
-    def emit(self, event_type: str, /, **fields: Any) -> None:
-        self.events.append((event_type, fields))
-
-    def log(self, level: str, message: str, /) -> None:
-        self.lines.append((level, message))
 
 
 # --- the wire -------------------------------------------------------------------------
@@ -569,7 +556,7 @@ async def test_jitter_comes_from_the_injected_rng(llm_server: LLMServer, autojum
 
 
 async def test_retries_are_reported_as_events(llm_server: LLMServer, autojump_clock: Any) -> None:
-    sink = Recorder()
+    sink = RecordingSink()
     llm_server.script(rate_limited(4), content_reply("ok"))
     async with _client(llm_server, events=sink) as client:
         await client.complete(USER)
