@@ -29,7 +29,7 @@ import pytest
 from _benchlib import MIN_ROUNDS, REPO, Report, Section, Stats, rounds, run_interleaved
 
 from bridge import Bridge
-from bridge._bridge import _Live
+from zorkmcp._bridge import _Live
 from zorkmcp.config import McpConfig, ServerConfig, Settings
 from zorkmcp.errors import GameError
 from zorkmcp.llm import ScriptedModel
@@ -84,7 +84,7 @@ class _BenchBridge(Bridge):
         async def scripted() -> AsyncIterator[ScriptedModel]:
             yield ScriptedModel(walkthrough)  # what open_chat_model gives without an API key
 
-        super().__init__(settings, chat_model=scripted, **options)
+        super().__init__(settings, chat_model=scripted, **{"log_files": None, **options})
         self.prewarm = prewarm
         self.episode: EpisodeServers | None = None
 

@@ -71,10 +71,10 @@ def _timed(run: Callable[[], object], after: Callable[[], object] | None = None)
 def test_sync_boundary(report: Report) -> None:
     began = time.perf_counter()
     settings = Settings()
-    setup = EpisodeSetup.create(settings, agent_tools=False, chat_model=_scripted)
+    setup = EpisodeSetup.create(settings, agent_tools=False, chat_model=_scripted, log_files=None)
     with (
         start_blocking_portal(backend="trio") as portal,
-        Bridge(settings, agent_tools=False, chat_model=_scripted) as bridge,
+        Bridge(settings, agent_tools=False, chat_model=_scripted, log_files=None) as bridge,
     ):
         variants = {
             "trio_run_noop": _timed(lambda: trio.run(_noop)),

@@ -52,8 +52,8 @@ def manager(*servers: ServerConfig, events: EventRecorder | None = None) -> McpM
 def test_messages_use_the_system_role_and_append_memories() -> None:
     messages = build_messages("West of House", "You saw a mailbox.", model="openai/gpt-4o")
     assert messages == [
-        {"role": "system", "content": SYSTEM_PROMPT, "cache_control": CACHE},
-        {"role": "user", "content": "West of House\n\nYou saw a mailbox.", "cache_control": CACHE},
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": "West of House\n\nYou saw a mailbox."},
     ]
 
 
@@ -66,7 +66,7 @@ def test_messages_without_memories(memories: str | None) -> None:
 @pytest.mark.parametrize("model", ["o1", "o1-mini", "openai/o1-preview", "o1-2024-12-17"])
 def test_o1_style_models_get_the_prompt_as_a_user_message(model: str) -> None:
     (prompt, user) = build_messages("Attic", model=model, system_prompt="be terse")
-    assert prompt == {"role": "user", "content": "be terse", "cache_control": CACHE}
+    assert prompt == {"role": "user", "content": "be terse"}
     assert user["role"] == "user"
 
 
@@ -77,13 +77,14 @@ def test_other_models_keep_the_system_role(model: str) -> None:
 
 @settings(max_examples=100)
 @given(state=ANY_TEXT, memories=st.none() | ANY_TEXT, model=st.text(max_size=30), prompt=ANY_TEXT)
-def test_every_system_and_user_message_has_cache_control(
+def test_messages_carry_the_prompt_and_state_and_no_caching_markers(
     state: str, memories: str | None, model: str, prompt: str
 ) -> None:
-    """Property 15 (on the wire it is checked in test_engine_properties.py)."""
+    """Property 15 is the chat client's: it marks system and user messages on the wire (checked in
+    test_engine_properties.py and test_llm_client.py); the agent's messages carry no marker."""
     messages = build_messages(state, memories, model=model, system_prompt=prompt)
     assert len(messages) == 2
-    assert all(m["cache_control"] == CACHE for m in messages)
+    assert all("cache_control" not in m for m in messages)
     assert [m["content"] for m in messages] == [prompt, f"{state}\n\n{memories}" if memories else state]
 
 

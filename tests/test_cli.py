@@ -124,7 +124,7 @@ def test_play_wins_zork1_with_350_points_and_the_reasoning_tool(
     assert events_of(events, "llm_offline_model")
     episode_log = (run_dir / "logs" / "episode.log").read_text(encoding="utf-8")
     assert "[INFO] Turn 1 Iteration 1: Agent calling tool thinking.think" in episode_log
-    assert "[WARNING] No API key for" in episode_log
+    assert "[INFO] No API key for" in episode_log  # said once per episode; the banner shows it
     assert "[INFO] Turn 396: Game: > " in episode_log
     assert "GAME OVER (victory)" in episode_log
 

@@ -11,7 +11,7 @@ import trio
 from llm_server import LLMServer, agent_reply, content_reply, tool_call, tool_call_reply
 
 from zorkmcp.config import McpConfig, McpSettings, ServerConfig
-from zorkmcp.engine import FORCE_FINAL_MESSAGE, SKIPPED_AFTER_TIMEOUT, run_tool_loop, run_turn
+from zorkmcp.engine import FORCE_FINAL_MESSAGE, SKIPPED_AFTER_TIMEOUT, TurnOptions, run_tool_loop, run_turn
 from zorkmcp.errors import ModelCompatibilityError
 from zorkmcp.llm import open_llm_client
 from zorkmcp.mcp import McpManager
@@ -35,12 +35,14 @@ def manager(*servers: ServerConfig, events: EventRecorder | None = None, **setti
 
 async def turn(llm_server: LLMServer, mgr: McpManager | None = None, **kwargs: Any) -> Any:
     async with open_llm_client(base_url=llm_server.base_url, model="gpt-4o-test") as model:
+        events, tracer = kwargs.pop("events", None), kwargs.pop("tracer", None)
         return await run_turn(
             model,
             OPENING,
             open_toolbox=(lambda: mgr.open_turn()) if mgr is not None else None,
-            final_response_format=SCHEMA,
-            **kwargs,
+            options=TurnOptions(final_response_format=SCHEMA, **kwargs),
+            events=events,
+            tracer=tracer,
         )
 
 
@@ -207,7 +209,9 @@ async def test_force_tool_support_bypasses_check(llm_server: LLMServer) -> None:
     llm_server.script(content_reply("ok"))
     mgr = manager()
     async with open_llm_client(base_url=llm_server.base_url, model="o1-mini") as model:
-        result = await run_turn(model, OPENING, open_toolbox=lambda: mgr.open_turn(), force_tool_support=True)
+        result = await run_turn(
+            model, OPENING, open_toolbox=lambda: mgr.open_turn(), options=TurnOptions(force_tool_support=True)
+        )
     assert result.content == "ok"
 
 

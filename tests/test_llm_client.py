@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 import random
 from itertools import pairwise
 from typing import Any
@@ -30,9 +29,10 @@ from llm_server import (
 )
 from servers.helpers import RecordingSink
 
-from zorkmcp.config import RetrySettings
+from zorkmcp.config import RetrySettings, SamplingSettings
 from zorkmcp.errors import LLMHTTPError, LLMProviderError, LLMResponseError, LLMTransportError
-from zorkmcp.llm import FunctionCall, LLMClient, ToolCall, open_llm_client
+from zorkmcp.llm import CompletionRequest, FunctionCall, LLMClient, ToolCall, open_llm_client
+from zorkmcp.observability import EventRecorder
 
 KEY = "sk-or-v1-SECRET-0123456789abcdef"
 USER = [{"role": "user", "content": "West of House. What now?"}]
@@ -56,7 +56,7 @@ async def test_posts_model_and_messages_and_nothing_else(llm_server: LLMServer) 
     llm_server.script(content_reply("open mailbox"))
     system = {"role": "system", "content": "You are ZorkGPT."}
     async with _client(llm_server) as client:
-        response = await client.complete([system, *USER])
+        response = await client.complete(CompletionRequest([system, *USER]))
     assert response.content == "open mailbox"
     assert response.tool_calls is None
     assert response.finish_reason == "stop"
@@ -79,16 +79,14 @@ async def test_every_parameter_given_is_sent_exactly(llm_server: LLMServer) -> N
     schema = {"type": "json_schema", "json_schema": {"name": "AgentResponse", "strict": True, "schema": {}}}
     async with _client(llm_server) as client:
         await client.complete(
-            USER,
-            tools=tools,
-            tool_choice="auto",
-            response_format=schema,
-            temperature=0.4,
-            top_p=0.9,
-            top_k=40,
-            min_p=0.05,
-            max_tokens=256,
-            stop=("\n\n", "END"),
+            CompletionRequest(
+                USER,
+                tools=tools,
+                tool_choice="auto",
+                response_format=schema,
+                sampling=SamplingSettings(temperature=0.4, top_p=0.9, top_k=40, min_p=0.05, max_tokens=256),
+                stop=("\n\n", "END"),
+            )
         )
     body = llm_server.requests[0].json
     assert body["tools"] == tools
@@ -102,25 +100,27 @@ async def test_every_parameter_given_is_sent_exactly(llm_server: LLMServer) -> N
 async def test_empty_tool_list_is_not_sent(llm_server: LLMServer) -> None:
     llm_server.script(content_reply("ok"))
     async with _client(llm_server) as client:
-        await client.complete(USER, tools=[])
+        await client.complete(CompletionRequest(USER, tools=[]))
     assert "tools" not in llm_server.requests[0].json
 
 
 async def test_tool_schema_not_in_openai_format_is_refused_before_sending(llm_server: LLMServer) -> None:
     async with _client(llm_server) as client:
         with pytest.raises(ValueError, match=r"tools\[0\]\.function\.name must match"):
-            await client.complete(USER, tools=[{"type": "function", "function": {"name": "thinking.think"}}])
+            await client.complete(
+                CompletionRequest(USER, tools=[{"type": "function", "function": {"name": "thinking.think"}}])
+            )
         with pytest.raises(ValueError, match=r'tools\[0\] must be an object with "type": "function"'):
-            await client.complete(USER, tools=[{"name": "think"}])
+            await client.complete(CompletionRequest(USER, tools=[{"name": "think"}]))
     assert llm_server.requests == []
 
 
 async def test_authorization_only_when_a_key_is_given(llm_server: LLMServer) -> None:
     llm_server.script(content_reply("a"), content_reply("b"))
     async with _client(llm_server, api_key=KEY) as client:
-        await client.complete(USER)
+        await client.complete(CompletionRequest(USER))
     async with _client(llm_server) as client:
-        await client.complete(USER)
+        await client.complete(CompletionRequest(USER))
     with_key, without_key = llm_server.requests
     assert with_key.headers["authorization"] == f"Bearer {KEY}"
     assert "authorization" not in without_key.headers
@@ -129,7 +129,7 @@ async def test_authorization_only_when_a_key_is_given(llm_server: LLMServer) -> 
 async def test_extra_headers_per_client_and_per_call(llm_server: LLMServer) -> None:
     llm_server.script(content_reply("ok"))
     async with _client(llm_server, extra_headers={"X-Title": "mine", "X-A": "1"}) as client:
-        await client.complete(USER, extra_headers={"X-A": "2", "X-B": "3"})
+        await client.complete(CompletionRequest(USER, extra_headers={"X-A": "2", "X-B": "3"}))
     headers = llm_server.requests[0].headers
     assert (headers["x-title"], headers["x-a"], headers["x-b"]) == ("mine", "2", "3")
 
@@ -155,7 +155,7 @@ async def test_one_connection_is_kept_alive_across_requests(llm_server: LLMServe
     llm_server.script(content_reply("a"), content_reply("b"), content_reply("c"))
     async with _client(llm_server) as client:
         for _ in range(3):
-            await client.complete(USER)
+            await client.complete(CompletionRequest(USER))
     assert [r.connection for r in llm_server.requests] == [1, 1, 1]
 
 
@@ -163,16 +163,16 @@ async def test_caller_messages_are_not_modified(llm_server: LLMServer) -> None:
     llm_server.script(content_reply("a"))
     messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
     async with _client(llm_server) as client:
-        await client.complete(messages)
+        await client.complete(CompletionRequest(messages))
     assert messages == [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
 
 
 async def test_cache_control_can_be_switched_off(llm_server: LLMServer) -> None:
     llm_server.script(content_reply("a"), content_reply("b"))
     async with _client(llm_server, cache_control=False) as client:
-        await client.complete(USER)
+        await client.complete(CompletionRequest(USER))
         # Markers already on the messages (zorkmcp.agent.build_messages adds them) are dropped too.
-        await client.complete([{**USER[0], "cache_control": {"type": "ephemeral"}}])
+        await client.complete(CompletionRequest([{**USER[0], "cache_control": {"type": "ephemeral"}}]))
     assert llm_server.requests[0].messages == USER
     assert llm_server.requests[1].messages == USER
 
@@ -184,7 +184,7 @@ async def test_cache_control_setting_reaches_the_wire(llm_server: LLMServer) -> 
     llm_server.script(content_reply("a"))
     settings = Settings(llm=LLMSettings(client_base_url=llm_server.base_url, cache_control=False))
     async with open_chat_model(settings) as model:
-        await model.complete([{"role": "system", "content": "s"}, *USER])
+        await model.complete(CompletionRequest([{"role": "system", "content": "s"}, *USER]))
     assert llm_server.requests[0].messages == [{"role": "system", "content": "s"}, *USER]
 
 
@@ -193,7 +193,7 @@ async def test_endpoint_rejecting_cache_control_says_how_to_switch_it_off(llm_se
     llm_server.script(json_reply(rejected, status=400))
     async with _client(llm_server) as client:
         with pytest.raises(LLMHTTPError, match=r"set cache_control = false in \[tool\.zorkgpt\.llm\]"):
-            await client.complete(USER)
+            await client.complete(CompletionRequest(USER))
 
 
 # --- parsing --------------------------------------------------------------------------
@@ -206,7 +206,7 @@ async def test_tool_calls_are_parsed_and_content_dropped(llm_server: LLMServer) 
     ]
     llm_server.script(tool_call_reply(*calls, content="I will think first"))
     async with _client(llm_server) as client:
-        response = await client.complete(USER)
+        response = await client.complete(CompletionRequest(USER))
     assert response.content is None
     assert response.finish_reason == "tool_calls"
     assert response.tool_calls is not None
@@ -216,7 +216,7 @@ async def test_tool_calls_are_parsed_and_content_dropped(llm_server: LLMServer) 
     ]
 
 
-async def test_provider_quirks_in_tool_calls(llm_server: LLMServer, caplog: pytest.LogCaptureFixture) -> None:
+async def test_provider_quirks_in_tool_calls(llm_server: LLMServer) -> None:
     message = {
         "role": "assistant",
         "content": None,
@@ -227,22 +227,20 @@ async def test_provider_quirks_in_tool_calls(llm_server: LLMServer, caplog: pyte
         ],
     }
     llm_server.script(json_reply(completion(message, finish_reason="tool_calls")))
-    caplog.set_level(logging.INFO, logger="zorkmcp.llm")
     async with _client(llm_server) as client:
-        response = await client.complete(USER)
+        response = await client.complete(CompletionRequest(USER))
     assert response.tool_calls == (
         ToolCall(id="call_1_0", type="function", function=_fc("a", '{"x": 1}')),
         ToolCall(id="42", type="function", function=_fc("b", "{}")),
         ToolCall(id="call_1_2", type="function", function=_fc("c", "{}")),
     )
-    assert "tool call 0 (a) came without an id; using 'call_1_0'" in caplog.text
 
 
 async def test_generated_tool_call_ids_never_repeat_within_a_conversation(llm_server: LLMServer) -> None:
     message = {"role": "assistant", "content": None, "tool_calls": [{"function": {"name": "a"}}]}
     llm_server.script(*(json_reply(completion(message, finish_reason="tool_calls")) for _ in range(3)))
     async with _client(llm_server) as client:
-        ids = [(await client.complete(USER)).tool_calls[0].id for _ in range(3)]  # type: ignore[index]
+        ids = [(await client.complete(CompletionRequest(USER))).tool_calls[0].id for _ in range(3)]  # type: ignore[index]
     assert ids == ["call_1_0", "call_2_0", "call_3_0"]
 
 
@@ -254,7 +252,7 @@ async def test_empty_tool_call_list_counts_as_none(llm_server: LLMServer) -> Non
     message = {"role": "assistant", "content": "look", "tool_calls": []}
     llm_server.script(json_reply(completion(message)))
     async with _client(llm_server) as client:
-        response = await client.complete(USER)
+        response = await client.complete(CompletionRequest(USER))
     assert (response.content, response.tool_calls) == ("look", None)
 
 
@@ -271,7 +269,7 @@ async def test_content_parts_usage_and_model_fallback(llm_server: LLMServer) -> 
     del body["model"]
     llm_server.script(json_reply(body))
     async with _client(llm_server) as client:
-        response = await client.complete(USER)
+        response = await client.complete(CompletionRequest(USER))
     assert response.content == "go north"
     assert response.usage == {"prompt_tokens": 5}
     assert response.model == "test/model"
@@ -280,7 +278,7 @@ async def test_content_parts_usage_and_model_fallback(llm_server: LLMServer) -> 
 async def test_empty_answer_has_neither_content_nor_tool_calls(llm_server: LLMServer) -> None:
     llm_server.script(json_reply({"choices": [{"index": 0, "finish_reason": "length"}]}))
     async with _client(llm_server) as client:
-        response = await client.complete(USER)
+        response = await client.complete(CompletionRequest(USER))
     assert (response.content, response.tool_calls, response.finish_reason) == (None, None, "length")
 
 
@@ -291,7 +289,7 @@ async def test_tool_call_without_a_name_is_an_error(llm_server: LLMServer) -> No
         with pytest.raises(
             LLMResponseError, match=r"choices\[0\]\.message\.tool_calls\[0\]\.function has no name"
         ):
-            await client.complete(USER)
+            await client.complete(CompletionRequest(USER))
 
 
 # --- errors ---------------------------------------------------------------------------
@@ -319,7 +317,7 @@ async def test_other_4xx_fail_at_once_with_the_provider_message(
         with pytest.raises(
             LLMHTTPError, match=rf"answered HTTP {status} [A-Za-z ]+: {message}{hint}$"
         ) as info:
-            await client.complete(USER)
+            await client.complete(CompletionRequest(USER))
     assert info.value.status == status
     assert info.value.provider_message == message
     assert json.loads(info.value.body_excerpt)["error"]["message"] == message
@@ -332,11 +330,11 @@ async def test_html_answer_says_the_base_url_is_probably_wrong(llm_server: LLMSe
         with pytest.raises(
             LLMResponseError, match=r"the endpoint returned HTML — is the base URL right\? \(expected …/v1"
         ) as ok:
-            await client.complete(USER)
+            await client.complete(CompletionRequest(USER))
         with pytest.raises(
             LLMHTTPError, match=r"HTTP 404 Not Found: the endpoint returned HTML — is the base URL right\?"
         ):
-            await client.complete(USER)
+            await client.complete(CompletionRequest(USER))
     assert ok.value.status == 200
     assert ok.value.body_excerpt.startswith("<!DOCTYPE html>")
 
@@ -349,7 +347,7 @@ async def test_html_error_page_from_a_gateway_is_retried(llm_server: LLMServer, 
             match=r"HTTP 502 Bad Gateway: an HTML error page \(a proxy or gateway in the way\?\) "
             r"\(gave up after 2 attempts\)$",
         ):
-            await client.complete(USER)
+            await client.complete(CompletionRequest(USER))
     assert _waits(llm_server) == [1.0]
 
 
@@ -357,9 +355,9 @@ async def test_garbage_is_not_json(llm_server: LLMServer) -> None:
     llm_server.script(garbage_reply(), json_reply([1, 2, 3]))
     async with _client(llm_server) as client:
         with pytest.raises(LLMResponseError, match=r"answered HTTP 200, but the body is not JSON") as info:
-            await client.complete(USER)
+            await client.complete(CompletionRequest(USER))
         with pytest.raises(LLMResponseError, match=r"the body is JSON list, not an object"):
-            await client.complete(USER)
+            await client.complete(CompletionRequest(USER))
     assert info.value.body_excerpt == "this is not {json"
     assert len(llm_server.requests) == 2  # not retried
 
@@ -369,7 +367,7 @@ async def test_missing_or_empty_choices(llm_server: LLMServer, body: dict[str, A
     llm_server.script(json_reply(body))
     async with _client(llm_server) as client:
         with pytest.raises(LLMResponseError, match=r"the answer has no choices"):
-            await client.complete(USER)
+            await client.complete(CompletionRequest(USER))
 
 
 async def test_provider_error_inside_a_200(llm_server: LLMServer) -> None:
@@ -379,7 +377,7 @@ async def test_provider_error_inside_a_200(llm_server: LLMServer) -> None:
             LLMProviderError,
             match=r"answered HTTP 200 with a provider error \(code 400\): Context length exceeded",
         ) as info:
-            await client.complete(USER)
+            await client.complete(CompletionRequest(USER))
     assert (info.value.status, info.value.provider_message) == (400, "Context length exceeded")
     assert len(llm_server.requests) == 1
 
@@ -391,14 +389,14 @@ async def test_provider_error_inside_a_choice_and_upstream_raw_message(llm_serve
         with pytest.raises(
             LLMProviderError, match=r"\(code bad\): Provider returned error \(upstream said no\)"
         ):
-            await client.complete(USER)
+            await client.complete(CompletionRequest(USER))
 
 
 async def test_body_excerpt_is_short(llm_server: LLMServer) -> None:
     llm_server.script(server_error(400, "x" * 5000))
     async with _client(llm_server) as client:
         with pytest.raises(LLMHTTPError) as info:
-            await client.complete(USER)
+            await client.complete(CompletionRequest(USER))
     assert len(info.value.body_excerpt) == 300
     assert info.value.provider_message == "x" * 300
 
@@ -409,7 +407,7 @@ async def test_body_excerpt_is_short(llm_server: LLMServer) -> None:
 async def test_retry_after_seconds_is_honoured(llm_server: LLMServer, autojump_clock: Any) -> None:
     llm_server.script(rate_limited(7), content_reply("ok"))
     async with _client(llm_server) as client:
-        assert (await client.complete(USER)).content == "ok"
+        assert (await client.complete(CompletionRequest(USER))).content == "ok"
     assert _waits(llm_server) == [7.0]
 
 
@@ -419,14 +417,14 @@ async def test_retry_after_http_date_is_measured_from_the_server_date(
     now = 1_700_000_000
     llm_server.script(rate_limited(http_date(now + 12), date=http_date(now)), content_reply("ok"))
     async with _client(llm_server) as client:
-        await client.complete(USER)
+        await client.complete(CompletionRequest(USER))
     assert _waits(llm_server) == [12.0]
 
 
 async def test_retry_after_is_capped_at_max_delay(llm_server: LLMServer, autojump_clock: Any) -> None:
     llm_server.script(rate_limited(3600), content_reply("ok"))
     async with _client(llm_server, retry=RetrySettings(jitter_factor=0, max_delay=30)) as client:
-        await client.complete(USER)
+        await client.complete(CompletionRequest(USER))
     assert _waits(llm_server) == [30.0]
 
 
@@ -435,7 +433,7 @@ async def test_429_without_retry_after_backs_off_exponentially(
 ) -> None:
     llm_server.script(rate_limited(), rate_limited(), rate_limited(), content_reply("ok"))
     async with _client(llm_server) as client:
-        await client.complete(USER)
+        await client.complete(CompletionRequest(USER))
     assert _waits(llm_server) == [1.0, 2.0, 4.0]
 
 
@@ -443,7 +441,7 @@ async def test_429_without_retry_after_backs_off_exponentially(
 async def test_5xx_is_retried(llm_server: LLMServer, autojump_clock: Any, status: int) -> None:
     llm_server.script(server_error(status), server_error(status), content_reply("ok"))
     async with _client(llm_server) as client:
-        assert (await client.complete(USER)).content == "ok"
+        assert (await client.complete(CompletionRequest(USER))).content == "ok"
     assert _waits(llm_server) == [1.0, 2.0]
 
 
@@ -454,7 +452,7 @@ async def test_backoff_is_capped_and_retries_run_out(llm_server: LLMServer, auto
         with pytest.raises(
             LLMHTTPError, match=r"HTTP 503 Service Unavailable: overloaded \(gave up after 5 attempts\)$"
         ) as info:
-            await client.complete(USER)
+            await client.complete(CompletionRequest(USER))
     assert info.value.status == 503
     assert _waits(llm_server) == [3.0, 9.0, 20.0, 20.0]
 
@@ -463,21 +461,21 @@ async def test_max_retries_zero_means_one_attempt(llm_server: LLMServer, autojum
     llm_server.script(server_error(500))
     async with _client(llm_server, retry=RetrySettings(max_retries=0)) as client:
         with pytest.raises(LLMHTTPError, match=r"HTTP 500 Internal Server Error: upstream exploded$"):
-            await client.complete(USER)
+            await client.complete(CompletionRequest(USER))
     assert len(llm_server.requests) == 1
 
 
 async def test_provider_error_with_a_5xx_code_is_retried(llm_server: LLMServer, autojump_clock: Any) -> None:
     llm_server.script(provider_error_reply("upstream timeout", code=502), content_reply("ok"))
     async with _client(llm_server) as client:
-        assert (await client.complete(USER)).content == "ok"
+        assert (await client.complete(CompletionRequest(USER))).content == "ok"
     assert _waits(llm_server) == [1.0]
 
 
 async def test_dropped_connection_is_retried(llm_server: LLMServer, autojump_clock: Any) -> None:
     llm_server.script(drop_connection(), drop_connection(), content_reply("ok"))
     async with _client(llm_server) as client:
-        assert (await client.complete(USER)).content == "ok"
+        assert (await client.complete(CompletionRequest(USER))).content == "ok"
     assert [r.outcome for r in llm_server.requests] == ["dropped", "dropped", "answered"]
     assert _waits(llm_server) == [1.0, 2.0]
 
@@ -487,7 +485,7 @@ async def test_slow_answer_times_out_and_is_retried(llm_server: LLMServer, autoj
     retry = RetrySettings(jitter_factor=0, timeout_seconds=10)
     async with _client(llm_server, retry=retry) as client:
         start = trio.current_time()
-        assert (await client.complete(USER)).content == "ok"
+        assert (await client.complete(CompletionRequest(USER))).content == "ok"
         assert trio.current_time() - start == 11.0  # 10 s attempt deadline + 1 s backoff
     assert _waits(llm_server) == [11.0]
 
@@ -501,7 +499,7 @@ async def test_timeouts_run_out(llm_server: LLMServer, autojump_clock: Any) -> N
             match=r"no answer within 10s \(timeout_seconds in \[tool\.zorkgpt\.retry\]\) "
             r"\(gave up after 3 attempts\)",
         ) as info:
-            await client.complete(USER)
+            await client.complete(CompletionRequest(USER))
     assert info.value.status is None
     assert _waits(llm_server) == [11.0, 12.0]
 
@@ -515,7 +513,7 @@ async def test_connection_refused_is_retried_then_reported(autojump_clock: Any) 
     async with open_llm_client(base_url=f"http://127.0.0.1:{port}/v1", model="m", retry=retry) as client:
         start = trio.current_time()
         with pytest.raises(LLMTransportError, match=r"failed: ConnectError: .*\(gave up after 3 attempts\)"):
-            await client.complete(USER)
+            await client.complete(CompletionRequest(USER))
         assert trio.current_time() - start == 3.0  # waits of 1 s and 2 s
 
 
@@ -539,7 +537,7 @@ async def test_each_retry_switch_turns_its_retries_off(
     llm_server.script(reply, content_reply("never reached"))
     async with _client(llm_server, retry=retry) as client:
         with pytest.raises(error):
-            await client.complete(USER)
+            await client.complete(CompletionRequest(USER))
     assert len(llm_server.requests) == 1
 
 
@@ -547,7 +545,7 @@ async def test_jitter_comes_from_the_injected_rng(llm_server: LLMServer, autojum
     retry = RetrySettings(initial_delay=2, jitter_factor=0.25)
     llm_server.script(server_error(), server_error(), server_error(), content_reply("ok"))
     async with _client(llm_server, retry=retry, rng=random.Random(7)) as client:
-        await client.complete(USER)
+        await client.complete(CompletionRequest(USER))
     twin = random.Random(7)
     expected = [2 * 2**n * (1 + twin.uniform(-0.25, 0.25)) for n in range(3)]
     assert _waits(llm_server) == pytest.approx(expected, abs=1e-9)
@@ -559,7 +557,7 @@ async def test_retries_are_reported_as_events(llm_server: LLMServer, autojump_cl
     sink = RecordingSink()
     llm_server.script(rate_limited(4), content_reply("ok"))
     async with _client(llm_server, events=sink) as client:
-        await client.complete(USER)
+        await client.complete(CompletionRequest(USER))
     ((name, fields),) = sink.events
     assert name == "llm_retry"
     assert {k: fields[k] for k in ("retry", "max_retries", "delay", "kind", "status")} == {
@@ -584,11 +582,11 @@ async def test_cancelling_the_caller_aborts_the_request_at_once(
     async with _client(llm_server) as client:
         start = trio.current_time()
         with trio.move_on_after(5) as scope:
-            await client.complete(USER)
+            await client.complete(CompletionRequest(USER))
         assert scope.cancelled_caught
         assert trio.current_time() - start == 5.0
         # the client is still usable; the aborted connection is not reused
-        assert (await client.complete(USER)).content == "next"
+        assert (await client.complete(CompletionRequest(USER))).content == "next"
         assert trio.current_time() - start == 5.0
     assert [r.connection for r in llm_server.requests] == [1, 2]
 
@@ -598,7 +596,7 @@ async def test_cancelling_during_backoff_stops_waiting(llm_server: LLMServer, au
     async with _client(llm_server) as client:
         start = trio.current_time()
         with trio.move_on_after(10) as scope:
-            await client.complete(USER)
+            await client.complete(CompletionRequest(USER))
     assert scope.cancelled_caught
     assert trio.current_time() - start == 10.0
     assert len(llm_server.requests) == 1
@@ -615,7 +613,7 @@ async def test_key_is_not_in_reprs(llm_server: LLMServer) -> None:
 
 
 async def test_key_echoed_by_the_provider_is_scrubbed_everywhere(
-    llm_server: LLMServer, autojump_clock: Any, caplog: pytest.LogCaptureFixture
+    llm_server: LLMServer, autojump_clock: Any
 ) -> None:
     echo = f"Incorrect API key provided: {KEY}. You can find your key at https://example.invalid"
     llm_server.script(
@@ -625,12 +623,12 @@ async def test_key_echoed_by_the_provider_is_scrubbed_everywhere(
         provider_error_reply(echo, code=400),
         garbage_reply(f"oops {KEY}".encode()),
     )
-    caplog.set_level(logging.DEBUG)
     errors: list[Exception] = []
-    async with _client(llm_server, api_key=KEY) as client:
+    recorder = EventRecorder()
+    async with _client(llm_server, api_key=KEY, events=recorder) as client:
         for _ in range(4):
             with pytest.raises((LLMHTTPError, LLMResponseError, LLMProviderError)) as info:
-                await client.complete(USER)
+                await client.complete(CompletionRequest(USER))
             errors.append(info.value)
     assert llm_server.requests[0].headers["authorization"] == f"Bearer {KEY}"  # it was sent...
     for error in errors:  # ...and is nowhere else
@@ -638,5 +636,6 @@ async def test_key_echoed_by_the_provider_is_scrubbed_everywhere(
             assert KEY not in text
     assert "[REDACTED]" in str(errors[0])
     assert "[REDACTED]" in errors[1].body_excerpt
-    assert caplog.text.count("[REDACTED]") >= 1
-    assert KEY not in caplog.text
+    reported = json.dumps(recorder.recent) + "\n".join(recorder.lines)
+    assert reported.count("[REDACTED]") >= 1  # the retried 500's error, in llm_retry and its log line
+    assert KEY not in reported

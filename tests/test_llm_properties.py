@@ -14,10 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from llm_server import LLMServer, Reply, completion, content_reply, json_reply, serve_llm
 
-from zorkmcp.config import RetrySettings
+from zorkmcp.config import RetrySettings, SamplingSettings
 from zorkmcp.llm import (
     NO_TOOL_PATTERNS,
     TOOL_PATTERNS,
+    CompletionRequest,
     FunctionCall,
     LLMClient,
     LLMResponse,
@@ -145,7 +146,8 @@ def is_openai_tool(tool: Mapping[str, Any]) -> bool:
 def test_property_10_tool_schemas_go_out_in_openai_format(tools: list[dict[str, Any]]) -> None:
     """Property 10: a request with tools carries them, unchanged, in OpenAI format."""
     _, server = exchange(
-        content_reply("ok"), lambda client: client.complete(USER, tools=tools, tool_choice="auto")
+        content_reply("ok"),
+        lambda client: client.complete(CompletionRequest(USER, tools=tools, tool_choice="auto")),
     )
     sent = server.requests[0].json
     assert sent["tools"] == tools
@@ -165,7 +167,7 @@ def test_property_10_tools_not_in_openai_format_never_leave(
 
     async def send(client: LLMClient) -> str:
         with pytest.raises(ValueError, match=rf"tools\[{position}\]\.function\.name must match") as info:
-            await client.complete(USER, tools=tools)
+            await client.complete(CompletionRequest(USER, tools=tools))
         return str(info.value)
 
     _, server = exchange(content_reply("unused"), send)
@@ -181,7 +183,8 @@ def test_property_11_tool_calls_are_parsed(calls: list[dict[str, Any]], content:
     """Property 11: tool calls in the answer come back in order with ids, names and arguments."""
     message = {"role": "assistant", "content": content, "tool_calls": calls}
     response, _ = exchange(
-        json_reply(completion(message, finish_reason="tool_calls")), lambda c: c.complete(USER)
+        json_reply(completion(message, finish_reason="tool_calls")),
+        lambda c: c.complete(CompletionRequest(USER)),
     )
     assert isinstance(response, LLMResponse)
     assert response.tool_calls == expected_calls(calls)
@@ -195,7 +198,7 @@ def test_property_11_tool_calls_are_parsed(calls: list[dict[str, Any]], content:
 @given(message=assistant_messages)
 def test_property_12_content_and_tool_calls_are_exclusive(message: dict[str, Any]) -> None:
     """Property 12: with tool calls content is None; with content tool calls are None ([] counts as none)."""
-    response, _ = exchange(json_reply(completion(message)), lambda c: c.complete(USER))
+    response, _ = exchange(json_reply(completion(message)), lambda c: c.complete(CompletionRequest(USER)))
     assert isinstance(response, LLMResponse)
     assert response.tool_calls is None or response.content is None
     if message.get("tool_calls"):
@@ -272,6 +275,7 @@ def test_property_13_examples(model: str, supported: bool) -> None:
 
 # --- property 14 (and: parameters left None are not sent) -----------------------------
 
+SAMPLING_KEYS = ("temperature", "top_p", "top_k", "min_p", "max_tokens")
 sampling = st.fixed_dictionaries(
     {},
     optional={
@@ -297,7 +301,15 @@ def test_property_14_response_format_passes_through_exactly(
     """Property 14: response_format goes out exactly as given, and not at all when None; so do
     the sampling parameters — a parameter left None is never sent."""
     _, server = exchange(
-        content_reply("ok"), lambda c: c.complete(USER, response_format=response_format, **params)
+        content_reply("ok"),
+        lambda c: c.complete(
+            CompletionRequest(
+                USER,
+                response_format=response_format,
+                sampling=SamplingSettings(**{k: v for k, v in params.items() if k in SAMPLING_KEYS}),
+                **{k: v for k, v in params.items() if k not in SAMPLING_KEYS},
+            )
+        ),
     )
     body = server.requests[0].json
     given_keys = {k for k, v in params.items() if v is not None}
@@ -326,7 +338,7 @@ chat_messages = st.lists(
 def test_property_15_system_and_user_messages_carry_cache_control(messages: list[dict[str, Any]]) -> None:
     """Property 15: every system and user message on the wire has cache_control; nothing else changes."""
     before = json.loads(json.dumps(messages))
-    _, server = exchange(content_reply("ok"), lambda c: c.complete(messages))
+    _, server = exchange(content_reply("ok"), lambda c: c.complete(CompletionRequest(messages)))
     sent = server.requests[0].messages
     assert messages == before  # the caller's list is untouched
     assert len(sent) == len(messages)

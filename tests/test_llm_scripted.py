@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import logging
 import pkgutil
 from typing import TYPE_CHECKING, Any
 
@@ -24,14 +23,17 @@ from zorkmcp.config import LLMSettings, RetrySettings, SamplingSettings, Setting
 from zorkmcp.llm import (
     DEFAULT_WALKTHROUGH,
     ChatModel,
+    CompletionRequest,
     LLMClient,
     LLMResponse,
+    ModelChoice,
     ScriptedModel,
     describe_model,
     open_chat_model,
     resolve_api_key,
     sampling_arguments,
 )
+from zorkmcp.observability import EventRecorder
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -66,7 +68,9 @@ def action_of(response: LLMResponse) -> str:
 async def play_turn(model: ChatModel, tools: Sequence[Mapping[str, Any]] | None) -> tuple[str, int]:
     """One turn the way the engine runs it: tool calls answered until content comes back."""
     messages = turn_start()
-    response = await model.complete(messages, tools=tools, tool_choice="auto" if tools else None)
+    response = await model.complete(
+        CompletionRequest(messages, tools=tools, tool_choice="auto" if tools else None)
+    )
     calls = 0
     while response.tool_calls:
         calls += len(response.tool_calls)
@@ -85,7 +89,7 @@ async def play_turn(model: ChatModel, tools: Sequence[Mapping[str, Any]] | None)
         )
         for call in response.tool_calls:
             messages.append({"role": "tool", "tool_call_id": call.id, "content": '{"content": "ok"}'})
-        response = await model.complete(messages, tools=tools, tool_choice="auto")
+        response = await model.complete(CompletionRequest(messages, tools=tools, tool_choice="auto"))
     return action_of(response), calls
 
 
@@ -95,7 +99,7 @@ async def play_turn(model: ChatModel, tools: Sequence[Mapping[str, Any]] | None)
 async def test_first_turn_calls_the_think_tool_then_answers_the_first_command() -> None:
     model = ScriptedModel(["open mailbox", "read leaflet"])
     assert model.scripted is True
-    first = await model.complete(turn_start(), tools=[LOOK, THINK], tool_choice="auto")
+    first = await model.complete(CompletionRequest(turn_start(), tools=[LOOK, THINK], tool_choice="auto"))
     assert first.content is None
     assert first.finish_reason == "tool_calls"
     assert first.tool_calls is not None
@@ -114,7 +118,7 @@ async def test_first_turn_calls_the_think_tool_then_answers_the_first_command() 
         {"role": "assistant", "tool_calls": [{"id": call.id, "type": "function", "function": {}}]},
         {"role": "tool", "tool_call_id": call.id, "content": "{}"},
     ]
-    answer = await model.complete(after_tool, tools=[LOOK, THINK])
+    answer = await model.complete(CompletionRequest(after_tool, tools=[LOOK, THINK]))
     assert (answer.tool_calls, answer.finish_reason) == (None, "stop")
     assert action_of(answer) == "open mailbox"
     assert model.position == 1
@@ -139,7 +143,7 @@ async def test_tool_ids_are_unique() -> None:
     model = ScriptedModel(["a"] * 6, tool_every=1)
     ids = []
     for _ in range(6):
-        response = await model.complete(turn_start(), tools=[THINK])
+        response = await model.complete(CompletionRequest(turn_start(), tools=[THINK]))
         assert response.tool_calls is not None
         ids.append(response.tool_calls[0].id)
     assert len(set(ids)) == 6
@@ -151,18 +155,20 @@ async def test_tool_ids_are_unique() -> None:
 async def test_tool_name_matching(wire_name: str, calls: bool) -> None:
     model = ScriptedModel(["north"])
     tool = {"type": "function", "function": {"name": wire_name, "parameters": {"type": "object"}}}
-    response = await model.complete(turn_start(), tools=[tool])
+    response = await model.complete(CompletionRequest(turn_start(), tools=[tool]))
     assert (response.tool_calls is not None) is calls
 
 
 async def test_custom_tool_name_and_tool_choice_none() -> None:
     model = ScriptedModel(["north"], tool_name="look")
-    assert (await model.complete(turn_start(), tools=[LOOK], tool_choice="none")).tool_calls is None
+    assert (
+        await model.complete(CompletionRequest(turn_start(), tools=[LOOK], tool_choice="none"))
+    ).tool_calls is None
     assert model.position == 1
-    response = await model.complete(turn_start(), tools=[LOOK, THINK])
+    response = await model.complete(CompletionRequest(turn_start(), tools=[LOOK, THINK]))
     assert response.content is not None  # turn 1 is not a tool turn
     model = ScriptedModel(["north"], tool_name="look")
-    response = await model.complete(turn_start(), tools=[LOOK, THINK])
+    response = await model.complete(CompletionRequest(turn_start(), tools=[LOOK, THINK]))
     assert response.tool_calls is not None
     assert response.tool_calls[0].function.name == "game__look"
 
@@ -170,15 +176,15 @@ async def test_custom_tool_name_and_tool_choice_none() -> None:
 async def test_forced_final_call_answers_content_and_is_not_a_new_turn() -> None:
     model = ScriptedModel(["take lamp"], tool_every=1)
     messages = [*turn_start(), {"role": "user", "content": "Please provide your final action now."}]
-    response = await model.complete(messages, response_format=FINAL_SCHEMA)
+    response = await model.complete(CompletionRequest(messages, response_format=FINAL_SCHEMA))
     assert action_of(response) == "take lamp"
     assert model.turns == 0
 
 
 async def test_after_the_last_command_it_looks() -> None:
     model = ScriptedModel(["north"], tool_every=0)
-    assert action_of(await model.complete(turn_start(), tools=[THINK])) == "north"
-    tail = await model.complete(turn_start(), tools=[THINK])
+    assert action_of(await model.complete(CompletionRequest(turn_start(), tools=[THINK]))) == "north"
+    tail = await model.complete(CompletionRequest(turn_start(), tools=[THINK]))
     assert action_of(tail) == "look"
     assert "walkthrough is over" in json.loads(tail.content or "{}")["thinking"]
     assert model.position == 1
@@ -220,18 +226,32 @@ def _settings(**llm: Any) -> Settings:
     return Settings(llm=LLMSettings(**llm), retry=RetrySettings(jitter_factor=0))
 
 
-async def test_no_key_and_no_local_server_means_the_scripted_model(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.WARNING, logger="zorkmcp.llm")
-    async with open_chat_model(_settings()) as model:
+async def test_no_key_and_no_local_server_means_the_scripted_model() -> None:
+    recorder = EventRecorder()
+    async with open_chat_model(_settings(), events=recorder) as model:
         assert isinstance(model, ScriptedModel)
         assert model.scripted
         assert model.commands == DEFAULT_WALKTHROUGH
-    (record,) = caplog.records
-    assert record.levelno == logging.WARNING
-    assert "using the OFFLINE SCRIPTED MODEL instead of openai/gpt-4o-mini" in record.message
-    assert "set OPENROUTER_API_KEY or OPENAI_API_KEY" in record.message
-    assert "api_key_env in [tool.zorkgpt.llm]" in record.message
-    assert "agent_base_url / client_base_url" in record.message
+    (line,) = recorder.lines
+    assert line.startswith("[INFO] No API key for https://openrouter.ai/api/v1")
+    assert "using the OFFLINE SCRIPTED MODEL instead of openai/gpt-4o-mini" in line
+    assert "set OPENROUTER_API_KEY or OPENAI_API_KEY" in line
+    assert "api_key_env in [tool.zorkgpt.llm]" in line
+    assert "agent_base_url / client_base_url" in line
+    assert [e["event_type"] for e in recorder.recent] == ["llm_offline_model"]
+
+
+def test_the_model_choice_is_made_once_and_the_scripted_model_keeps_its_place() -> None:
+    """The plain get_action() path opens the model in every trio.run: the same scripted model each time."""
+    choice = ModelChoice.from_settings(_settings(), walkthrough=["north", "south"])
+
+    async def one_answer() -> str | None:
+        async with choice.open() as model:
+            request = CompletionRequest([{"role": "user", "content": "West of House."}])
+            return (await model.complete(request)).content
+
+    answers = [trio.run(one_answer), trio.run(one_answer)]
+    assert [json.loads(a or "{}")["action"] for a in answers] == ["north", "south"]
 
 
 async def test_walkthrough_and_events_for_the_scripted_model() -> None:
@@ -256,7 +276,7 @@ async def test_walkthrough_and_events_for_the_scripted_model() -> None:
         {"base_url": "https://openrouter.ai/api/v1", "model": "openai/gpt-4o-mini"},
     )
     level, line = sink.seen[1]
-    assert level == "WARNING"
+    assert level == "INFO"  # the banner of zorkmcp play says it; no terminal warning
     assert "set MY_LLM_KEY, name another variable" in line
 
 
@@ -345,12 +365,12 @@ async def test_chosen_client_talks_to_a_local_server(
     async with open_chat_model(
         _settings(agent_model="local-model"), base_url_override=llm_server.base_url
     ) as model:
-        assert (await model.complete(turn_start())).content == "hello"
+        assert (await model.complete(CompletionRequest(turn_start()))).content == "hello"
     monkeypatch.setenv("OPENROUTER_API_KEY", KEY)  # a configured key goes to a local server too
     async with open_chat_model(
         _settings(agent_model="local-model"), base_url_override=llm_server.base_url
     ) as model:
-        assert (await model.complete(turn_start())).content == "again"
+        assert (await model.complete(CompletionRequest(turn_start()))).content == "again"
     first, second = llm_server.requests
     assert first.json["model"] == "local-model"
     assert "authorization" not in first.headers

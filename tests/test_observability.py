@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from zorkmcp.agent import ZorkAgent
 from zorkmcp.config import McpConfig, McpSettings, ServerConfig
-from zorkmcp.engine import run_turn
+from zorkmcp.engine import TurnOptions, run_turn
 from zorkmcp.llm import open_llm_client
 from zorkmcp.mcp import McpManager
 from zorkmcp.observability import (
@@ -78,8 +78,38 @@ def test_recorder_adds_context_and_keeps_order() -> None:
     assert isinstance(first["timestamp"], float)
     assert recorder.of_type("mcp_no_content") == [second]
     assert recorder.lines == ["[WARNING] Turn 3: something"]
-    assert recorder.drain() == ([first, second], ["[WARNING] Turn 3: something"])
+    # In the episode log, a line names its episode: several episodes may share one file.
+    assert recorder.drain() == ([first, second], ["ep-7 [WARNING] Turn 3: something"])
     assert (recorder.events, recorder.lines) == ([], [])
+    assert recorder.of_type("mcp_no_content") == [second]  # inspection outlives the drain
+
+
+def test_recorder_is_bounded_when_nobody_drains() -> None:
+    recorder = EventRecorder(limit=3)
+    for index in range(5):
+        recorder.emit("tick", index=index)
+        recorder.log("INFO", f"tick {index}")
+    assert [e["index"] for e in recorder.events] == [2, 3, 4]
+    assert [e["index"] for e in recorder.recent] == [2, 3, 4]
+    assert recorder.lines == ["[INFO] tick 2", "[INFO] tick 3", "[INFO] tick 4"]
+    assert recorder.dropped == 4  # two events and two lines pushed out before anyone drained them
+
+
+def test_listeners_see_every_event_and_line_as_it_happens() -> None:
+    seen: list[tuple[str, Any]] = []
+
+    class Listener:
+        def emit(self, event_type: str, /, **fields: Any) -> None:
+            seen.append((event_type, fields["episode_id"]))
+
+        def log(self, level: str, message: str, /) -> None:
+            seen.append((level, message))
+
+    recorder = EventRecorder(context={"episode_id": "ep-1"})
+    recorder.add_listener(Listener())
+    recorder.emit("mcp_no_content", iterations=1)
+    recorder.log("WARNING", "careful")
+    assert seen == [("mcp_no_content", "ep-1"), ("WARNING", "careful")]
 
 
 def test_null_sink_accepts_everything() -> None:
@@ -148,7 +178,7 @@ def test_log_files_write_one_json_object_and_one_log_entry_per_line(
             physical = text.splitlines()
             assert len(physical) == 2 * len(lines)
             for line, (level, _) in zip(physical, messages + messages, strict=True):
-                assert line.startswith(f"[{level}] ")
+                assert line.startswith(f"ep [{level}] ")
 
 
 async def test_episode_log_has_the_seeds_format(
@@ -223,7 +253,7 @@ async def test_episode_log_has_the_seeds_format(
         files = LogFiles(json_log=Path(tmp, "events.jsonl"), episode_log=Path(tmp, "episode.log"))
         files.write(*events.drain())
         episode = Path(tmp, "episode.log").read_text(encoding="utf-8").splitlines()
-        assert "[INFO] Turn 15: MCP session complete (2 iterations, 2 tool calls)" in episode
+        assert "ep-15 [INFO] Turn 15: MCP session complete (2 iterations, 2 tool calls)" in episode
         records = [
             json.loads(line) for line in Path(tmp, "events.jsonl").read_text(encoding="utf-8").splitlines()
         ]
@@ -270,8 +300,7 @@ async def test_otel_spans_for_the_session_and_each_tool_call(
             OPENING,
             open_toolbox=lambda: mgr.open_turn(),
             tracer=tracer,
-            turn=9,
-            final_action_of=lambda content: content,
+            options=TurnOptions(turn=9, parse_answer=lambda content: content),
         )
     assert result.content == "done"
     finished = spans.get_finished_spans()
@@ -320,7 +349,7 @@ async def test_one_session_span_per_turn(
     llm_server.script(content_reply("a"), content_reply("b"))
     async with open_llm_client(base_url=llm_server.base_url, model="gpt-4o") as client:
         for turn in (1, 2):
-            await run_turn(client, OPENING, tracer=tracer, turn=turn)
+            await run_turn(client, OPENING, tracer=tracer, options=TurnOptions(turn=turn))
     sessions = spans.get_finished_spans()
     assert [
         (s.name, (s.attributes or {})["turn"], (s.attributes or {})["tools_offered"]) for s in sessions
@@ -417,7 +446,9 @@ async def test_langfuse_spans_for_the_session_and_each_tool_call(
     )
     mgr = McpManager(McpConfig(servers=(PROBE,)), McpSettings(enabled=True))
     async with open_llm_client(base_url=llm_server.base_url, model="gpt-4o") as client:
-        await run_turn(client, OPENING, open_toolbox=lambda: mgr.open_turn(), tracer=tracer, turn=4)
+        await run_turn(
+            client, OPENING, open_toolbox=lambda: mgr.open_turn(), tracer=tracer, options=TurnOptions(turn=4)
+        )
     session, ok, fail = fake_langfuse.spans
     assert session.name == "agent-tool-calling-session"
     assert session.metadata["turn"] == 4

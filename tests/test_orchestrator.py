@@ -162,6 +162,11 @@ def test_a_server_that_does_not_start_on_turn_one_raises_and_stops_the_game_serv
     evts = events(tmp_path)  # written although the episode failed
     assert events_of(evts, "mcp_server_start_failed")[0]["server"] == "thinking"
     assert not is_running(game_pid(evts), None)
+    (complete,) = events_of(evts, "episode_complete")  # every way out says how the episode ended
+    assert (complete["stopped"], complete["turns"]) == ("error", 0)
+    assert complete["error"].startswith("MCPServerStartupError: Failed to start MCP server 'thinking'")
+    assert orchestrator.summary is not None
+    assert orchestrator.summary.stopped == "error"
 
 
 # -- Requirement 9.1 / 9.2: the agent gets the MCP manager's tools -----------------------------------

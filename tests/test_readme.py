@@ -56,8 +56,16 @@ def llm_in_thread(*steps: Step) -> Iterator[LLMServer]:
         thread.join()
 
 
-def test_engine_example_runs(tmp_path: Path) -> None:
-    (example,) = [block for block in python_blocks() if "run_turn(" in block]
+def run_example(example: str, server: LLMServer, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / "example.py"
+    script.write_text(example.replace("http://127.0.0.1:11434/v1", server.base_url), encoding="utf-8")
+    return subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def test_asyncio_engine_example_runs(tmp_path: Path) -> None:
+    (example,) = [block for block in python_blocks() if "asyncio.run(main())" in block]
     thought = {
         "thought": "Pack food first.",
         "thoughtNumber": 1,
@@ -68,17 +76,25 @@ def test_engine_example_runs(tmp_path: Path) -> None:
         tool_call_reply(tool_call("thinking__think", thought)),
         content_reply(json.dumps({"summary": "food, blanket, park"})),
     ) as server:
-        script = tmp_path / "example.py"
-        script.write_text(example.replace("http://127.0.0.1:11434/v1", server.base_url), encoding="utf-8")
-        done = subprocess.run(
-            [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False
-        )
+        done = run_example(example, server, tmp_path)
     assert done.returncode == 0, done.stderr
     assert "{'summary': 'food, blanket, park'} 2 TurnTimings(" in done.stdout
     assert re.search(r"^thinking\.think ok \d+\.\d ms$", done.stdout, re.MULTILINE), done.stdout
     first = server.requests[0].json
     assert [t["function"]["name"] for t in first["tools"]] == ["thinking__think"]
     assert first["model"] == "llama3.1"
+
+
+def test_trio_engine_example_runs(tmp_path: Path) -> None:
+    (example,) = [block for block in python_blocks() if "trio.run(main)" in block]
+    with llm_in_thread(content_reply("Blue."), content_reply("A pear.")) as server:
+        done = run_example(example, server, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["Name a colour. -> Blue.", "Name a fruit. -> A pear."]
+    assert [[m["content"] for m in r.json["messages"]] for r in server.requests] == [
+        ["Name a colour."],
+        ["Name a fruit."],
+    ]
 
 
 def test_bridge_example_names_real_api() -> None:

@@ -1,4 +1,4 @@
-"""zorkmcp: a Trio structured-concurrency engine for LLM agents that use MCP tools.
+"""zorkmcp: a structured-concurrency engine for LLM agents that use MCP tools (trio first, asyncio too).
 
 The public names below are imported lazily (PEP 562): ``python -m zorkmcp.servers.thinking`` runs
 through this package on every per-turn spawn, and must not pay for importing trio, attrs or the MCP
@@ -16,6 +16,7 @@ _EXPORTS: dict[str, str] = {
     # the turn engine
     "run_turn": "zorkmcp.engine",
     "run_tool_loop": "zorkmcp.engine",
+    "TurnOptions": "zorkmcp.engine",
     "TurnResult": "zorkmcp.engine",
     "TurnTimings": "zorkmcp.engine",
     "ToolCallRecord": "zorkmcp.engine",
@@ -34,6 +35,7 @@ _EXPORTS: dict[str, str] = {
     "open_toolbox": "zorkmcp.mcp",
     # LLM
     "ChatModel": "zorkmcp.llm",
+    "CompletionRequest": "zorkmcp.llm",
     "LLMClient": "zorkmcp.llm",
     "LLMResponse": "zorkmcp.llm",
     "ToolCall": "zorkmcp.llm",
@@ -88,6 +90,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from .engine import FORCE_FINAL_MESSAGE as FORCE_FINAL_MESSAGE
     from .engine import ToolCallRecord as ToolCallRecord
     from .engine import ToolSource as ToolSource
+    from .engine import TurnOptions as TurnOptions
     from .engine import TurnResult as TurnResult
     from .engine import TurnTimings as TurnTimings
     from .engine import run_tool_loop as run_tool_loop
@@ -101,6 +104,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from .errors import ModelCompatibilityError as ModelCompatibilityError
     from .errors import ZorkMCPError as ZorkMCPError
     from .llm import ChatModel as ChatModel
+    from .llm import CompletionRequest as CompletionRequest
     from .llm import FunctionCall as FunctionCall
     from .llm import LLMClient as LLMClient
     from .llm import LLMResponse as LLMResponse

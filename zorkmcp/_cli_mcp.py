@@ -1,4 +1,4 @@
-"""``zorkmcp tools`` and ``zorkmcp call``: look at and poke the configured MCP servers (issue 2 §5).
+"""``zorkmcp tools`` and ``zorkmcp call``: look at and poke the configured MCP servers.
 
 Both work whether or not ``[tool.zorkgpt.mcp] enabled`` is set; ``--config`` defaults to the
 configured ``config_file``. Exit codes: 0 success (``call``: a normal result), 1 an error result, a
@@ -14,8 +14,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import trio
-
+from ._bridge import run_trio
 from .config import McpConfig, Settings
 from .errors import ConfigError, MCPServerStartupError
 from .mcp import ToolCallResult, ToolInfo, open_toolbox
@@ -103,7 +102,7 @@ def cmd_tools(config_path: Path | None, pyproject: Path | None, as_json: bool) -
             async with open_toolbox(config.enabled_servers, settings.mcp) as toolbox:
                 return list(toolbox.tools)
 
-        infos = trio.run(main)
+        infos = run_trio(main)
         if as_json:
             print(json.dumps([_tool_json(info) for info in infos], indent=2, ensure_ascii=False))
         else:
@@ -147,7 +146,7 @@ def cmd_call(
             async with open_toolbox(config.enabled_servers, settings.mcp) as toolbox:
                 return await toolbox.call_tool(name, arguments, timeout=timeout)
 
-        result = trio.run(main)
+        result = run_trio(main)
         print(json.dumps(result.to_dict(), ensure_ascii=False, default=str))
         return EXIT_FAILED if result.is_error else EXIT_OK
 

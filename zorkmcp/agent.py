@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .config import SamplingSettings
-from .engine import TurnResult, run_turn
-from .llm import with_cache_control
+from .engine import TurnOptions, TurnResult, run_turn
 from .observability import EventSink, NullSink, Tracer
 
 if TYPE_CHECKING:
@@ -179,16 +178,14 @@ def build_messages(
     """The opening messages of a turn (seeds 000 §3.2).
 
     The system prompt goes in a ``system`` message, or a ``user`` message for o1-style models that
-    refuse the system role; game state and memories form the user message. System and user messages
-    carry ``cache_control`` (Requirement 4.7, property 15).
+    refuse the system role; game state and memories form the user message. Prompt-caching markers
+    (Requirement 4.7) are the chat client's to add, not the agent's.
     """
     role = "user" if re.search(r"(^|/)o1(-|$)", model) else "system"
     user_content = game_state_text
     if relevant_memories:
         user_content = f"{user_content}\n\n{relevant_memories}"
-    return with_cache_control(
-        [{"role": role, "content": system_prompt}, {"role": "user", "content": user_content}]
-    )
+    return [{"role": role, "content": system_prompt}, {"role": "user", "content": user_content}]
 
 
 @attrs.define
@@ -248,63 +245,58 @@ class ZorkAgent:
             self.events.log("INFO", f"Turn {turn_number}: Continuing without MCP tools")
             mcp = None
 
+        options = TurnOptions(
+            final_response_format=AgentResponse.json_schema(),
+            max_tool_iterations=self.settings.max_tool_iterations,
+            sampling=self.sampling,
+            force_tool_support=self.settings.force_tool_support,
+            deadline=self.settings.turn_timeout_seconds,
+            turn=turn_number,
+            parse_answer=self._parse,
+        )
         result = await run_turn(
             self.model,
             messages,
             open_toolbox=(lambda: mcp.open_turn(episode)) if mcp is not None else None,
-            final_response_format=AgentResponse.json_schema(),
-            max_tool_iterations=self.settings.max_tool_iterations,
-            sampling=self.sampling,
+            options=options,
             events=self.events,
             tracer=self.tracer,
-            turn=turn_number,
-            force_tool_support=self.settings.force_tool_support,
-            final_action_of=_action_or_none,
-            deadline=self.settings.turn_timeout_seconds,
         )
-        action = self._interpret(result, turn_number)
+        action: AgentAction = attrs.evolve(result.answer, turn=result)
+        if result.deadline_exceeded:
+            why = "turn deadline exceeded"
+            action = attrs.evolve(action, reasoning=f"Parse error: {why}", parse_error=why)
+        self._report_parse_error(action, result, turn_number)
         self.events.log("INFO", f"Turn {turn_number}: Agent action: {action.action}")
         return action
 
-    def _interpret(self, result: TurnResult, turn: int) -> AgentAction:
-        content = result.content
+    @staticmethod
+    def _parse(content: str | None) -> AgentAction:
+        """The final content as an action, parsed once (the engine calls this; property 2)."""
         if content is None:
-            why = "turn deadline exceeded" if result.deadline_exceeded else "no final content from the model"
-            self.events.emit("agent_parse_error", raw_response=None, error=why)
-            self.events.log("ERROR", f"Turn {turn}: Failed to parse agent response: {why}")
+            why = "no final content from the model"
             return AgentAction(
-                action=DEFAULT_ACTION,
-                reasoning=f"Parse error: {why}",
-                new_objective=None,
-                turn=result,
-                parse_error=why,
+                action=DEFAULT_ACTION, reasoning=f"Parse error: {why}", new_objective=None, parse_error=why
             )
         try:
             response = parse_agent_response(content)
         except ValueError as exc:
             # Requirement 15.3: safe defaults with error logging (seeds 000 §3.2 fallback).
-            self.events.emit("agent_parse_error", raw_response=content[:2000], error=str(exc))
-            self.events.log("ERROR", f"Turn {turn}: Failed to parse agent response: {exc}")
             return AgentAction(
                 action=DEFAULT_ACTION,
                 reasoning=f"Parse error: {exc}. Raw: {content[:100]}",
                 new_objective=None,
-                turn=result,
                 parse_error=str(exc),
             )
         return AgentAction(
             action=clean_action(response.action),
             reasoning=response.thinking,
             new_objective=response.new_objective,
-            turn=result,
         )
 
-
-def _action_or_none(content: str | None) -> str | None:
-    # The same action ZorkAgent._interpret returns, for mcp_session_complete and the session span.
-    if content is None:
-        return DEFAULT_ACTION
-    try:
-        return clean_action(parse_agent_response(content).action)
-    except ValueError:
-        return DEFAULT_ACTION
+    def _report_parse_error(self, action: AgentAction, result: TurnResult, turn: int) -> None:
+        if action.parse_error is None:
+            return
+        raw = result.content[:2000] if result.content is not None else None
+        self.events.emit("agent_parse_error", raw_response=raw, error=action.parse_error)
+        self.events.log("ERROR", f"Turn {turn}: Failed to parse agent response: {action.parse_error}")

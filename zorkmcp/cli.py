@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,10 +17,9 @@ from . import __version__
 from .errors import ConfigError, GameError, LLMError, MCPError, MCPServerStartupError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Sequence
 
     from .config import Settings
-    from .observability import EventRecorder
     from .orchestrator import EpisodeSummary, TurnRecord
 
 __all__ = ["DEFAULT_SEED", "build_parser", "main", "progress_line"]
@@ -242,59 +239,18 @@ def _offline_banner(settings: Settings, base_url: str | None) -> str:
     )
 
 
-class _LogBridge(logging.Handler):
-    """Routes the ``zorkmcp`` loggers into the episode log while ``zorkmcp play`` runs.
+class _TerminalNotices:
+    """A reader of the episode's event stream: warnings and errors also go to the terminal (stderr)."""
 
-    Warnings reach the terminal too, except those the banner already explains: the llm module's
-    offline-model warning (given before the model is up, when the model turns out to be scripted).
-    """
-
-    def __init__(self, recorder: EventRecorder, err: Console) -> None:
-        super().__init__(logging.INFO)
-        self.recorder = recorder
+    def __init__(self, err: Console) -> None:
         self.err = err
-        self.pending: list[logging.LogRecord] = []
-        self.started = False
 
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            message = record.getMessage()
-        except (TypeError, ValueError):  # pragma: no cover - a malformed log call
-            message = str(record.msg)
-        self.recorder.log(record.levelname, message)
-        if record.levelno < logging.WARNING:
-            return
-        if self.started:
-            self._show(record)
-        else:
-            self.pending.append(record)
+    def emit(self, event_type: str, /, **fields: object) -> None:
+        del event_type, fields
 
-    def _show(self, record: logging.LogRecord) -> None:
-        self.err.print(
-            f"[yellow]{record.levelname.lower()}:[/] {escape(record.getMessage())}", highlight=False
-        )
-
-    def start(self, scripted: bool) -> None:
-        pending, self.pending, self.started = self.pending, [], True
-        for record in pending:
-            if scripted and record.name == "zorkmcp.llm":
-                continue  # the banner says it
-            self._show(record)
-
-
-@contextmanager
-def _capture_logs(handler: _LogBridge) -> Iterator[None]:
-    logger = logging.getLogger("zorkmcp")
-    saved = (logger.level, logger.propagate)
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    logger.propagate = False
-    try:
-        yield
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(saved[0])
-        logger.propagate = saved[1]
+    def log(self, level: str, message: str, /) -> None:
+        if level in ("WARNING", "ERROR"):
+            self.err.print(f"[yellow]{level.lower()}:[/] {escape(message)}", highlight=False)
 
 
 # -- play --------------------------------------------------------------------------------------------
@@ -327,12 +283,11 @@ def _cmd_play(args: argparse.Namespace, console: Console, err: Console) -> int:
         model=args.model,
         base_url=args.base_url,
     )
-    logs = _LogBridge(orchestrator.recorder, err)
+    orchestrator.recorder.add_listener(_TerminalNotices(err))
 
     def on_start(model: str, scripted: bool) -> None:
         if scripted:
             console.print(_offline_banner(settings, args.base_url), highlight=False)
-        logs.start(scripted)
         mcp = "MCP on" if orchestrator.mcp_on else "MCP off (no tools)"
         console.print(
             f"[bold]zorkmcp play[/]: {escape(game_path.name)}, seed {seed}, model {escape(model)}, {mcp}, "
@@ -346,11 +301,15 @@ def _cmd_play(args: argparse.Namespace, console: Console, err: Console) -> int:
 
     orchestrator.on_start = on_start
     orchestrator.on_turn = on_turn
-    with _capture_logs(logs):
-        try:
-            summary = orchestrator.run()
-        finally:
+    try:
+        summary = orchestrator.run()
+    except (MCPError, LLMError):
+        if orchestrator.summary is not None:  # the episode had started: say how it ended
             progress.stop()
+            console.print(_summary_table(orchestrator.summary))
+        raise
+    finally:
+        progress.stop()
     console.print(_summary_table(summary))
     files = settings.files
     console.print(

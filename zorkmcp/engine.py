@@ -1,4 +1,4 @@
-"""The turn engine: one agent turn with MCP tools, inside one trio nursery. Knows nothing about Zork.
+"""The turn engine: one agent turn with MCP tools, in one task group (a nursery on trio). No Zork here.
 
 A turn (seeds 000 §3.2, with the departures in ``shared/seeds/README.md``)::
 
@@ -14,7 +14,9 @@ A turn (seeds 000 §3.2, with the departures in ``shared/seeds/README.md``)::
         no content → the forced final call (tools=None, tool_choice=None, response_format=schema)
                                                             # leaving the block ends every server
 
-:func:`run_turn` opens the toolbox itself; :func:`run_tool_loop` runs on a toolbox you opened.
+:func:`run_turn` opens the toolbox itself; :func:`run_tool_loop` runs on a toolbox you opened. Both
+take a :class:`TurnOptions` and are written on anyio: they work under ``trio.run`` (the project's
+runtime) and under ``asyncio.run`` alike.
 """
 
 from __future__ import annotations
@@ -24,12 +26,12 @@ import math
 from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+import anyio
 import attrs
-import trio
 
 from .config import SamplingSettings
 from .errors import ModelCompatibilityError
-from .llm import supports_tool_calling
+from .llm import CompletionRequest, supports_tool_calling
 from .mcp import ToolCallResult
 from .observability import EventSink, NullSink, OtelTracer, Tracer
 
@@ -41,9 +43,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FORCE_FINAL_MESSAGE",
+    "PREVIEW_CHARS",
     "SKIPPED_AFTER_TIMEOUT",
     "ToolCallRecord",
     "ToolSource",
+    "TurnOptions",
     "TurnResult",
     "TurnTimings",
     "run_tool_loop",
@@ -54,6 +58,8 @@ FORCE_FINAL_MESSAGE = "Please provide your final action now without calling any 
 """The user message of the forced final call (seeds 000 §3.2)."""
 
 SKIPPED_AFTER_TIMEOUT = "skipped: batch aborted after a timeout"
+PREVIEW_CHARS = 200
+"""Length of :attr:`ToolCallRecord.result_preview` (for the live view and the transcript)."""
 
 Outcome = Literal["ok", "error", "timeout", "skipped", "invalid_arguments"]
 
@@ -71,6 +77,37 @@ class ToolSource(Protocol):
     async def call_tool(self, name: str, arguments: Mapping[str, Any]) -> ToolCallResult: ...
 
 
+def _positive(instance: Any, attribute: attrs.Attribute[Any], value: int) -> None:
+    if value < 1:
+        raise ValueError(f"{attribute.name} must be >= 1, got {value}")
+
+
+@attrs.frozen(kw_only=True)
+class TurnOptions:
+    """How one turn runs; a small frozen value (``attrs.evolve`` to change a field).
+
+    Attributes:
+        final_response_format: the ``response_format`` of the forced final call (a JSON schema).
+        max_tool_iterations: LLM calls with tools before the forced final call.
+        sampling: sampling parameters for every call.
+        force_tool_support: skip the model-name compatibility check (Requirement 12.5).
+        deadline: seconds for the whole turn (server start-up and the loop together); when it
+            passes the loop stops and the result has ``deadline_exceeded=True`` and no content.
+        turn: the turn number, for events and logs.
+        parse_answer: parses the final content (``None`` when there is none) once; the result is
+            :attr:`TurnResult.answer`, and its ``action`` attribute, when it has one, is the
+            ``final_action`` of ``mcp_session_complete``.
+    """
+
+    final_response_format: Mapping[str, Any] | None = None
+    max_tool_iterations: int = attrs.field(default=20, validator=_positive)
+    sampling: SamplingSettings = attrs.field(factory=SamplingSettings)
+    force_tool_support: bool = False
+    deadline: float | None = None
+    turn: int = 0
+    parse_answer: Callable[[str | None], Any] | None = None
+
+
 @attrs.frozen(kw_only=True)
 class ToolCallRecord:
     """One tool call of a turn, as it happened."""
@@ -83,14 +120,16 @@ class ToolCallRecord:
     """The parsed arguments, or the raw string when they were not valid JSON."""
     iteration: int
     duration: float
-    """Seconds (on the trio clock)."""
+    """Seconds (on the event loop's clock)."""
     outcome: Outcome
     error_message: str | None = None
+    result_preview: str | None = None
+    """The first :data:`PREVIEW_CHARS` characters of the result (or of the error)."""
 
 
 @attrs.frozen(kw_only=True)
 class TurnTimings:
-    """Where the turn's time went, in seconds on the trio clock."""
+    """Where the turn's time went, in seconds on the event loop's clock."""
 
     startup: float = 0.0
     llm: float = 0.0
@@ -115,12 +154,46 @@ class TurnResult:
     deadline_exceeded: bool = False
     finish_reason: str | None = None
     tools_offered: int = 0
+    answer: Any = None
+    """What :attr:`TurnOptions.parse_answer` made of the content (``None`` without a parser)."""
+    usage: dict[str, int] = attrs.field(factory=dict)
+    """Token counts summed over the turn's LLM calls (``prompt_tokens``, ``completion_tokens``, …)."""
+    llm_requests: int = 0
+
+
+def _preview(result: ToolCallResult) -> str:
+    if result.is_error:
+        return (result.error_message or "")[:PREVIEW_CHARS]
+    content = result.content
+    text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False, default=str)
+    return text[:PREVIEW_CHARS]
+
+
+def _parse_arguments(raw: str) -> dict[str, Any]:
+    """Requirement 5.3: the JSON arguments are parsed before execution.
+
+    Raises:
+        ValueError: not JSON, or not a JSON object.
+    """
+    arguments = json.loads(raw) if raw.strip() else {}
+    if not isinstance(arguments, dict):
+        raise ValueError(f"expected a JSON object, got {type(arguments).__name__}")
+    return arguments
 
 
 @attrs.define
-class _Clock:
-    llm: float = 0.0
-    tools: float = 0.0
+class _Call:
+    """One tool call on its way through the loop: what the model asked for and what came of it."""
+
+    id: str
+    name: str
+    canonical: str
+    server: str | None
+    raw_arguments: str
+    arguments: Any = None
+    result: ToolCallResult | None = None
+    outcome: Outcome = "ok"
+    duration: float = 0.0
 
 
 @attrs.define
@@ -130,223 +203,200 @@ class _Loop:
     model: ChatModel
     messages: list[dict[str, Any]]
     toolbox: ToolSource | None
-    final_response_format: Mapping[str, Any] | None
-    max_tool_iterations: int
-    sampling: SamplingSettings
+    options: TurnOptions
     events: EventSink
     tracer: Tracer
-    turn: int
-    final_action_of: Callable[[str | None], str | None] | None
     iterations: int = 0
     records: list[ToolCallRecord] = attrs.Factory(list)
-    clock: _Clock = attrs.Factory(_Clock)
+    llm_seconds: float = 0.0
+    tool_seconds: float = 0.0
+    usage: dict[str, int] = attrs.Factory(dict)
+    requests: int = 0
     forced_final: bool = False
     last: LLMResponse | None = None
 
-    async def _complete(self, **kwargs: Any) -> LLMResponse:
-        start = trio.current_time()
+    @property
+    def prefix(self) -> str:
+        return f"Turn {self.options.turn} Iteration {self.iterations}"
+
+    async def _complete(self, **fields: Any) -> LLMResponse:
+        request = CompletionRequest(self.messages, sampling=self.options.sampling, **fields)
+        start = anyio.current_time()
         try:
-            response = await self.model.complete(self.messages, **attrs.asdict(self.sampling), **kwargs)
+            response = await self.model.complete(request)
         finally:
-            self.clock.llm += trio.current_time() - start
+            self.llm_seconds += anyio.current_time() - start
+        self.requests += 1
+        for key, value in (response.usage or {}).items():
+            if isinstance(value, int):
+                self.usage[key] = self.usage.get(key, 0) + value
         self.last = response
         return response
-
-    def _record(self, **fields: Any) -> ToolCallRecord:
-        record = ToolCallRecord(**fields)
-        self.records.append(record)
-        return record
-
-    def _answer(self, call_id: str, result: ToolCallResult) -> None:
-        # Requirement 11.5 / property 44: the result goes into history as the seeds'
-        # ``json.dumps(result.to_dict())``. ASCII escapes keep it encodable: a lone surrogate (a tool
-        # name or result echoing the model's "\ud800") would make the next request unsendable.
-        content = json.dumps(result.to_dict(), default=str)
-        self.messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
 
     async def run(self) -> None:
         tools = self.toolbox.openai_tools() if self.toolbox is not None else []
         if tools:
-            self.events.log(
-                "INFO", f"Turn {self.turn}: MCP session started (max {self.max_tool_iterations} iterations)"
-            )
-        while self.iterations < self.max_tool_iterations:
+            limit = self.options.max_tool_iterations
+            self.events.log("INFO", f"Turn {self.options.turn}: MCP session started (max {limit} iterations)")
+        while self.iterations < self.options.max_tool_iterations:
             self.iterations += 1
             response = await self._complete(tools=tools or None, tool_choice="auto" if tools else None)
             if response.tool_calls:
-                self.messages.append(
-                    {
-                        "role": "assistant",
-                        "tool_calls": [
-                            {
-                                "id": tc.id,
-                                "type": tc.type,
-                                "function": {"name": tc.function.name, "arguments": tc.function.arguments},
-                            }
-                            for tc in response.tool_calls
-                        ],
-                    }
-                )
-                aborted = False
-                for tc in response.tool_calls:
-                    if aborted:
-                        self._answer(
-                            tc.id,
-                            ToolCallResult(content=None, is_error=True, error_message=SKIPPED_AFTER_TIMEOUT),
-                        )
-                        info = self.toolbox.resolve(tc.function.name) if self.toolbox else None
-                        self._record(
-                            id=tc.id,
-                            name=info.name if info else tc.function.name,
-                            server=info.server if info else None,
-                            arguments=tc.function.arguments,
-                            iteration=self.iterations,
-                            duration=0.0,
-                            outcome="skipped",
-                            error_message=SKIPPED_AFTER_TIMEOUT,
-                        )
-                        continue
-                    aborted = await self._run_call(tc.id, tc.function.name, tc.function.arguments)
-                    if aborted:
-                        self.events.log(
-                            "INFO", f"Turn {self.turn}: Skipping remaining tools in batch after timeout"
-                        )
+                await self._run_batch(response)
                 continue
-            if response.content:
-                break
-            self.events.emit(
-                "mcp_unexpected_state", finish_reason=response.finish_reason, iteration=self.iterations
-            )
-            self.events.log(
-                "WARNING",
-                f"Turn {self.turn} Iteration {self.iterations}: LLM returned no content and no tool_calls, "
-                f"finish_reason={response.finish_reason}",
-            )
+            if not response.content:
+                self._unexpected(response)
             break
-
         if self.last is None or not self.last.content:
-            self.events.emit("mcp_no_content", iterations=self.iterations)
-            self.events.log(
-                "WARNING",
-                f"Turn {self.turn}: Agent exited tool loop without content after {self.iterations} "
-                "iterations; forcing final action",
-            )
-            self.messages.append({"role": "user", "content": FORCE_FINAL_MESSAGE})
-            self.forced_final = True
-            await self._complete(tools=None, tool_choice=None, response_format=self.final_response_format)
+            await self._force_final()
         if self.last is not None and self.last.content:
             self.messages.append({"role": "assistant", "content": self.last.content})
 
-    async def _run_call(self, call_id: str, name: str, raw_arguments: str) -> bool:
-        """Run one tool call; return True when it timed out (the batch must be aborted)."""
-        info = self.toolbox.resolve(name) if self.toolbox is not None else None
-        canonical = info.name if info else name
-        server = info.server if info else None
-        prefix = f"Turn {self.turn} Iteration {self.iterations}"
+    def _unexpected(self, response: LLMResponse) -> None:
+        self.events.emit(
+            "mcp_unexpected_state", finish_reason=response.finish_reason, iteration=self.iterations
+        )
+        self.events.log(
+            "WARNING",
+            f"{self.prefix}: LLM returned no content and no tool_calls, "
+            f"finish_reason={response.finish_reason}",
+        )
 
-        # Requirement 5.3: parse the JSON arguments before execution.
+    async def _force_final(self) -> None:
+        self.events.emit("mcp_no_content", iterations=self.iterations)
+        self.events.log(
+            "WARNING",
+            f"Turn {self.options.turn}: Agent exited tool loop without content after {self.iterations} "
+            "iterations; forcing final action",
+        )
+        self.messages.append({"role": "user", "content": FORCE_FINAL_MESSAGE})
+        self.forced_final = True
+        await self._complete(response_format=self.options.final_response_format)
+
+    async def _run_batch(self, response: LLMResponse) -> None:
+        """Run the calls one after another; after a timeout every remaining call is skipped."""
+        assert response.tool_calls is not None
+        self.messages.append(
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {
+                        "id": tc.id,
+                        "type": tc.type,
+                        "function": {"name": tc.function.name, "arguments": tc.function.arguments},
+                    }
+                    for tc in response.tool_calls
+                ],
+            }
+        )
+        aborted = False
+        for tc in response.tool_calls:
+            info = self.toolbox.resolve(tc.function.name) if self.toolbox is not None else None
+            call = _Call(
+                id=tc.id,
+                name=tc.function.name,
+                canonical=info.name if info else tc.function.name,
+                server=info.server if info else None,
+                raw_arguments=tc.function.arguments,
+            )
+            if aborted:
+                call.outcome = "skipped"
+                call.result = ToolCallResult(content=None, is_error=True, error_message=SKIPPED_AFTER_TIMEOUT)
+            else:
+                await self._execute(call)
+            self._finish(call)
+            if call.outcome == "timeout" and not aborted:
+                aborted = True
+                self.events.log(
+                    "INFO", f"Turn {self.options.turn}: Skipping remaining tools in batch after timeout"
+                )
+
+    async def _execute(self, call: _Call) -> None:
+        """Parse the arguments and run the call; fills in ``result``, ``outcome`` and ``duration``."""
         try:
-            arguments = json.loads(raw_arguments) if raw_arguments.strip() else {}
-            if not isinstance(arguments, dict):
-                raise TypeError(f"expected a JSON object, got {type(arguments).__name__}")
-        except (ValueError, TypeError) as exc:
-            message = f"Invalid tool arguments for {canonical}: {exc}"
-            self.events.emit(
-                "mcp_tool_error",
-                tool_name=canonical,
-                server_name=server,
-                error=message,
-                iteration=self.iterations,
-            )
-            self.events.log("WARNING", f"{prefix}: Tool call failed: {canonical} - {message}")
-            self._answer(call_id, ToolCallResult(content=None, is_error=True, error_message=message))
-            self._record(
-                id=call_id,
-                name=canonical,
-                server=server,
-                arguments=raw_arguments,
-                iteration=self.iterations,
-                duration=0.0,
-                outcome="invalid_arguments",
-                error_message=message,
-            )
-            return False
-
+            call.arguments = _parse_arguments(call.raw_arguments)
+        except ValueError as exc:
+            message = f"Invalid tool arguments for {call.canonical}: {exc}"
+            call.arguments, call.outcome = call.raw_arguments, "invalid_arguments"
+            call.result = ToolCallResult(content=None, is_error=True, error_message=message)
+            return
         self.events.emit(
             "mcp_tool_call",
-            tool_name=canonical,
-            server_name=server,
-            arguments=arguments,
+            tool_name=call.canonical,
+            server_name=call.server,
+            arguments=call.arguments,
             iteration=self.iterations,
         )
-        self.events.log("INFO", f"{prefix}: Agent calling tool {canonical}")
-        self.events.log(
-            "DEBUG", f"{prefix}: Tool arguments: {json.dumps(arguments, ensure_ascii=False)[:500]}"
-        )
-
-        start = trio.current_time()
+        self.events.log("INFO", f"{self.prefix}: Agent calling tool {call.canonical}")
+        shown = json.dumps(call.arguments, ensure_ascii=False)[:500]
+        self.events.log("DEBUG", f"{self.prefix}: Tool arguments: {shown}")
+        start = anyio.current_time()
         with self.tracer.span(
-            f"mcp-tool-{canonical}", tool_name=canonical, server_name=server, input=arguments
+            f"mcp-tool-{call.canonical}",
+            tool_name=call.canonical,
+            server_name=call.server,
+            input=call.arguments,
         ) as span:
-            if self.toolbox is not None:
-                # The toolbox runs the call inside its own cancel scope with the tool's timeout.
-                result = await self.toolbox.call_tool(name, arguments)
-            else:
-                # No tools were offered (MCP disabled) but the model called one anyway: every
-                # tool_call_id must still be answered (property 3), so answer with an error.
-                message = f"Unknown tool '{name}'. No tools are available"
-                result = ToolCallResult(content=None, is_error=True, error_message=message)
-            duration = trio.current_time() - start
+            call.result = await self._call(call)
+            call.duration = anyio.current_time() - start
             span.update(
-                is_error=result.is_error, timed_out=result.timed_out, duration_ms=round(duration * 1000, 3)
+                is_error=call.result.is_error,
+                timed_out=call.result.timed_out,
+                duration_ms=round(call.duration * 1000, 3),
             )
-        self.clock.tools += duration
+        self.tool_seconds += call.duration
+        call.outcome = "timeout" if call.result.timed_out else "error" if call.result.is_error else "ok"
 
-        if result.timed_out:
-            outcome: Outcome = "timeout"
-            self.events.emit(
-                "mcp_tool_timeout",
-                tool_name=canonical,
-                server_name=server,
-                iteration=self.iterations,
-                error=result.error_message,
+    async def _call(self, call: _Call) -> ToolCallResult:
+        if self.toolbox is not None:
+            # The toolbox runs the call inside its own cancel scope with the tool's timeout.
+            return await self.toolbox.call_tool(call.name, call.arguments)
+        # No tools were offered (MCP disabled) but the model called one anyway: every
+        # tool_call_id must still be answered (property 3), so answer with an error.
+        message = f"Unknown tool '{call.name}'. No tools are available"
+        return ToolCallResult(content=None, is_error=True, error_message=message)
+
+    def _finish(self, call: _Call) -> None:
+        """The one path every outcome takes: event, episode-log line, the answer, the record."""
+        result = call.result
+        assert result is not None
+        where = {"tool_name": call.canonical, "server_name": call.server, "iteration": self.iterations}
+        if call.outcome == "timeout":
+            self.events.emit("mcp_tool_timeout", **where, error=result.error_message)
+            self.events.log("WARNING", f"{self.prefix}: Tool call timeout: {call.canonical}")
+        elif call.outcome in ("error", "invalid_arguments"):
+            self.events.emit("mcp_tool_error", **where, error=result.error_message)
+            self.events.log(
+                "WARNING", f"{self.prefix}: Tool call failed: {call.canonical} - {result.error_message}"
             )
-            self.events.log("WARNING", f"{prefix}: Tool call timeout: {canonical}")
-        elif result.is_error:
-            outcome = "error"
+        if call.outcome in ("ok", "error", "timeout"):
             self.events.emit(
-                "mcp_tool_error",
-                tool_name=canonical,
-                server_name=server,
-                error=result.error_message,
-                iteration=self.iterations,
+                "mcp_tool_result",
+                **where,
+                result_type=type(result.content).__name__,
+                result_length=len(str(result.content)),
+                is_error=result.is_error,
+                duration_ms=round(call.duration * 1000, 3),
             )
-            self.events.log("WARNING", f"{prefix}: Tool call failed: {canonical} - {result.error_message}")
-        else:
-            outcome = "ok"
-        self.events.emit(
-            "mcp_tool_result",
-            tool_name=canonical,
-            server_name=server,
-            result_type=type(result.content).__name__,
-            result_length=len(str(result.content)),
-            is_error=result.is_error,
-            duration_ms=round(duration * 1000, 3),
-            iteration=self.iterations,
+            self.events.log("INFO", f"{self.prefix}: Tool result received ({call.duration:.1f}s)")
+        # Requirement 11.5 / property 44: the result goes into history as the seeds'
+        # ``json.dumps(result.to_dict())``. ASCII escapes keep it encodable: a lone surrogate (a tool
+        # name or result echoing the model's "\ud800") would make the next request unsendable.
+        content = json.dumps(result.to_dict(), default=str)
+        self.messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+        self.records.append(
+            ToolCallRecord(
+                id=call.id,
+                name=call.canonical,
+                server=call.server,
+                arguments=call.arguments if call.arguments is not None else call.raw_arguments,
+                iteration=self.iterations,
+                duration=call.duration,
+                outcome=call.outcome,
+                error_message=result.error_message,
+                result_preview=_preview(result),
+            )
         )
-        self.events.log("INFO", f"{prefix}: Tool result received ({duration:.1f}s)")
-        self._answer(call_id, result)
-        self._record(
-            id=call_id,
-            name=canonical,
-            server=server,
-            arguments=arguments,
-            iteration=self.iterations,
-            duration=duration,
-            outcome=outcome,
-            error_message=result.error_message,
-        )
-        return result.timed_out
 
 
 def _check_model(model: ChatModel, toolbox: ToolSource | None, force_tool_support: bool) -> None:
@@ -365,20 +415,21 @@ def _check_model(model: ChatModel, toolbox: ToolSource | None, force_tool_suppor
         )
 
 
+def _final_action(answer: Any, content: str | None) -> str | None:
+    action = getattr(answer, "action", None)
+    if isinstance(action, str):
+        return action
+    return None if content is None else content[:100]
+
+
 async def run_tool_loop(
     model: ChatModel,
     messages: Sequence[Mapping[str, Any]],
     toolbox: ToolSource | None,
+    options: TurnOptions | None = None,
     *,
-    final_response_format: Mapping[str, Any] | None = None,
-    max_tool_iterations: int = 20,
-    sampling: SamplingSettings | None = None,
     events: EventSink | None = None,
     tracer: Tracer | None = None,
-    turn: int = 0,
-    force_tool_support: bool = False,
-    final_action_of: Callable[[str | None], str | None] | None = None,
-    deadline: float | None = None,
 ) -> TurnResult:
     """Run the tool-calling loop on a toolbox the caller opened.
 
@@ -386,83 +437,80 @@ async def run_tool_loop(
         model: the chat model (``zorkmcp.llm.LLMClient``, ``ScriptedModel`` or your own).
         messages: the opening messages (system/user); copied, never modified.
         toolbox: the tools offered to the model, or ``None`` for a turn without tools.
-        final_response_format: the ``response_format`` of the forced final call (a JSON schema).
-        max_tool_iterations: LLM calls with tools before the forced final call.
-        sampling: sampling parameters for every call.
+        options: how the turn runs (default :class:`TurnOptions`).
         events: where events and log lines go.
         tracer: span factory (OpenTelemetry by default).
-        turn: the turn number, for logs.
-        force_tool_support: skip the model-name compatibility check.
-        final_action_of: maps the final content to a short action for the session-complete event.
-        deadline: seconds for the whole loop; when it passes the loop stops and the result has
-            ``deadline_exceeded=True`` and no content.
 
     Raises:
         ModelCompatibilityError: tools are offered to a model that cannot call them.
         LLMError: the model endpoint failed beyond its retries.
     """
-    if max_tool_iterations < 1:
-        raise ValueError(f"max_tool_iterations must be >= 1, got {max_tool_iterations}")
-    _check_model(model, toolbox, force_tool_support)
-    events = events if events is not None else NullSink()
-    tracer = tracer if tracer is not None else OtelTracer()
+    options = options if options is not None else TurnOptions()
+    _check_model(model, toolbox, options.force_tool_support)
     loop = _Loop(
         model=model,
         messages=[dict(m) for m in messages],
         toolbox=toolbox,
-        final_response_format=final_response_format,
-        max_tool_iterations=max_tool_iterations,
-        sampling=sampling or SamplingSettings(),
-        events=events,
-        tracer=tracer,
-        turn=turn,
-        final_action_of=final_action_of,
+        options=options,
+        events=events if events is not None else NullSink(),
+        tracer=tracer if tracer is not None else OtelTracer(),
     )
-    start = trio.current_time()
-    with tracer.span(
-        "agent-tool-calling-session",
-        turn=turn,
-        max_iterations=max_tool_iterations,
-        tools_offered=len(toolbox.tools) if toolbox else 0,
+    start = anyio.current_time()
+    offered = len(toolbox.tools) if toolbox else 0
+    limit = options.max_tool_iterations
+    with loop.tracer.span(
+        "agent-tool-calling-session", turn=options.turn, max_iterations=limit, tools_offered=offered
     ) as session_span:
-        with trio.move_on_after(math.inf if deadline is None else deadline) as scope:
+        with anyio.move_on_after(math.inf if options.deadline is None else options.deadline) as scope:
             await loop.run()
         content = loop.last.content if (loop.last is not None and not scope.cancelled_caught) else None
-        final_action = final_action_of(content) if final_action_of is not None else None
-        tools_used = sorted({r.name for r in loop.records if r.outcome != "skipped"})
+        answer = options.parse_answer(content) if options.parse_answer is not None else None
+        final_action = _final_action(answer, content)
         session_span.update(
             iterations_used=loop.iterations,
             tools_called=len(loop.records),
             final_action=final_action,
             deadline_exceeded=scope.cancelled_caught,
         )
-    if scope.cancelled_caught:
-        events.emit("turn_deadline_exceeded", deadline_seconds=deadline, iterations=loop.iterations)
-        events.log("WARNING", f"Turn {turn}: turn deadline of {deadline}s exceeded")
-    events.emit(
-        "mcp_session_complete",
-        iterations=loop.iterations,
-        tool_calls_count=len(loop.records),
-        tools_used=tools_used,
-        final_action=final_action,
-    )
-    if toolbox is not None and toolbox.tools:
-        events.log(
-            "INFO",
-            f"Turn {turn}: MCP session complete "
-            f"({loop.iterations} iterations, {len(loop.records)} tool calls)",
-        )
+    _report_session(loop, offered, final_action, deadline_exceeded=scope.cancelled_caught)
     return TurnResult(
         content=content,
         messages=loop.messages,
         iterations=loop.iterations,
         tool_calls=tuple(loop.records),
-        timings=TurnTimings(llm=loop.clock.llm, tools=loop.clock.tools, total=trio.current_time() - start),
+        timings=TurnTimings(
+            llm=loop.llm_seconds, tools=loop.tool_seconds, total=anyio.current_time() - start
+        ),
         forced_final=loop.forced_final,
         deadline_exceeded=scope.cancelled_caught,
         finish_reason=loop.last.finish_reason if loop.last is not None else None,
-        tools_offered=len(toolbox.tools) if toolbox else 0,
+        tools_offered=offered,
+        answer=answer,
+        usage=loop.usage,
+        llm_requests=loop.requests,
     )
+
+
+def _report_session(loop: _Loop, offered: int, final_action: str | None, *, deadline_exceeded: bool) -> None:
+    events, turn = loop.events, loop.options.turn
+    if deadline_exceeded:
+        events.emit(
+            "turn_deadline_exceeded", deadline_seconds=loop.options.deadline, iterations=loop.iterations
+        )
+        events.log("WARNING", f"Turn {turn}: turn deadline of {loop.options.deadline}s exceeded")
+    events.emit(
+        "mcp_session_complete",
+        iterations=loop.iterations,
+        tool_calls_count=len(loop.records),
+        tools_used=sorted({r.name for r in loop.records if r.outcome != "skipped"}),
+        final_action=final_action,
+    )
+    if offered:
+        events.log(
+            "INFO",
+            f"Turn {turn}: MCP session complete "
+            f"({loop.iterations} iterations, {len(loop.records)} tool calls)",
+        )
 
 
 async def run_turn(
@@ -470,46 +518,37 @@ async def run_turn(
     messages: Sequence[Mapping[str, Any]],
     *,
     open_toolbox: Callable[[], AbstractAsyncContextManager[ToolSource]] | None = None,
-    final_response_format: Mapping[str, Any] | None = None,
-    max_tool_iterations: int = 20,
-    sampling: SamplingSettings | None = None,
+    options: TurnOptions | None = None,
     events: EventSink | None = None,
     tracer: Tracer | None = None,
-    turn: int = 0,
-    force_tool_support: bool = False,
-    final_action_of: Callable[[str | None], str | None] | None = None,
-    deadline: float | None = None,
 ) -> TurnResult:
     """Run one whole turn: open the toolbox (servers start), run the loop, close it (servers end).
 
     ``open_toolbox`` is a zero-argument callable returning an async context manager, typically
     ``lambda: manager.open_turn(episode)`` for a ``zorkmcp.mcp.McpManager``; ``None`` runs the turn
     without tools. Everything the toolbox starts is owned by this task and is gone when this
-    function returns or raises. The other arguments are those of :func:`run_tool_loop`; ``deadline``
-    bounds the server start-up and the loop together.
+    function returns or raises — also when the caller cancels it (a host's ``asyncio.wait_for``,
+    ``trio.move_on_after``). ``options.deadline`` bounds the server start-up and the loop together.
+
+    Args:
+        model: the chat model.
+        messages: the opening messages; copied, never modified.
+        open_toolbox: opens the turn's tools.
+        options: how the turn runs (default :class:`TurnOptions`).
+        events: where events and log lines go.
+        tracer: span factory (OpenTelemetry by default).
     """
-    start = trio.current_time()
+    options = options if options is not None else TurnOptions()
+    start = anyio.current_time()
     opener: AbstractAsyncContextManager[ToolSource | None] = (
         open_toolbox() if open_toolbox is not None else nullcontext(None)
     )
-    end_of_deadline = math.inf if deadline is None else start + deadline
     async with opener as toolbox:
-        ready = trio.current_time()
-        result = await run_tool_loop(
-            model,
-            messages,
-            toolbox,
-            final_response_format=final_response_format,
-            max_tool_iterations=max_tool_iterations,
-            sampling=sampling,
-            events=events,
-            tracer=tracer,
-            turn=turn,
-            force_tool_support=force_tool_support,
-            final_action_of=final_action_of,
-            deadline=None if deadline is None else max(0.0, end_of_deadline - ready),
-        )
-        closing = trio.current_time()
-    end = trio.current_time()
+        ready = anyio.current_time()
+        if options.deadline is not None:
+            options = attrs.evolve(options, deadline=max(0.0, start + options.deadline - ready))
+        result = await run_tool_loop(model, messages, toolbox, options, events=events, tracer=tracer)
+        closing = anyio.current_time()
+    end = anyio.current_time()
     timings = attrs.evolve(result.timings, startup=ready - start, teardown=end - closing, total=end - start)
     return attrs.evolve(result, timings=timings)

@@ -1,8 +1,10 @@
 """Observability: structured events, the human-readable episode log, and tracing (Requirement 7).
 
-Async code never writes files. During a turn, events and log lines are collected in memory by an
-:class:`EventRecorder`; the synchronous side (the orchestrator, after ``get_action`` returned)
-appends them to the JSON-lines event log and the episode log with :class:`LogFiles`.
+One event stream: every component (the MCP layer, the LLM client, the engine, the agent, the
+episode loop) reports through one :class:`EventSink` — in an episode, one :class:`EventRecorder`.
+Async code never writes files: the synchronous side (``bridge.get_action()``, ``bridge.Bridge``,
+``zorkmcp play``) drains the recorder after every turn and appends to the JSON-lines event log and
+the episode log with :class:`LogFiles`. Logs, the live view and reports are readers of that stream.
 
 Event types (seeds 000 §Observability, 002 Requirement 7): ``mcp_tool_call``, ``mcp_tool_result``,
 ``mcp_tool_timeout``, ``mcp_tool_error``, ``mcp_session_complete``, ``mcp_no_content``,
@@ -20,6 +22,7 @@ import json
 import os
 import threading
 import time
+from collections import deque
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -32,6 +35,7 @@ if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
 __all__ = [
+    "DEFAULT_EVENT_LIMIT",
     "EventRecorder",
     "EventSink",
     "LangfuseTracer",
@@ -64,48 +68,113 @@ class NullSink:
         del level, message
 
 
+DEFAULT_EVENT_LIMIT = 5000
+"""How many events (and, separately, episode-log lines) an :class:`EventRecorder` holds at most."""
+
+
 @attrs.define
 class EventRecorder:
-    """An :class:`EventSink` that keeps events and log lines in memory.
+    """The one :class:`EventSink` of an episode: every component reports here.
 
-    ``context`` fields (``episode_id``, ``turn``) are added to every event that does not set them.
-    Thread-safe: a ``bridge.Bridge`` records from its loop thread (prewarmed servers start and stop
-    in the background) while the caller's thread drains.
+    It keeps what was reported in memory, **bounded**, for two readers:
+
+    * the writer of the log files (:meth:`drain` hands over everything not yet written; the
+      synchronous side calls it after every turn — ``bridge.get_action()``, ``bridge.Bridge`` and
+      ``zorkmcp play`` do);
+    * whoever inspects the episode (:meth:`of_type`, :attr:`recent`: the newest events, kept after
+      a drain).
+
+    When nobody drains, the oldest pending records are dropped past ``limit`` and :attr:`dropped`
+    counts them, so a long episode holds flat memory.
+
+    ``context`` fields (``episode_id``, ``turn``) are added to every event that does not set them;
+    in the episode log, lines start with the episode id (see :meth:`drain`). Thread-safe: a
+    ``bridge.Bridge`` records from its loop thread (prewarmed
+    servers start and stop in the background) while the caller's thread drains.
     """
 
     context: dict[str, Any] = attrs.field(factory=dict)
-    events: list[dict[str, Any]] = attrs.field(factory=list)
-    lines: list[str] = attrs.field(factory=list)
-    echo: bool = False
-    """Also forward log lines to the stdlib logger ``zorkmcp`` (handy in a REPL)."""
+    limit: int = DEFAULT_EVENT_LIMIT
+    dropped: int = 0
+    _events: deque[dict[str, Any]] = attrs.field(init=False)
+    _lines: deque[tuple[str | None, str]] = attrs.field(init=False)
+    _recent: deque[dict[str, Any]] = attrs.field(init=False)
     _lock: threading.Lock = attrs.field(factory=threading.Lock, repr=False, eq=False, init=False)
+    _listeners: list[EventSink] = attrs.field(factory=list, repr=False, eq=False, init=False)
+
+    def add_listener(self, listener: EventSink) -> None:
+        """Also pass every event and line to ``listener`` as it happens (a live view, a terminal).
+
+        Listeners are called from whichever thread reports (the loop thread of a ``Bridge``), after
+        the record is stored; they must be quick and must not raise.
+        """
+        self._listeners.append(listener)
+
+    def __attrs_post_init__(self) -> None:
+        self._events = deque(maxlen=self.limit)
+        self._lines = deque(maxlen=self.limit)
+        self._recent = deque(maxlen=self.limit)
+
+    def set_context(self, **fields: Any) -> None:
+        """Set context fields (e.g. ``turn``) for the events that follow."""
+        with self._lock:
+            self.context.update(fields)
 
     def emit(self, event_type: str, /, **fields: Any) -> None:
         record: dict[str, Any] = {"timestamp": time.time(), "event_type": event_type}
         with self._lock:
-            for key, value in self.context.items():
-                record.setdefault(key, value)
+            record.update(self.context)
             record.update(fields)
-            self.events.append(record)
+            if len(self._events) == self.limit:
+                self.dropped += 1
+            self._events.append(record)
+            self._recent.append(record)
+        for listener in self._listeners:
+            listener.emit(event_type, **{k: v for k, v in record.items() if k != "event_type"})
 
     def log(self, level: str, message: str, /) -> None:
         with self._lock:
-            self.lines.append(f"[{level}] {message}")
-        if self.echo:
-            import logging
+            episode = self.context.get("episode_id")
+            if len(self._lines) == self.limit:
+                self.dropped += 1
+            self._lines.append((None if episode is None else str(episode), f"[{level}] {message}"))
+        for listener in self._listeners:
+            listener.log(level, message)
 
-            logging.getLogger("zorkmcp").log(logging.getLevelName(level), message)
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        """The events not yet drained, oldest first."""
+        with self._lock:
+            return list(self._events)
+
+    @property
+    def lines(self) -> list[str]:
+        """The episode-log lines not yet drained, oldest first, in the seeds' format (``[INFO] …``)."""
+        with self._lock:
+            return [line for _, line in self._lines]
+
+    @property
+    def recent(self) -> list[dict[str, Any]]:
+        """The newest events (at most ``limit``), drained or not, oldest first."""
+        with self._lock:
+            return list(self._recent)
 
     def of_type(self, event_type: str) -> list[dict[str, Any]]:
-        """The recorded events of one type, oldest first."""
+        """The recent events of one type, oldest first (see :attr:`recent`)."""
         with self._lock:
-            return [e for e in self.events if e["event_type"] == event_type]
+            return [e for e in self._recent if e["event_type"] == event_type]
 
     def drain(self) -> tuple[list[dict[str, Any]], list[str]]:
-        """Hand over everything recorded so far and start empty."""
+        """Hand over the events and lines not yet drained, for the log files.
+
+        Each line starts with its episode id when the context had one (``episode-3f2a… [INFO] Turn 3:
+        …``), so episodes that share one episode log can be told apart.
+        """
         with self._lock:
-            events, lines = self.events, self.lines
-            self.events, self.lines = [], []
+            events = list(self._events)
+            lines = [line if episode is None else f"{episode} {line}" for episode, line in self._lines]
+            self._events.clear()
+            self._lines.clear()
         return events, lines
 
 

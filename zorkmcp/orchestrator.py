@@ -17,6 +17,7 @@ current folder, as in ZorkGPT.
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 import time
@@ -26,12 +27,13 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from ._bridge import Bridge
 from .config import McpConfig, ServerConfig, Settings
-from .errors import ConfigError, GameError, MCPError
+from .errors import ConfigError, GameError, LLMError, MCPError
 from .observability import EventRecorder, LogFiles
 
 if TYPE_CHECKING:
-    from bridge import Bridge
+    from .engine import ToolCallRecord
 
 __all__ = [
     "GAME_SERVER_NAME",
@@ -46,8 +48,13 @@ __all__ = [
 
 GAME_SERVER_NAME = "zork"
 GAME_TOOLS_FOR_AGENT = ("memory", "get_map", "inventory")
-"""The game tools the agent is offered (issue 5 §3): read-only; ``play_action`` is the orchestrator's."""
+"""The game tools the agent is offered: read-only; ``play_action`` is the orchestrator's."""
 RECENT_MEMORIES = 8
+OBSERVATION_CHARS = 4000
+"""``turn_complete.observation``: the game's text after the action, up to this many characters."""
+REASONING_CHARS = 2000
+SHORT_CHARS = 200
+"""Arguments and results of tool calls in ``turn_complete.tools`` are cut to this many characters."""
 
 _GAME_OVER = re.compile(r"(?:\A|\n)GAME OVER\s*\Z")  # the last line of play_action (seeds 003 §1)
 
@@ -153,6 +160,8 @@ class TurnRecord:
     game_over: bool
     victory: bool
     seconds: float
+    calls: tuple[ToolCallRecord, ...] = ()
+    """This turn's tool calls, in order (name, arguments, outcome, duration, result preview)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -183,7 +192,7 @@ class EpisodeSummary:
         return self.stopped == "interrupted"
 
     def as_json(self) -> dict[str, Any]:
-        """The ``--summary-json`` object (issue 5 §4): exactly these nine keys."""
+        """The ``--summary-json`` object: exactly these nine keys."""
         return {
             "score": self.score,
             "max_score": self.max_score,
@@ -238,6 +247,8 @@ class Orchestrator:
     status: GameStatus | None = None
     model_name: str = ""
     scripted: bool = False
+    summary: EpisodeSummary | None = None
+    """The summary, once the episode has ended (also when :meth:`run` raised)."""
 
     @property
     def mcp_on(self) -> bool:
@@ -275,8 +286,6 @@ class Orchestrator:
         return McpConfig(servers=(*reasoning.servers, game), source=reasoning.source)
 
     def _bridge(self) -> Bridge:
-        from bridge import Bridge
-
         servers = self.servers()
         walkthrough = (
             self.walkthrough if self.walkthrough is not None else default_walkthrough(self.game_path)
@@ -290,6 +299,7 @@ class Orchestrator:
                 model=self.model,
                 base_url=self.base_url,
                 walkthrough=walkthrough,
+                log_files=self.log_files(),
             )
         except MCPError:
             raise
@@ -297,41 +307,54 @@ class Orchestrator:
             raise MCPError(f"could not set up the MCP manager: {exc}") from exc
 
     def run(self) -> EpisodeSummary:
-        """Play until victory, game over or the turn limit; Ctrl-C ends the episode with a summary.
+        """Play until victory, game over or the turn limit; every way out ends with ``episode_complete``.
+
+        Ctrl-C (also while the servers start) and a game server that stops answering end the
+        episode with a summary (``stopped`` is ``"interrupted"`` / ``"error"``). A server that does
+        not start or a model that fails also write ``episode_complete`` and set :attr:`summary`
+        (``stopped="error"``), then raise.
 
         Returns:
             The summary; ``stopped`` says why the episode ended.
 
         Raises:
             MCPError: the MCP servers could not be set up (Requirement 9.3): a bad
-                ``mcp_config.json`` (``ConfigError``), a server that does not start on the first
-                turn (``MCPServerStartupError``), a model that cannot call tools.
+                ``mcp_config.json`` (``ConfigError``, before anything started), a server that does
+                not start on the first turn (``MCPServerStartupError``), a model that cannot call tools.
+            LLMError: the model endpoint failed beyond its retries.
         """
-        files = self.log_files()
         bridge = self._bridge()
-        stopped = "turn limit"
-        error: str | None = None
+        stopped, error, failure = "turn limit", None, None
         try:
             with bridge:
-                try:
-                    self._start(bridge)
-                    for _ in range(self.turn_limit):
-                        if self.status is not None and self.status.game_over:
-                            break
-                        self._turn(bridge, files)
-                except KeyboardInterrupt:
-                    stopped = "interrupted"
-                except GameError as exc:  # the game server stopped answering mid-episode
-                    stopped, error = "error", str(exc)
-                    self.recorder.log("ERROR", f"Episode stopped: {exc}")
-        except KeyboardInterrupt:  # while the servers were starting or stopping
+                self._start(bridge)
+                for _ in range(self.turn_limit):
+                    if self.status is not None and self.status.game_over:
+                        break
+                    self._turn(bridge)
+        except KeyboardInterrupt:
             stopped = "interrupted"
-        finally:
-            files.write(*self.recorder.drain())
+        except (GameError, MCPError, LLMError) as exc:
+            stopped, error = "error", f"{type(exc).__name__}: {exc}"
+            failure = None if isinstance(exc, GameError) else exc
+            self.recorder.log("ERROR", f"Episode stopped: {error}")
+        self.summary = summary = self._summary(bridge, stopped, error)
+        self.recorder.emit("episode_complete", stopped=summary.stopped, error=error, **summary.as_json())
+        self.recorder.log(
+            "INFO",
+            f"Episode complete ({summary.stopped}): score {summary.score}/{summary.max_score}, "
+            f"moves {summary.moves}, turns {summary.turns}, tool calls {summary.tool_calls}",
+        )
+        bridge.setup.flush()
+        if failure is not None:
+            raise failure
+        return summary
+
+    def _summary(self, bridge: Bridge, stopped: str, error: str | None) -> EpisodeSummary:
         status = self.status
         if stopped == "turn limit" and status is not None and status.game_over:
             stopped = "victory" if status.victory else "game over"
-        summary = EpisodeSummary(
+        return EpisodeSummary(
             score=status.score if status else 0,
             max_score=status.max_score if status else None,
             moves=status.moves if status else 0,
@@ -339,21 +362,13 @@ class Orchestrator:
             victory=bool(status and status.victory),
             game_over=bool(status and status.game_over),
             tool_calls=sum(r.tool_calls for r in self.records),
-            model=self.model_name,
+            model=self.model_name or bridge.setup.settings.llm.agent_model or "",
             scripted=self.scripted,
             location=status.location if status else "",
             stopped=stopped,
             error=error,
             episode_id=bridge.setup.episode_id,
         )
-        self.recorder.emit("episode_complete", stopped=stopped, error=error, **summary.as_json())
-        self.recorder.log(
-            "INFO",
-            f"Episode complete ({stopped}): score {summary.score}/{summary.max_score}, "
-            f"moves {summary.moves}, turns {summary.turns}, tool calls {summary.tool_calls}",
-        )
-        files.write(*self.recorder.drain())
-        return summary
 
     def _game_status(self, bridge: Bridge) -> GameStatus:
         result = bridge.call_tool(f"{GAME_SERVER_NAME}.status")
@@ -383,8 +398,6 @@ class Orchestrator:
             f"model {self.model_name}{' (offline scripted model)' if self.scripted else ''}, "
             f"MCP {'on' if self.mcp_on else 'off'}, up to {self.turn_limit} turns",
         )
-        if self.scripted:
-            self.recorder.emit("llm_offline_model", model=self.model_name)
         if self.on_start is not None:
             self.on_start(self.model_name, self.scripted)
 
@@ -414,7 +427,7 @@ class Orchestrator:
             f"Moves: {status.moves}.\n\n{observation}"
         )
 
-    def _turn(self, bridge: Bridge, files: LogFiles) -> None:
+    def _turn(self, bridge: Bridge) -> None:
         started = time.perf_counter()
         turn = len(self.records) + 1
         decision = bridge.get_action(self._state_text(turn, bridge), self._memories())
@@ -441,26 +454,46 @@ class Orchestrator:
             game_over=status.game_over,
             victory=status.victory,
             seconds=time.perf_counter() - started,
+            calls=tuple(calls),
         )
         self.records.append(record)
-        self.recorder.emit(
-            "turn_complete",
-            turn=turn,
-            action=action,
-            location=status.location,
-            score=status.score,
-            moves=status.moves,
-            tool_calls=len(calls),
-            game_over=status.game_over,
-            victory=status.victory,
-            game_error=result.error_message if result.is_error else None,
-        )
-        outcome = " GAME OVER (victory)" if status.victory else " GAME OVER" if status.game_over else ""
-        self.recorder.log(
-            "INFO",
-            f"Turn {turn}: Game: > {action} -> {status.location}, score {status.score}, "
-            f"moves {status.moves}{outcome}",
-        )
-        files.write(*self.recorder.drain())
+        self._report_turn(record, game_error=result.error_message if result.is_error else None)
         if self.on_turn is not None:
             self.on_turn(record)
+
+    def _report_turn(self, record: TurnRecord, *, game_error: str | None) -> None:
+        """``turn_complete`` carries what a reader of the log needs to follow the episode."""
+        self.recorder.emit(
+            "turn_complete",
+            turn=record.turn,
+            action=record.action,
+            location=record.location,
+            score=record.score,
+            moves=record.moves,
+            tool_calls=record.tool_calls,
+            game_over=record.game_over,
+            victory=record.victory,
+            game_error=game_error,
+            observation=record.observation[:OBSERVATION_CHARS],
+            reasoning=record.reasoning[:REASONING_CHARS],
+            new_objective=record.new_objective,
+            tools=[_call_summary(call) for call in record.calls],
+        )
+        outcome = " GAME OVER (victory)" if record.victory else " GAME OVER" if record.game_over else ""
+        self.recorder.log(
+            "INFO",
+            f"Turn {record.turn}: Game: > {record.action} -> {record.location}, score {record.score}, "
+            f"moves {record.moves}{outcome}",
+        )
+
+
+def _call_summary(call: ToolCallRecord) -> dict[str, Any]:
+    arguments = call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments, default=str)
+    return {
+        "name": call.name,
+        "server": call.server,
+        "arguments": arguments[:SHORT_CHARS],
+        "result": (call.result_preview or "")[:SHORT_CHARS],
+        "duration_ms": round(call.duration * 1000, 1),
+        "outcome": call.outcome,
+    }

@@ -19,6 +19,7 @@ from ._compat import supports_tool_calling as supports_tool_calling
 from ._messages import CACHE_CONTROL as CACHE_CONTROL
 from ._messages import with_cache_control as with_cache_control
 from ._models import ChatModel as ChatModel
+from ._models import CompletionRequest as CompletionRequest
 from ._models import FunctionCall as FunctionCall
 from ._models import LLMResponse as LLMResponse
 from ._models import ToolCall as ToolCall
@@ -27,6 +28,7 @@ from ._scripted import ScriptedModel as ScriptedModel
 from ._select import API_KEY_ENV_VARS as API_KEY_ENV_VARS
 from ._select import DEFAULT_BASE_URL as DEFAULT_BASE_URL
 from ._select import DEFAULT_MODEL as DEFAULT_MODEL
+from ._select import ModelChoice as ModelChoice
 from ._select import describe_model as describe_model
 from ._select import open_chat_model as open_chat_model
 from ._select import resolve_api_key as resolve_api_key
@@ -44,9 +46,11 @@ __all__ = [
     "OPENROUTER_HEADERS",
     "TOOL_PATTERNS",
     "ChatModel",
+    "CompletionRequest",
     "FunctionCall",
     "LLMClient",
     "LLMResponse",
+    "ModelChoice",
     "ScriptedModel",
     "ToolCall",
     "describe_model",

@@ -2,26 +2,27 @@
 
 ``open_llm_client`` owns the HTTP client (``async with``), so connections are kept alive
 for as long as the caller's context lives. Requests are retried with exponential backoff
-on 429, 5xx and transport failures; the waits are ``trio.sleep`` calls, so they run on
-trio's clock (virtual in tests) and a cancelled caller stops waiting at once.
+on 429, 5xx and transport failures; the waits are ``anyio.sleep`` calls, so they run on
+the event loop's clock (trio's is virtual in tests) and a cancelled caller stops waiting at once.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import logging
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal
 
+import anyio
+import attrs
 import httpx
-import trio
 from attrs import frozen
 
 from ..config import RetrySettings
 from ..errors import LLMError, LLMProviderError, LLMResponseError, LLMTransportError
+from ..observability import EventSink, NullSink
 from ._messages import check_tools, with_cache_control
-from ._models import LLMResponse
+from ._models import CompletionRequest, LLMResponse
 from ._parse import Scrubber, http_error, make_scrubber, parse_completion
 from ._retry import backoff_delay, default_rng, parse_retry_after
 from ._urls import chat_completions_url, is_local_base_url, is_openrouter
@@ -29,9 +30,8 @@ from ._urls import chat_completions_url, is_local_base_url, is_openrouter
 if TYPE_CHECKING:
     import random
     import ssl
-    from collections.abc import AsyncIterator, Mapping, Sequence
+    from collections.abc import AsyncIterator, Mapping
 
-    from ..observability import EventSink
 
 __all__ = ["DEFAULT_RETRY", "OPENROUTER_HEADERS", "LLMClient", "open_llm_client"]
 
@@ -40,8 +40,6 @@ DEFAULT_RETRY = RetrySettings()
 
 OPENROUTER_HEADERS: Mapping[str, str] = {"HTTP-Referer": "https://zorkgpt.com", "X-Title": "zorkmcp"}
 """App attribution headers sent by default when the base URL is OpenRouter's."""
-
-_log = logging.getLogger("zorkmcp.llm")
 
 _RetryKind = Literal["rate_limit", "server_error", "transport"]
 
@@ -84,7 +82,7 @@ class LLMClient:
         retry: backoff and timeout settings (``[tool.zorkgpt.retry]``).
         extra_headers: headers sent with every request.
         rng: the jitter source (tests pin it); the module's own ``random.Random`` by default.
-        events: where retries are reported; stdlib logging (``zorkmcp.llm``) when ``None``.
+        events: where retries are reported (``llm_retry`` events and episode-log lines).
         cache_control: mark system and user messages for prompt caching (Requirement 4.7).
     """
 
@@ -111,7 +109,7 @@ class LLMClient:
         self._retry = retry
         self._headers = dict(extra_headers or {})
         self._rng = rng if rng is not None else default_rng()
-        self._events = events
+        self._events: EventSink = events if events is not None else NullSink()
         self._cache_control = cache_control
         self._scrub: Scrubber = make_scrubber([self._api_key])
         self._answers = 0  # 2xx answers parsed: makes generated tool call ids unique per client
@@ -145,69 +143,31 @@ class LLMClient:
         key = "<set>" if self._api_key else None
         return f"LLMClient(model={self._model!r}, base_url={self._base_url!r}, api_key={key})"
 
-    async def complete(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        *,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        tool_choice: str | Mapping[str, Any] | None = None,
-        response_format: Mapping[str, Any] | None = None,
-        temperature: float | None = None,
-        top_p: float | None = None,
-        top_k: int | None = None,
-        min_p: float | None = None,
-        max_tokens: int | None = None,
-        stop: str | Sequence[str] | None = None,
-        extra_headers: Mapping[str, str] | None = None,
-    ) -> LLMResponse:
+    async def complete(self, request: CompletionRequest, /) -> LLMResponse:
         """Send one chat completion request, retrying as ``[tool.zorkgpt.retry]`` allows.
 
-        Parameters left ``None`` are not sent. ``response_format`` is sent exactly as given.
-        System and user messages get ``cache_control`` (Requirement 4.7). Cancelling the
-        caller's scope aborts the request (and any backoff wait) at once.
+        Fields left ``None`` are not sent; ``response_format`` is sent exactly as given. This
+        client owns prompt caching: with ``cache_control`` on, system and user messages get
+        ``cache_control`` (Requirement 4.7); with it off, none is sent. Cancelling the caller's
+        scope aborts the request (and any backoff wait) at once.
 
         Args:
-            messages: the conversation in OpenAI chat format.
-            tools: tool schemas in OpenAI format; checked before anything is sent. An
-                empty list is not sent.
-            tool_choice: ``"auto"``, ``"none"`` or a named function.
-            response_format: the JSON schema for the forced final call.
-            temperature: sampling temperature.
-            top_p: nucleus sampling.
-            top_k: top-k sampling.
-            min_p: min-p sampling.
-            max_tokens: completion token limit.
-            stop: stop sequence(s).
-            extra_headers: extra HTTP headers for this request.
+            request: the messages, tools and sampling of this completion.
 
         Returns:
             The parsed response.
 
         Raises:
-            ValueError: a tool schema is not in OpenAI format.
+            ValueError: a tool schema is not in OpenAI format (checked before anything is sent).
             LLMHTTPError: a non-2xx answer (after retries for 429 and 5xx).
             LLMResponseError: HTML, non-JSON, no ``choices`` or a malformed message.
             LLMProviderError: a provider error object inside a 200.
             LLMTransportError: connect errors, dropped connections and timeouts, after retries.
         """
-        payload = self._payload(
-            messages,
-            tools=tools,
-            tool_choice=tool_choice,
-            response_format=response_format,
-            temperature=temperature,
-            top_p=top_p,
-            top_k=top_k,
-            min_p=min_p,
-            max_tokens=max_tokens,
-            stop=stop,
-        )
-        headers = {"Accept": "application/json", **self._headers, **(extra_headers or {})}
+        payload = self._payload(request)
+        headers = {"Accept": "application/json", **self._headers, **(request.extra_headers or {})}
         if self._api_key is not None:
             headers["Authorization"] = f"Bearer {self._api_key}"
-        _log.debug(
-            "POST %s model=%s messages=%d tools=%d", self._url, self._model, len(messages), len(tools or ())
-        )
         retries = 0
         while True:
             outcome = await self._attempt(payload, headers)
@@ -221,47 +181,32 @@ class LLMClient:
                 delay = backoff_delay(retries, self._retry, self._rng)
             retries += 1
             self._report_retry(outcome, retries, delay)
-            await trio.sleep(delay)
+            await anyio.sleep(delay)
 
-    def _payload(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        *,
-        tools: Sequence[Mapping[str, Any]] | None,
-        tool_choice: str | Mapping[str, Any] | None,
-        response_format: Mapping[str, Any] | None,
-        temperature: float | None,
-        top_p: float | None,
-        top_k: int | None,
-        min_p: float | None,
-        max_tokens: int | None,
-        stop: str | Sequence[str] | None,
-    ) -> dict[str, Any]:
+    def _payload(self, request: CompletionRequest) -> dict[str, Any]:
+        messages = request.messages
         if self._cache_control:
             sent = with_cache_control(messages)
-        else:  # also drop markers the caller put there (zorkmcp.agent.build_messages does)
+        else:
             sent = [{k: v for k, v in m.items() if k != "cache_control"} for m in messages]
         payload: dict[str, Any] = {"model": self._model, "messages": sent}
+        stop = request.stop
         optional: dict[str, Any] = {
-            "temperature": temperature,
-            "top_p": top_p,
-            "top_k": top_k,
-            "min_p": min_p,
-            "max_tokens": max_tokens,
+            **attrs.asdict(request.sampling),
             "stop": stop if stop is None or isinstance(stop, str) else list(stop),
-            "tool_choice": tool_choice,
-            "response_format": response_format,  # seeds 000 §3.2: only the forced final call sets it
+            "tool_choice": request.tool_choice,
+            "response_format": request.response_format,  # seeds 000 §3.2: only the forced final call
         }
-        if tools:
-            check_tools(tools)
-            payload["tools"] = list(tools)
+        if request.tools:
+            check_tools(request.tools)
+            payload["tools"] = list(request.tools)
         payload.update({key: value for key, value in optional.items() if value is not None})
         return payload
 
     async def _attempt(self, payload: dict[str, Any], headers: dict[str, str]) -> LLMResponse | _Failure:
         timeout = self._retry.timeout_seconds
         response: httpx.Response | None = None
-        with trio.move_on_after(timeout):
+        with anyio.move_on_after(timeout):
             try:
                 # ASCII JSON (json.dumps' default), not httpx's json= (ensure_ascii=False): a lone
                 # surrogate a model sent and the engine echoes back must not break the request.
@@ -350,9 +295,6 @@ class LLMClient:
             f"LLM request failed ({failure.error}); retry {retry}/{self._retry.max_retries} in {delay:.2f}s"
             + (" (Retry-After)" if failure.retry_after is not None else "")
         )
-        if self._events is None:
-            _log.warning("%s", line)
-            return
         self._events.emit(
             "llm_retry",
             retry=retry,
@@ -391,7 +333,7 @@ async def open_llm_client(
         retry: ``[tool.zorkgpt.retry]``.
         extra_headers: headers sent with every request.
         rng: the jitter source (tests pin it).
-        events: where retries are reported (stdlib logging when ``None``).
+        events: where retries are reported (``llm_retry``).
         cache_control: mark system and user messages for prompt caching.
 
     Yields:
@@ -410,7 +352,7 @@ async def open_llm_client(
     headers.update(extra_headers or {})
     local = is_local_base_url(base_url)
     async with httpx.AsyncClient(
-        timeout=httpx.Timeout(None),  # the attempt's deadline is a trio cancel scope instead
+        timeout=httpx.Timeout(None),  # the attempt's deadline is a cancel scope instead
         verify=_ssl_context(),
         trust_env=not local,
     ) as http:

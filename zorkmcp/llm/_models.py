@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-from attrs import frozen
+from attrs import field, frozen
+
+from ..config import SamplingSettings
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-__all__ = ["ChatModel", "FunctionCall", "LLMResponse", "ToolCall"]
+__all__ = ["ChatModel", "CompletionRequest", "FunctionCall", "LLMResponse", "ToolCall"]
 
 
 @frozen(kw_only=True)
@@ -67,8 +69,47 @@ class LLMResponse:
     finish_reason: str | None = None
 
 
+def _messages(value: Sequence[Mapping[str, Any]]) -> tuple[Mapping[str, Any], ...]:
+    return tuple(value)
+
+
+def _tuple_or_none(value: Sequence[Mapping[str, Any]] | None) -> tuple[Mapping[str, Any], ...] | None:
+    return None if value is None else tuple(value)
+
+
+def _stop(value: str | Sequence[str] | None) -> str | tuple[str, ...] | None:
+    return value if value is None or isinstance(value, str) else tuple(value)
+
+
+@frozen
+class CompletionRequest:
+    """One chat completion request: what every :class:`ChatModel` answers.
+
+    A small frozen value (``attrs.evolve`` to change one field), so the engine, the models and
+    a recorded cassette pass the same object around instead of eleven keyword arguments.
+
+    Attributes:
+        messages: the conversation in OpenAI chat format (copied into a tuple).
+        tools: tool schemas in OpenAI format (``{"type": "function", "function": {...}}``);
+            ``None`` or empty: no tools are sent.
+        tool_choice: ``"auto"``, ``"none"`` or ``{"type": "function", "function": {"name": ...}}``.
+        response_format: passed through unchanged (the forced final call's JSON schema).
+        sampling: ``[tool.zorkgpt.agent_sampling]``; values left ``None`` are not sent.
+        stop: stop sequence(s); ``None`` is not sent.
+        extra_headers: extra HTTP headers for this request.
+    """
+
+    messages: tuple[Mapping[str, Any], ...] = field(converter=_messages)
+    tools: tuple[Mapping[str, Any], ...] | None = field(default=None, kw_only=True, converter=_tuple_or_none)
+    tool_choice: str | Mapping[str, Any] | None = field(default=None, kw_only=True)
+    response_format: Mapping[str, Any] | None = field(default=None, kw_only=True)
+    sampling: SamplingSettings = field(factory=SamplingSettings, kw_only=True)
+    stop: str | tuple[str, ...] | None = field(default=None, kw_only=True, converter=_stop)
+    extra_headers: Mapping[str, str] | None = field(default=None, kw_only=True)
+
+
 class ChatModel(Protocol):
-    """Anything that answers chat completions: :class:`LLMClient` or :class:`ScriptedModel`."""
+    """Anything that answers chat completions: :class:`LLMClient`, :class:`ScriptedModel`, a cassette."""
 
     @property
     def model(self) -> str:
@@ -77,38 +118,11 @@ class ChatModel(Protocol):
 
     @property
     def scripted(self) -> bool:
-        """``True`` for the offline scripted model (no LLM is called)."""
+        """``True`` for a model that calls no LLM (the offline scripted model, a replayed cassette)."""
         ...
 
-    async def complete(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        *,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        tool_choice: str | Mapping[str, Any] | None = None,
-        response_format: Mapping[str, Any] | None = None,
-        temperature: float | None = None,
-        top_p: float | None = None,
-        top_k: int | None = None,
-        min_p: float | None = None,
-        max_tokens: int | None = None,
-        stop: str | Sequence[str] | None = None,
-        extra_headers: Mapping[str, str] | None = None,
-    ) -> LLMResponse:
+    async def complete(self, request: CompletionRequest, /) -> LLMResponse:
         """Answer one chat completion request.
-
-        Args:
-            messages: the conversation in OpenAI chat format.
-            tools: tool schemas in OpenAI format (``{"type": "function", "function": {...}}``).
-            tool_choice: ``"auto"``, ``"none"`` or ``{"type": "function", "function": {"name": ...}}``.
-            response_format: passed through unchanged (the forced final call's JSON schema).
-            temperature: sampling temperature; ``None`` is not sent.
-            top_p: nucleus sampling; ``None`` is not sent.
-            top_k: top-k sampling; ``None`` is not sent.
-            min_p: min-p sampling; ``None`` is not sent.
-            max_tokens: completion token limit; ``None`` is not sent.
-            stop: stop sequence(s); ``None`` is not sent.
-            extra_headers: extra HTTP headers for this request.
 
         Raises:
             LLMError: the endpoint did not give a usable completion.

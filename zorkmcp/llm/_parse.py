@@ -7,7 +7,6 @@ never appears in a message or a body excerpt, even when a provider echoes it bac
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -30,8 +29,6 @@ EXCERPT_CHARS = 300
 REDACTED = "[REDACTED]"
 
 Scrubber = Callable[[str], str]
-
-_log = logging.getLogger("zorkmcp.llm")
 
 
 def make_scrubber(secrets: Iterable[str | None]) -> Scrubber:
@@ -186,7 +183,6 @@ def _tool_calls(
             call_id = str(call_id)
         if not isinstance(call_id, str) or not call_id:
             call_id = f"{id_prefix}_{index}"
-            _log.info("tool call %d (%s) came without an id; using %r", index, name, call_id)
         kind = item.get("type")
         calls.append(
             ToolCall(

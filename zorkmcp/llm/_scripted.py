@@ -11,9 +11,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import trio
+import anyio.lowlevel
 
-from ._models import FunctionCall, LLMResponse, ToolCall
+from ._models import CompletionRequest, FunctionCall, LLMResponse, ToolCall
 
 __all__ = ["DEFAULT_WALKTHROUGH", "SCRIPTED_MODEL_NAME", "ScriptedModel"]
 
@@ -142,51 +142,28 @@ class ScriptedModel:
                 return name
         return None
 
-    async def complete(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        *,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        tool_choice: str | Mapping[str, Any] | None = None,
-        response_format: Mapping[str, Any] | None = None,
-        temperature: float | None = None,
-        top_p: float | None = None,
-        top_k: int | None = None,
-        min_p: float | None = None,
-        max_tokens: int | None = None,
-        stop: str | Sequence[str] | None = None,
-        extra_headers: Mapping[str, str] | None = None,
-    ) -> LLMResponse:
-        """Answer as the walkthrough says (see the class docstring); the sampling arguments are ignored.
+    async def complete(self, request: CompletionRequest, /) -> LLMResponse:
+        """Answer as the walkthrough says (see the class docstring); sampling is ignored.
 
-        Args:
-            messages: the conversation; only the last message's role matters.
-            tools: the tools offered; the scripted tool is called only if it is among them.
-            tool_choice: ignored (``"none"`` suppresses the tool call).
-            response_format: when given, the answer is always the final JSON.
-            temperature: ignored.
-            top_p: ignored.
-            top_k: ignored.
-            min_p: ignored.
-            max_tokens: ignored.
-            stop: ignored.
-            extra_headers: ignored.
+        Only the last message's role, the tools offered, ``tool_choice`` (``"none"`` suppresses
+        the tool call) and ``response_format`` (then the answer is always the final JSON) matter.
 
         Returns:
             A tool call or the final JSON content.
         """
-        await trio.lowlevel.checkpoint()
+        await anyio.lowlevel.checkpoint()
+        messages, tools = request.messages, request.tools
         prompt_tokens = sum(_tokens(_text_of(m)) for m in messages) + (
             _tokens(json.dumps(list(tools), default=str)) if tools else 0
         )
         last_role = messages[-1].get("role") if messages else None
-        if response_format is None and last_role == "user":
+        if request.response_format is None and last_role == "user":
             turn = self._turns
             self._turns += 1
             wire_name = self._offered_tool(tools)
             if (
                 wire_name is not None
-                and tool_choice != "none"
+                and request.tool_choice != "none"
                 and self._tool_every > 0
                 and turn % self._tool_every == 0
             ):

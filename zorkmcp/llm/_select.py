@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 import os
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
+from attrs import define, field
+
+from ..observability import EventSink, NullSink
 from ._client import LLMClient, open_llm_client
 from ._scripted import DEFAULT_WALKTHROUGH, ScriptedModel
 from ._urls import is_local_base_url, is_openai
@@ -15,13 +17,13 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Mapping, Sequence
 
     from ..config import LLMSettings, SamplingSettings, Settings
-    from ..observability import EventSink
     from ._models import ChatModel
 
 __all__ = [
     "API_KEY_ENV_VARS",
     "DEFAULT_BASE_URL",
     "DEFAULT_MODEL",
+    "ModelChoice",
     "describe_model",
     "open_chat_model",
     "resolve_api_key",
@@ -32,8 +34,6 @@ DEFAULT_BASE_URL = "https://openrouter.ai/api/v1"
 DEFAULT_MODEL = "openai/gpt-4o-mini"
 API_KEY_ENV_VARS: tuple[str, ...] = ("OPENROUTER_API_KEY", "OPENAI_API_KEY")
 """Where the API key is looked for when ``api_key_env`` names no variable."""
-
-_log = logging.getLogger("zorkmcp.llm")
 
 
 def resolve_api_key(
@@ -92,6 +92,85 @@ def _offline_warning(llm: LLMSettings, base_url: str, model: str) -> str:
     )
 
 
+@define(kw_only=True)
+class ModelChoice:
+    """Which chat model an episode talks to, decided once from the settings (no async resources).
+
+    The choice outlives event loops: the plain ``bridge.get_action()`` path opens the model in every
+    ``trio.run`` with :meth:`open`, and the offline scripted model is the same object each time, so
+    its place in the walkthrough survives between calls. An HTTP client is opened per :meth:`open`.
+
+    Attributes:
+        base_url: the endpoint (``base_url_override``, else ``agent_base_url``, else
+            ``client_base_url``, else OpenRouter).
+        model: the model name (``model_override``, else ``agent_model``, else :data:`DEFAULT_MODEL`).
+        scripted: the offline scripted model when there is no API key and the endpoint is not
+            local; ``None`` when a real endpoint is used.
+        notice: the one-line explanation shown when the scripted model plays.
+    """
+
+    base_url: str
+    model: str
+    scripted: ScriptedModel | None
+    notice: str | None
+    _api_key: str | None = field(repr=False, alias="api_key")
+    _settings: Settings = field(repr=False, alias="settings")
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        *,
+        model_override: str | None = None,
+        base_url_override: str | None = None,
+        walkthrough: Sequence[str] | None = None,
+    ) -> ModelChoice:
+        """Decide between a real endpoint and the offline scripted model (see :func:`resolve_api_key`)."""
+        llm = settings.llm
+        base_url = base_url_override or llm.agent_base_url or llm.client_base_url or DEFAULT_BASE_URL
+        model = model_override or llm.agent_model or DEFAULT_MODEL
+        api_key, _ = resolve_api_key(llm, base_url)
+        if api_key is None and not is_local_base_url(base_url):
+            commands = DEFAULT_WALKTHROUGH if walkthrough is None else walkthrough
+            return cls(
+                base_url=base_url,
+                model=model,
+                scripted=ScriptedModel(commands),
+                notice=_offline_warning(llm, base_url, model),
+                api_key=None,
+                settings=settings,
+            )
+        return cls(
+            base_url=base_url, model=model, scripted=None, notice=None, api_key=api_key, settings=settings
+        )
+
+    def announce(self, events: EventSink) -> None:
+        """Say once (per episode) which model plays when it is the offline scripted model."""
+        if self.notice is not None:
+            events.emit("llm_offline_model", base_url=self.base_url, model=self.model)
+            events.log("INFO", self.notice)
+
+    @asynccontextmanager
+    async def open(self, events: EventSink | None = None) -> AsyncIterator[ChatModel]:
+        """Yield the chat model: the scripted model, or an :class:`LLMClient` on its own HTTP client.
+
+        Args:
+            events: where the client reports retries (``llm_retry``).
+        """
+        if self.scripted is not None:
+            yield self.scripted
+            return
+        async with open_llm_client(
+            base_url=self.base_url,
+            model=self.model,
+            api_key=self._api_key,
+            retry=self._settings.retry,
+            events=events,
+            cache_control=self._settings.llm.cache_control,
+        ) as client:
+            yield client
+
+
 @asynccontextmanager
 async def open_chat_model(
     settings: Settings,
@@ -101,46 +180,29 @@ async def open_chat_model(
     walkthrough: Sequence[str] | None = None,
     events: EventSink | None = None,
 ) -> AsyncIterator[ChatModel]:
-    """Open the chat model the settings describe.
+    """Open the chat model the settings describe (:meth:`ModelChoice.from_settings`, then ``open``).
 
-    Base URL: ``base_url_override``, else ``agent_base_url``, else ``client_base_url``, else
-    OpenRouter. Model: ``model_override``, else ``agent_model``, else :data:`DEFAULT_MODEL`.
     With an API key (see :func:`resolve_api_key`) or a local base URL this is an
     :class:`LLMClient`; otherwise it is a :class:`ScriptedModel` playing ``walkthrough``
-    (the opening of Zork I by default), and a warning says so.
+    (the opening of Zork I by default), and an ``llm_offline_model`` event says so.
 
     Args:
         settings: the loaded settings (``[tool.zorkgpt.llm]`` and ``[tool.zorkgpt.retry]``).
         model_override: e.g. from ``--model``.
         base_url_override: e.g. from ``--base-url``.
         walkthrough: the commands for the scripted model.
-        events: where warnings and retries are reported (stdlib logging when ``None``).
+        events: where the offline notice and retries are reported.
 
     Yields:
         The chat model; an HTTP client closes when the context exits.
     """
-    llm = settings.llm
-    base_url = base_url_override or llm.agent_base_url or llm.client_base_url or DEFAULT_BASE_URL
-    model = model_override or llm.agent_model or DEFAULT_MODEL
-    api_key, _ = resolve_api_key(llm, base_url)
-    if api_key is None and not is_local_base_url(base_url):
-        line = _offline_warning(llm, base_url, model)
-        if events is None:
-            _log.warning("%s", line)
-        else:
-            events.emit("llm_offline_model", base_url=base_url, model=model)
-            events.log("WARNING", line)
-        yield ScriptedModel(DEFAULT_WALKTHROUGH if walkthrough is None else walkthrough)
-        return
-    async with open_llm_client(
-        base_url=base_url,
-        model=model,
-        api_key=api_key,
-        retry=settings.retry,
-        events=events,
-        cache_control=llm.cache_control,
-    ) as client:
-        yield client
+    choice = ModelChoice.from_settings(
+        settings, model_override=model_override, base_url_override=base_url_override, walkthrough=walkthrough
+    )
+    sink = events if events is not None else NullSink()
+    choice.announce(sink)
+    async with choice.open(sink) as model:
+        yield model
 
 
 def describe_model(chat_model: ChatModel) -> str:

@@ -1,4 +1,10 @@
-"""The sync boundary: ``get_action()`` (one ``trio.run`` per call) and ``Bridge`` (one loop per episode)."""
+"""The sync boundary: ``get_action()`` (one ``trio.run`` per call) and ``Bridge`` (one loop per episode).
+
+This is where the project chooses trio as its runtime: ``trio.run`` per call, or anyio's blocking
+portal with ``backend="trio"`` for an episode. Both report through the episode's one
+:class:`~zorkmcp.observability.EventRecorder` and append what it holds to ``[tool.zorkgpt.files]``
+after every call, so memory stays flat however long the episode is.
+"""
 
 from __future__ import annotations
 
@@ -14,16 +20,16 @@ import attrs
 import trio
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
-from zorkmcp.agent import AgentAction, ZorkAgent
-from zorkmcp.config import McpConfig, Settings
-from zorkmcp.llm import ChatModel, open_chat_model
-from zorkmcp.mcp import EpisodeServers, McpManager, ToolCallResult
-from zorkmcp.observability import EventRecorder, LogFiles, Tracer, open_tracer
+from .agent import AgentAction, ZorkAgent
+from .config import McpConfig, Settings
+from .llm import ChatModel, ModelChoice
+from .mcp import EpisodeServers, McpManager, ToolCallResult
+from .observability import EventRecorder, LogFiles, Tracer, open_tracer
 
 if TYPE_CHECKING:
     from types import TracebackType
 
-__all__ = ["Bridge", "EpisodeSetup", "get_action", "reset"]
+__all__ = ["Bridge", "EpisodeSetup", "get_action", "reset", "run_trio"]
 
 T = TypeVar("T")
 ChatModelFactory = Callable[[], AbstractAsyncContextManager[ChatModel]]
@@ -54,17 +60,44 @@ def _refuse_inside_event_loop(what: str) -> None:
         )
 
 
+def run_trio(func: Callable[..., Awaitable[T]], *args: Any) -> T:
+    """``trio.run(func, *args)`` with the Ctrl-C contract of the sync boundary.
+
+    Ctrl-C goes to the running task at its next checkpoint, which cancels the work and stops its
+    servers (unrestricted, trio raises ``KeyboardInterrupt`` in whichever task runs: in a server's
+    stdio writer it only looks like a dead server). A ``KeyboardInterrupt`` that comes out inside an
+    exception group is re-raised as a plain ``KeyboardInterrupt``.
+    """
+    try:
+        return trio.run(func, *args, restrict_keyboard_interrupt_to_checkpoints=True)
+    except BaseExceptionGroup as group:
+        if group.subgroup(KeyboardInterrupt) is None:
+            raise
+        raise KeyboardInterrupt from group
+
+
+_FROM_SETTINGS: Any = object()
+
+
 @attrs.define
 class EpisodeSetup:
     """Everything an episode needs that is not an async resource; survives across ``trio.run`` calls.
+
+    The episode's plain state lives here: the turn number, the servers disabled after repeated
+    failures (in the :class:`~zorkmcp.mcp.McpManager`), and the chat model's choice — the offline
+    scripted model is one object for the whole episode, so its place in the walkthrough survives
+    between ``get_action()`` calls.
 
     Args:
         settings: the ``[tool.zorkgpt.*]`` settings (default: ``pyproject.toml`` in the current folder).
         servers: the MCP servers to run; default: ``mcp_config.json`` when ``[tool.zorkgpt.mcp]
             enabled`` is true, none otherwise (the config file is then not read, Requirement 2.5).
         agent_tools: whether the agent is offered the servers' tools (default: ``settings.mcp.enabled``).
-        chat_model: a factory for the chat model; default :func:`zorkmcp.llm.open_chat_model`.
-        recorder: where events and episode-log lines are collected.
+        chat_model: a factory for the chat model; default: the model the settings choose
+            (:class:`~zorkmcp.llm.ModelChoice`).
+        recorder: the episode's one event sink.
+        log_files: where :meth:`flush` appends events and episode-log lines; default
+            ``[tool.zorkgpt.files]``; ``None`` writes nothing (the caller drains the recorder).
     """
 
     settings: Settings
@@ -75,6 +108,7 @@ class EpisodeSetup:
     tracer: Tracer
     manager: McpManager | None
     episode_id: str
+    log_files: LogFiles | None = None
     turn: int = 0
 
     @classmethod
@@ -91,6 +125,7 @@ class EpisodeSetup:
         model: str | None = None,
         base_url: str | None = None,
         walkthrough: Sequence[str] | None = None,
+        log_files: LogFiles | None = _FROM_SETTINGS,
     ) -> EpisodeSetup:
         """Load what is not given. Configuration errors surface here, before any turn (fail fast).
 
@@ -105,12 +140,17 @@ class EpisodeSetup:
         recorder.context.setdefault("episode_id", episode_id)
         manager = McpManager(servers, settings.mcp, events=recorder) if servers is not None else None
         if chat_model is None:
+            choice = ModelChoice.from_settings(
+                settings, model_override=model, base_url_override=base_url, walkthrough=walkthrough
+            )
+            choice.announce(recorder)  # once per episode
 
             def chat_model() -> AbstractAsyncContextManager[ChatModel]:
-                return open_chat_model(
-                    settings, model_override=model, base_url_override=base_url, walkthrough=walkthrough
-                )
+                return choice.open(recorder)
 
+        if log_files is _FROM_SETTINGS:
+            files = settings.files
+            log_files = LogFiles(json_log=Path(files.json_log_file), episode_log=Path(files.episode_log_file))
         return cls(
             settings=settings,
             servers=servers,
@@ -120,6 +160,7 @@ class EpisodeSetup:
             tracer=open_tracer(),
             manager=manager,
             episode_id=episode_id,
+            log_files=log_files,
         )
 
     def agent(self, model: ChatModel) -> ZorkAgent:
@@ -134,8 +175,13 @@ class EpisodeSetup:
 
     def next_turn(self) -> int:
         self.turn += 1
-        self.recorder.context["turn"] = self.turn
+        self.recorder.set_context(turn=self.turn)
         return self.turn
+
+    def flush(self) -> None:
+        """Append what the recorder holds to the log files (sync I/O: call it outside the loop)."""
+        if self.log_files is not None:
+            self.log_files.write(*self.recorder.drain())
 
 
 async def _cold_turn(setup: EpisodeSetup, game_state_text: str, relevant_memories: str | None) -> AgentAction:
@@ -150,7 +196,7 @@ _DEFAULT_LOCK = threading.Lock()
 
 
 def reset() -> None:
-    """Forget the state ``get_action()`` keeps between calls (turn count, disabled servers): a new episode."""
+    """Forget the episode ``get_action()`` keeps between calls: the next call starts a new one."""
     with _DEFAULT_LOCK:
         _DEFAULT.clear()
 
@@ -166,10 +212,10 @@ def get_action(
     Every MCP server is started for this call and is gone when it returns (or raises, or is
     interrupted with Ctrl-C: the ``KeyboardInterrupt`` is re-raised after the servers are stopped).
     Nothing async survives between calls; the episode's plain state (turn number, servers disabled
-    after repeated failures) does, per ``pyproject`` — :func:`reset` starts a new episode. The turn's
-    events and episode-log lines are appended to ``[tool.zorkgpt.files]`` ``json_log_file`` and
-    ``episode_log_file`` when the call returns.
-    For per_episode servers and HTTP keep-alive across turns, use :class:`Bridge`.
+    after repeated failures, the offline scripted model's place in its walkthrough) does, per
+    ``pyproject`` — :func:`reset` starts a new episode. The turn's events and episode-log lines are
+    appended to ``[tool.zorkgpt.files]`` ``json_log_file`` and ``episode_log_file`` when the call
+    returns. For per_episode servers and HTTP keep-alive across turns, use :class:`Bridge`.
 
     Returns:
         ``{"action": str, "reasoning": str, "new_objective": str | None}``.
@@ -187,27 +233,9 @@ def get_action(
         if setup is None:
             setup = _DEFAULT[key] = EpisodeSetup.create(pyproject=pyproject)
     try:
-        # Ctrl-C goes to the turn's own task at its next checkpoint, which cancels the turn and
-        # stops its servers. Unrestricted, trio raises KeyboardInterrupt in whichever task is
-        # running: in a server's stdio writer it only looks like a dead server, and the turn
-        # carries on (one more LLM request) before the interrupt surfaces inside a group.
-        action = trio.run(
-            _cold_turn,
-            setup,
-            game_state_text,
-            relevant_memories,
-            restrict_keyboard_interrupt_to_checkpoints=True,
-        )
-    except BaseExceptionGroup as group:
-        if group.subgroup(KeyboardInterrupt) is None:
-            raise
-        raise KeyboardInterrupt from group  # the contract: Ctrl-C comes out as KeyboardInterrupt
+        action = run_trio(_cold_turn, setup, game_state_text, relevant_memories)
     finally:
-        # The turn's events and episode-log lines go to [tool.zorkgpt.files] (sync I/O, after the loop).
-        files = setup.settings.files
-        LogFiles(json_log=Path(files.json_log_file), episode_log=Path(files.episode_log_file)).write(
-            *setup.recorder.drain()
-        )
+        setup.flush()
     return action.as_dict()
 
 
@@ -225,7 +253,9 @@ class Bridge:
 
     ``per_episode`` servers and the model's HTTP keep-alive survive between turns; ``get_action`` has
     the contract of :func:`bridge.get_action`. Leaving the ``with`` block closes everything; an
-    exception or Ctrl-C in the block first cancels the turn in flight.
+    exception or Ctrl-C in the block first cancels the turn in flight. After every call the episode's
+    events go to the log files (``log_files``, default ``[tool.zorkgpt.files]``), so memory stays
+    flat over any number of turns.
 
     Example::
 
@@ -277,8 +307,11 @@ class Bridge:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         stack, self._stack, self._portal, self._live = self._stack, None, None, None
-        if stack is not None:
-            stack.__exit__(exc_type, exc, tb)
+        try:
+            if stack is not None:
+                stack.__exit__(exc_type, exc, tb)
+        finally:
+            self.setup.flush()
 
     def _run(self, func: Callable[[], Awaitable[T]]) -> T:
         portal, live = self._portal, self._live
@@ -301,6 +334,8 @@ class Bridge:
             future.cancel()
             finished.wait()
             raise
+        finally:
+            self.setup.flush()
 
     def get_action(self, game_state_text: str, relevant_memories: str | None = None) -> dict[str, str | None]:
         """Choose the next action (same contract as :func:`bridge.get_action`)."""
