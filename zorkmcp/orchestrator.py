@@ -1,15 +1,11 @@
-"""The synchronous episode loop (Requirement 9): a game MCP server, the agent, and a ``bridge.Bridge``.
+"""``zorkmcp play``'s synchronous orchestrator (Requirement 9): one episode through ``bridge.Bridge``.
 
-Each turn: build the game-state text and recent memories, ask the agent for an action
-(``Bridge.get_action``), play it through the game server's ``play_action``, read the game's own
-``status`` (score, moves, location, game over, victory), record the turn. The game server is a
-``per_episode`` session; the agent is offered its read-only tools (``memory``, ``get_map``,
-``inventory``; never ``play_action``) together with the configured reasoning servers.
-
-The episode ends at the turn limit, when the game is over (the game says so: ``GAME OVER`` in
-``play_action``, ``game_over`` in ``status``), or on Ctrl-C, which stops the turn in flight, stops
-every server and still returns an :class:`EpisodeSummary`. Victory and the maximum score come from
-the game (``status``), never from a guess on the score.
+The episode loop itself is :class:`zorkmcp.episode.Episode` (written once, also driven by
+``zorkmcp eval``); this module drives it synchronously: the agent's turns go through
+``Bridge.get_action`` and the game's tools through ``Bridge.call_tool`` (the game server is a
+``per_episode`` session; the agent is offered its read-only tools with the configured reasoning
+servers). Ctrl-C stops the turn in flight, stops every server and still returns an
+:class:`EpisodeSummary`.
 
 Relative log paths (``[tool.zorkgpt.files] json_log_file`` / ``episode_log_file``) are relative to the
 current folder, as in ZorkGPT.
@@ -17,23 +13,31 @@ current folder, as in ZorkGPT.
 
 from __future__ import annotations
 
-import json
-import re
-import sys
-import time
-from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from ._bridge import Bridge
-from .config import McpConfig, ServerConfig, Settings
+from .config import McpConfig, Settings
+from .episode import (
+    GAME_SERVER_NAME,
+    GAME_TOOLS_FOR_AGENT,
+    AskAgent,
+    Episode,
+    EpisodeSummary,
+    GameStatus,
+    Step,
+    TurnRecord,
+    default_walkthrough,
+    drive,
+    game_server_config,
+)
 from .errors import ConfigError, GameError, LLMError, MCPError
 from .observability import EventRecorder, LogFiles
 
 if TYPE_CHECKING:
-    from .engine import ToolCallRecord
+    from collections.abc import Callable, Sequence
 
 __all__ = [
     "GAME_SERVER_NAME",
@@ -45,171 +49,6 @@ __all__ = [
     "default_walkthrough",
     "game_server_config",
 ]
-
-GAME_SERVER_NAME = "zork"
-GAME_TOOLS_FOR_AGENT = ("memory", "get_map", "inventory")
-"""The game tools the agent is offered: read-only; ``play_action`` is the orchestrator's."""
-RECENT_MEMORIES = 8
-OBSERVATION_CHARS = 4000
-"""``turn_complete.observation``: the game's text after the action, up to this many characters."""
-REASONING_CHARS = 2000
-SHORT_CHARS = 200
-"""Arguments and results of tool calls in ``turn_complete.tools`` are cut to this many characters."""
-
-_GAME_OVER = re.compile(r"(?:\A|\n)GAME OVER\s*\Z")  # the last line of play_action (seeds 003 §1)
-
-
-def game_server_config(game_path: Path, seed: int | None) -> ServerConfig:
-    """The game MCP server (seed 003) as a per_episode stdio server; the agent sees only its read-only tools.
-
-    Args:
-        game_path: the story file.
-        seed: the interpreter's RNG seed (``None``: Jericho's default).
-    """
-    args = ["-m", "zorkmcp.game.server", "--game", str(game_path)]
-    if seed is not None:
-        args += ["--seed", str(seed)]
-    return ServerConfig(
-        name=GAME_SERVER_NAME,
-        type="stdio",
-        command=sys.executable,
-        args=tuple(args),
-        lifecycle="per_episode",
-        tools=GAME_TOOLS_FOR_AGENT,
-    )
-
-
-def default_walkthrough(game_path: Path) -> list[str] | None:
-    """The commands the offline scripted model plays: Jericho's walkthrough for the game.
-
-    The game is named by the file's stem (``zork1.z3`` → ``zork1``); a file Jericho has no
-    walkthrough for gets Zork I's (the game this project is about).
-
-    Args:
-        game_path: the story file.
-
-    Returns:
-        The commands, or ``None`` when Jericho knows neither (the scripted model's default opening).
-    """
-    from .game import walkthrough
-
-    for name in dict.fromkeys((game_path.stem.lower(), "zork1")):
-        try:
-            return walkthrough(name)
-        except GameError:
-            continue
-    return None  # pragma: no cover - Jericho always knows zork1
-
-
-@attrs.frozen(kw_only=True)
-class GameStatus:
-    """What the game server's ``status`` tool says (the game's own view, not a guess)."""
-
-    game: str
-    location: str
-    score: int
-    max_score: int | None
-    moves: int
-    game_over: bool
-    victory: bool
-    died: bool
-
-    @classmethod
-    def from_content(cls, content: Any) -> GameStatus:
-        """Read the ``status`` tool's JSON object.
-
-        Args:
-            content: the ``ToolCallResult.content`` of a ``status`` call (a dict).
-
-        Raises:
-            GameError: the content is not the status object.
-        """
-        if not isinstance(content, Mapping):
-            raise GameError(f"the game server's status is not a JSON object: {str(content)[:200]!r}")
-        try:
-            max_score = content.get("max_score")
-            return cls(
-                game=str(content["game"]),
-                location=str(content["location"]),
-                score=int(content["score"]),
-                max_score=None if max_score is None else int(max_score),
-                moves=int(content["moves"]),
-                game_over=bool(content["game_over"]),
-                victory=bool(content["victory"]),
-                died=bool(content.get("died", False)),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise GameError(f"the game server's status lacks {exc}: {dict(content)!r}") from None
-
-
-@attrs.frozen(kw_only=True)
-class TurnRecord:
-    """One played turn."""
-
-    turn: int
-    action: str
-    reasoning: str
-    new_objective: str | None
-    observation: str
-    location: str
-    score: int
-    max_score: int | None
-    moves: int
-    tool_calls: int
-    tools_used: tuple[str, ...]
-    game_over: bool
-    victory: bool
-    seconds: float
-    calls: tuple[ToolCallRecord, ...] = ()
-    """This turn's tool calls, in order (name, arguments, outcome, duration, result preview)."""
-
-
-@attrs.frozen(kw_only=True)
-class EpisodeSummary:
-    """The end of an episode; ``as_json()`` is what ``--summary-json`` writes.
-
-    ``stopped`` says why the episode ended: ``"victory"``, ``"game over"``, ``"turn limit"``,
-    ``"interrupted"`` (Ctrl-C) or ``"error"`` (then ``error`` says what went wrong).
-    """
-
-    score: int
-    max_score: int | None
-    moves: int
-    turns: int
-    victory: bool
-    game_over: bool
-    tool_calls: int
-    model: str
-    scripted: bool
-    location: str = ""
-    stopped: str = "turn limit"
-    error: str | None = None
-    episode_id: str = ""
-
-    @property
-    def interrupted(self) -> bool:
-        """The episode was stopped with Ctrl-C."""
-        return self.stopped == "interrupted"
-
-    def as_json(self) -> dict[str, Any]:
-        """The ``--summary-json`` object: exactly these nine keys."""
-        return {
-            "score": self.score,
-            "max_score": self.max_score,
-            "moves": self.moves,
-            "turns": self.turns,
-            "victory": self.victory,
-            "game_over": self.game_over,
-            "tool_calls": self.tool_calls,
-            "model": self.model,
-            "scripted": self.scripted,
-        }
-
-
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    return str(content)
 
 
 @attrs.define
@@ -243,10 +82,7 @@ class Orchestrator:
     on_start: Callable[[str, bool], None] | None = None
     on_turn: Callable[[TurnRecord], None] | None = None
     recorder: EventRecorder = attrs.Factory(EventRecorder)
-    records: list[TurnRecord] = attrs.Factory(list)
-    status: GameStatus | None = None
-    model_name: str = ""
-    scripted: bool = False
+    episode: Episode | None = None
     summary: EpisodeSummary | None = None
     """The summary, once the episode has ended (also when :meth:`run` raised)."""
 
@@ -324,176 +160,50 @@ class Orchestrator:
             LLMError: the model endpoint failed beyond its retries.
         """
         bridge = self._bridge()
+        self.episode = episode = Episode(
+            events=self.recorder,
+            episode_id=bridge.setup.episode_id,
+            game_path=self.game_path,
+            seed=self.seed,
+            turn_limit=self.turn_limit,
+            mcp_on=self.mcp_on,
+            on_start=self.on_start,
+            on_turn=self.on_turn,
+        )
         stopped, error, failure = "turn limit", None, None
         try:
             with bridge:
-                self._start(bridge)
-                for _ in range(self.turn_limit):
-                    if self.status is not None and self.status.game_over:
-                        break
-                    self._turn(bridge)
+                drive(episode.steps(bridge.model.model, bridge.model.scripted), _answer_with(bridge))
         except KeyboardInterrupt:
             stopped = "interrupted"
         except (GameError, MCPError, LLMError) as exc:
             stopped, error = "error", f"{type(exc).__name__}: {exc}"
             failure = None if isinstance(exc, GameError) else exc
             self.recorder.log("ERROR", f"Episode stopped: {error}")
-        self.summary = summary = self._summary(bridge, stopped, error)
-        self.recorder.emit("episode_complete", stopped=summary.stopped, error=error, **summary.as_json())
-        self.recorder.log(
-            "INFO",
-            f"Episode complete ({summary.stopped}): score {summary.score}/{summary.max_score}, "
-            f"moves {summary.moves}, turns {summary.turns}, tool calls {summary.tool_calls}",
-        )
+        self.summary = episode.finish(stopped, error)
         bridge.setup.flush()
         if failure is not None:
             raise failure
-        return summary
+        return self.summary
 
-    def _summary(self, bridge: Bridge, stopped: str, error: str | None) -> EpisodeSummary:
-        status = self.status
-        if stopped == "turn limit" and status is not None and status.game_over:
-            stopped = "victory" if status.victory else "game over"
-        return EpisodeSummary(
-            score=status.score if status else 0,
-            max_score=status.max_score if status else None,
-            moves=status.moves if status else 0,
-            turns=len(self.records),
-            victory=bool(status and status.victory),
-            game_over=bool(status and status.game_over),
-            tool_calls=sum(r.tool_calls for r in self.records),
-            model=self.model_name or bridge.setup.settings.llm.agent_model or "",
-            scripted=self.scripted,
-            location=status.location if status else "",
-            stopped=stopped,
-            error=error,
-            episode_id=bridge.setup.episode_id,
-        )
+    @property
+    def records(self) -> list[TurnRecord]:
+        """The turns played so far."""
+        return self.episode.records if self.episode is not None else []
 
-    def _game_status(self, bridge: Bridge) -> GameStatus:
-        result = bridge.call_tool(f"{GAME_SERVER_NAME}.status")
-        if result.is_error:
-            raise GameError(f"the game server did not answer status: {result.error_message}")
-        self.status = GameStatus.from_content(result.content)
-        return self.status
-
-    def _start(self, bridge: Bridge) -> None:
-        self.model_name = bridge.model.model
-        self.scripted = bridge.model.scripted
-        status = self._game_status(bridge)
-        self.recorder.emit(
-            "episode_start",
-            game=status.game,
-            game_file=str(self.game_path),
-            seed=self.seed,
-            max_turns=self.turn_limit,
-            mcp_enabled=self.mcp_on,
-            model=self.model_name,
-            scripted=self.scripted,
-            max_score=status.max_score,
-        )
-        self.recorder.log(
-            "INFO",
-            f"Episode {bridge.setup.episode_id}: {status.game} ({self.game_path.name}, seed {self.seed}), "
-            f"model {self.model_name}{' (offline scripted model)' if self.scripted else ''}, "
-            f"MCP {'on' if self.mcp_on else 'off'}, up to {self.turn_limit} turns",
-        )
-        if self.on_start is not None:
-            self.on_start(self.model_name, self.scripted)
-
-    def _memories(self) -> str | None:
-        recent = self.records[-RECENT_MEMORIES:]
-        if not recent:
-            return None
-        lines = ["Recent turns (oldest first):"]
-        for r in recent:
-            first = " ".join(r.observation.split())[:160]
-            lines.append(f"- Turn {r.turn}: > {r.action} -> {first}")
-        objective = next((r.new_objective for r in reversed(self.records) if r.new_objective), None)
-        if objective:
-            lines.append(f"Current objective: {objective}")
-        return "\n".join(lines)
-
-    def _state_text(self, turn: int, bridge: Bridge) -> str:
-        status = self.status
-        assert status is not None
-        if self.records:
-            observation = self.records[-1].observation
-        else:
-            observation = _text_of(bridge.call_tool(f"{GAME_SERVER_NAME}.memory").content)
-        maximum = f"/{status.max_score}" if status.max_score is not None else ""
-        return (
-            f"Turn {turn}. Location: {status.location}. Score: {status.score}{maximum}. "
-            f"Moves: {status.moves}.\n\n{observation}"
-        )
-
-    def _turn(self, bridge: Bridge) -> None:
-        started = time.perf_counter()
-        turn = len(self.records) + 1
-        decision = bridge.get_action(self._state_text(turn, bridge), self._memories())
-        action = decision["action"] or "look"
-        result = bridge.call_tool(f"{GAME_SERVER_NAME}.play_action", {"action": action})
-        text = _text_of(result.content) if not result.is_error else f"(game error) {result.error_message}"
-        status = self._game_status(bridge)
-        if not result.is_error and bool(_GAME_OVER.search(text)) != status.game_over:
-            self.recorder.log("WARNING", f"Turn {turn}: play_action and status disagree on GAME OVER")
-        last = bridge.last
-        calls = last.turn.tool_calls if last is not None and last.turn is not None else ()
-        record = TurnRecord(
-            turn=turn,
-            action=action,
-            reasoning=decision.get("reasoning") or "",
-            new_objective=decision.get("new_objective"),
-            observation=text,
-            location=status.location,
-            score=status.score,
-            max_score=status.max_score,
-            moves=status.moves,
-            tool_calls=len(calls),
-            tools_used=tuple(sorted({c.name for c in calls})),
-            game_over=status.game_over,
-            victory=status.victory,
-            seconds=time.perf_counter() - started,
-            calls=tuple(calls),
-        )
-        self.records.append(record)
-        self._report_turn(record, game_error=result.error_message if result.is_error else None)
-        if self.on_turn is not None:
-            self.on_turn(record)
-
-    def _report_turn(self, record: TurnRecord, *, game_error: str | None) -> None:
-        """``turn_complete`` carries what a reader of the log needs to follow the episode."""
-        self.recorder.emit(
-            "turn_complete",
-            turn=record.turn,
-            action=record.action,
-            location=record.location,
-            score=record.score,
-            moves=record.moves,
-            tool_calls=record.tool_calls,
-            game_over=record.game_over,
-            victory=record.victory,
-            game_error=game_error,
-            observation=record.observation[:OBSERVATION_CHARS],
-            reasoning=record.reasoning[:REASONING_CHARS],
-            new_objective=record.new_objective,
-            tools=[_call_summary(call) for call in record.calls],
-        )
-        outcome = " GAME OVER (victory)" if record.victory else " GAME OVER" if record.game_over else ""
-        self.recorder.log(
-            "INFO",
-            f"Turn {record.turn}: Game: > {record.action} -> {record.location}, score {record.score}, "
-            f"moves {record.moves}{outcome}",
-        )
+    @property
+    def status(self) -> GameStatus | None:
+        """The game's latest status."""
+        return self.episode.status if self.episode is not None else None
 
 
-def _call_summary(call: ToolCallRecord) -> dict[str, Any]:
-    arguments = call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments, default=str)
-    return {
-        "name": call.name,
-        "server": call.server,
-        "arguments": arguments[:SHORT_CHARS],
-        "result": (call.result_preview or "")[:SHORT_CHARS],
-        "duration_ms": round(call.duration * 1000, 1),
-        "outcome": call.outcome,
-    }
+def _answer_with(bridge: Bridge) -> Callable[[Step], Any]:
+    """Answer the episode loop's steps through the Bridge (blocking calls into its trio loop)."""
+
+    def answer(step: Step) -> Any:
+        if isinstance(step, AskAgent):
+            bridge.get_action(step.state_text, step.memories)
+            return bridge.last
+        return bridge.call_tool(step.name, step.arguments)
+
+    return answer
