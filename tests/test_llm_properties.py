@@ -16,8 +16,6 @@ from llm_server import LLMServer, Reply, completion, content_reply, json_reply, 
 
 from zorkmcp.config import RetrySettings, SamplingSettings
 from zorkmcp.llm import (
-    NO_TOOL_PATTERNS,
-    TOOL_PATTERNS,
     CompletionRequest,
     FunctionCall,
     LLMClient,
@@ -214,6 +212,24 @@ def test_property_12_content_and_tool_calls_are_exclusive(message: dict[str, Any
 noise = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789/.:", max_size=12)
 
 
+# The seeds' lists (000 §2.4), written out here: the test must not take them from the code it checks.
+REASONING_PATTERNS = ("o1-", "o3-", "qwq", "deepseek-r1", "deepseek-reasoner", "-reasoning", "r1-")
+TOOL_FAMILIES = (
+    "gpt-4",
+    "gpt-3.5",
+    "claude-3",
+    "claude-sonnet",
+    "claude-opus",
+    "claude-haiku",
+    "gemini",
+    "mistral",
+    "mixtral",
+    "llama-3.1",
+    "llama-3.2",
+    "command-r",
+)
+
+
 def _mixed_case(draw: st.DrawFn, text: str) -> str:
     flips = draw(st.lists(st.booleans(), min_size=len(text), max_size=len(text)))
     return "".join(c.upper() if flip else c for c, flip in zip(text, flips, strict=True))
@@ -221,13 +237,13 @@ def _mixed_case(draw: st.DrawFn, text: str) -> str:
 
 @st.composite
 def reasoning_models(draw: st.DrawFn) -> str:
-    return draw(noise) + _mixed_case(draw, draw(st.sampled_from(NO_TOOL_PATTERNS))) + draw(noise)
+    return draw(noise) + _mixed_case(draw, draw(st.sampled_from(REASONING_PATTERNS))) + draw(noise)
 
 
 @st.composite
 def tool_family_models(draw: st.DrawFn) -> str:
-    name = draw(noise) + _mixed_case(draw, draw(st.sampled_from(TOOL_PATTERNS))) + draw(noise)
-    return name if not any(p in name.lower() for p in NO_TOOL_PATTERNS) else "openai/gpt-4o"
+    name = draw(noise) + _mixed_case(draw, draw(st.sampled_from(TOOL_FAMILIES))) + draw(noise)
+    return name if not any(p in name.lower() for p in REASONING_PATTERNS) else "openai/gpt-4o"
 
 
 @PROPERTY
@@ -249,7 +265,7 @@ def test_property_13_known_families_can_call_tools(model: str) -> None:
 @given(model=st.text(max_size=40), force=st.booleans())
 def test_property_13_only_reasoning_patterns_say_no(model: str, force: bool) -> None:
     """Property 13: the answer is False exactly when a reasoning pattern occurs and force is off."""
-    expected = force or not any(pattern in model.lower() for pattern in NO_TOOL_PATTERNS)
+    expected = force or not any(pattern in model.lower() for pattern in REASONING_PATTERNS)
     assert supports_tool_calling(model, force=force) is expected
 
 

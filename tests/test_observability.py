@@ -29,7 +29,6 @@ from zorkmcp.observability import (
     EventRecorder,
     LangfuseTracer,
     LogFiles,
-    NullSink,
     OtelTracer,
     Tracer,
     open_tracer,
@@ -110,12 +109,6 @@ def test_listeners_see_every_event_and_line_as_it_happens() -> None:
     recorder.emit("mcp_no_content", iterations=1)
     recorder.log("WARNING", "careful")
     assert seen == [("mcp_no_content", "ep-1"), ("WARNING", "careful")]
-
-
-def test_null_sink_accepts_everything() -> None:
-    sink = NullSink()
-    sink.emit("anything", x=1)
-    sink.log("INFO", "line")
 
 
 # --- the files ------------------------------------------------------------------------

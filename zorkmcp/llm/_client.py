@@ -204,52 +204,13 @@ class LLMClient:
         return payload
 
     async def _attempt(self, payload: dict[str, Any], headers: dict[str, str]) -> LLMResponse | _Failure:
-        timeout = self._retry.timeout_seconds
-        response: httpx.Response | None = None
-        with anyio.move_on_after(timeout):
-            try:
-                # ASCII JSON (json.dumps' default), not httpx's json= (ensure_ascii=False): a lone
-                # surrogate a model sent and the engine echoes back must not break the request.
-                body = json.dumps(payload).encode("ascii")
-                headers = {**headers, "content-type": "application/json"}
-                response = await self._http.post(self._url, content=body, headers=headers)
-            except (
-                httpx.TimeoutException,
-                httpx.NetworkError,
-                httpx.RemoteProtocolError,
-                httpx.ProxyError,
-            ) as exc:
-                return _Failure(self._transport_error(exc), "transport", cause=exc)
-            except httpx.DecodingError as exc:
-                undecodable = LLMResponseError(
-                    self._scrub(f"POST {self._url}: the body could not be decoded: {exc}")
-                )
-                return _Failure(undecodable, None, cause=exc)
-            except httpx.HTTPError as exc:  # unsupported scheme, local protocol errors: retrying won't help
-                return _Failure(self._transport_error(exc), None, cause=exc)
-        if response is None:
-            timed_out = LLMTransportError(
-                f"POST {self._url}: no answer within {timeout:g}s (timeout_seconds in [tool.zorkgpt.retry])"
-            )
-            return _Failure(timed_out, "transport")
+        """One request: the parsed response, or why it failed and whether a retry may follow."""
+        response = await self._post(payload, headers)
+        if isinstance(response, _Failure):
+            return response
         content_type = response.headers.get("content-type", "")
         if not response.is_success:
-            kind = _kind_for_status(response.status_code)
-            retry_after = None
-            if kind is not None:
-                retry_after = parse_retry_after(
-                    response.headers.get("retry-after"), date=response.headers.get("date")
-                )
-            error = http_error(
-                status=response.status_code,
-                reason=response.reason_phrase or httpx.codes.get_reason_phrase(response.status_code),
-                body=response.content,
-                content_type=content_type,
-                url=self._url,
-                base_url=self._base_url,
-                scrub=self._scrub,
-            )
-            return _Failure(error, kind, retry_after)
+            return self._http_failure(response, content_type)
         self._answers += 1
         try:
             return parse_completion(
@@ -266,6 +227,52 @@ class LLMClient:
             return _Failure(error, _kind_for_status(error.status))
         except LLMResponseError as error:
             return _Failure(error, None)
+
+    async def _post(self, payload: dict[str, Any], headers: dict[str, str]) -> httpx.Response | _Failure:
+        timeout = self._retry.timeout_seconds
+        with anyio.move_on_after(timeout):
+            try:
+                # ASCII JSON (json.dumps' default), not httpx's json= (ensure_ascii=False): a lone
+                # surrogate a model sent and the engine echoes back must not break the request.
+                body = json.dumps(payload).encode("ascii")
+                headers = {**headers, "content-type": "application/json"}
+                return await self._http.post(self._url, content=body, headers=headers)
+            except (
+                httpx.TimeoutException,
+                httpx.NetworkError,
+                httpx.RemoteProtocolError,
+                httpx.ProxyError,
+            ) as exc:
+                return _Failure(self._transport_error(exc), "transport", cause=exc)
+            except httpx.DecodingError as exc:
+                undecodable = LLMResponseError(
+                    self._scrub(f"POST {self._url}: the body could not be decoded: {exc}")
+                )
+                return _Failure(undecodable, None, cause=exc)
+            except httpx.HTTPError as exc:  # unsupported scheme, local protocol errors: retrying won't help
+                return _Failure(self._transport_error(exc), None, cause=exc)
+        timed_out = LLMTransportError(
+            f"POST {self._url}: no answer within {timeout:g}s (timeout_seconds in [tool.zorkgpt.retry])"
+        )
+        return _Failure(timed_out, "transport")
+
+    def _http_failure(self, response: httpx.Response, content_type: str) -> _Failure:
+        kind = _kind_for_status(response.status_code)
+        retry_after = None
+        if kind is not None:
+            retry_after = parse_retry_after(
+                response.headers.get("retry-after"), date=response.headers.get("date")
+            )
+        error = http_error(
+            status=response.status_code,
+            reason=response.reason_phrase or httpx.codes.get_reason_phrase(response.status_code),
+            body=response.content,
+            content_type=content_type,
+            url=self._url,
+            base_url=self._base_url,
+            scrub=self._scrub,
+        )
+        return _Failure(error, kind, retry_after)
 
     def _transport_error(self, exc: httpx.HTTPError) -> LLMTransportError:
         detail = str(exc) or type(exc).__name__

@@ -1,0 +1,138 @@
+"""Every way out of ``zorkmcp play`` writes ``episode_complete`` and prints what happened.
+
+A model that fails, a server that does not start on the first turn, Ctrl-C while the servers are
+still starting: each ends with the summary on stdout, the cause on stderr, ``episode_complete``
+(``stopped``, ``error``) in the event log, and the documented exit status. Real Zork, real servers,
+the loopback LLM in a thread of its own.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import selectors
+import signal
+import subprocess
+import sys
+import textwrap
+from typing import TYPE_CHECKING, Any
+
+from llm_server import json_reply
+from play_support import (
+    default_sigint,
+    descendants,
+    events_of,
+    is_running,
+    offline_env,
+    read_events,
+    write_project,
+)
+from play_support import zork1_path as zork1
+from rich.console import Console
+from test_bridge import llm_in_thread
+
+from zorkmcp.cli import main
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+GUARD = 60.0
+"""Seconds before a blocking wait gives up (a hang guard, never an assertion on time)."""
+
+
+def play(pyproject: Path, *extra: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(
+        ["play", "--game", str(zork1()), "--pyproject", str(pyproject), "--quiet", "--turns", "3", *extra],
+        console=Console(file=out, width=120),
+        err=Console(file=err, width=400),
+    )
+    return code, out.getvalue(), " ".join(err.getvalue().split())
+
+
+def project(folder: Path, *, llm: str = "", **options: Any) -> Path:
+    """A project whose logs go to ``folder/logs`` (``llm``: the body of a [tool.zorkgpt.llm] table)."""
+    logs = {
+        "json_log_file": str(folder / "logs" / "zorkmcp_events.jsonl"),
+        "episode_log_file": str(folder / "logs" / "episode.log"),
+    }
+    pyproject = write_project(folder, files=logs, **options)
+    if llm:
+        pyproject.write_text(pyproject.read_text() + f"\n[tool.zorkgpt.llm]\n{llm}\n")
+    return pyproject
+
+
+def the_end(folder: Path) -> dict[str, Any]:
+    (complete,) = events_of(read_events(folder / "logs" / "zorkmcp_events.jsonl"), "episode_complete")
+    return complete
+
+
+def test_a_model_that_fails_ends_the_episode_with_a_summary(tmp_path: Path) -> None:
+    refusal = json_reply({"error": {"message": "Invalid model name"}}, status=400)
+    with llm_in_thread(refusal) as llm:
+        llm_table = f'client_base_url = "{llm.base_url}"\nagent_model = "gpt-4o"'
+        code, out, err = play(project(tmp_path, llm=llm_table))
+    assert code == 1
+    assert re.search(r"stopped\s+│ error: LLMHTTPError: .*Invalid model name", " ".join(out.split()))
+    assert "zorkmcp play: the model failed (LLMHTTPError):" in err
+    assert "Invalid model name" in err
+    complete = the_end(tmp_path)
+    assert (complete["stopped"], complete["turns"], complete["score"]) == ("error", 0, 0)
+    assert complete["error"].startswith("LLMHTTPError: ")
+
+
+def test_a_server_that_does_not_start_ends_the_episode_with_a_summary(tmp_path: Path) -> None:
+    crash = "import sys; sys.stderr.write('no thoughts today'); sys.exit(3)"
+    config = {"mcpServers": {"thinking": {"command": sys.executable, "args": ["-c", crash]}}}
+    code, out, err = play(project(tmp_path, mcp_config=config))
+    assert code == 1
+    assert "Episode summary" in out
+    assert re.search(r"stopped\s+│ error: MCPServerStartupError: Failed to start MCP server 'thinking'", out)
+    assert "zorkmcp play: an MCP server did not start (MCPServerStartupError):" in err
+    assert "no thoughts today" in err
+    complete = the_end(tmp_path)
+    assert (complete["stopped"], complete["turns"]) == ("error", 0)
+
+
+def test_ctrl_c_while_the_servers_start_ends_the_episode_with_a_summary(tmp_path: Path) -> None:
+    """The first second: a per_episode server is still starting (it never answers) when Ctrl-C comes."""
+    fifo = tmp_path / "started.fifo"
+    os.mkfifo(fifo)
+    stuck = textwrap.dedent(f"""\
+        import os, time
+        with open({str(fifo)!r}, "w") as f:
+            f.write(f"started {{os.getpid()}}\\n")
+        time.sleep(600)
+        """)
+    config = {
+        "mcpServers": {"slow": {"command": sys.executable, "args": ["-c", stuck], "lifecycle": "per_episode"}}
+    }
+    write_project(tmp_path, mcp_config=config)
+    reader = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)  # read-write: select() wakes only for data
+    process = subprocess.Popen(
+        [sys.executable, "-m", "zorkmcp.cli", "play", "--game", str(zork1()), "--quiet"],
+        cwd=tmp_path, env=offline_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=default_sigint,
+    )  # fmt: skip
+    try:
+        with selectors.DefaultSelector() as selector:
+            selector.register(reader, selectors.EVENT_READ)
+            assert selector.select(timeout=GUARD), "the server never started"
+        stuck_pid = int(os.read(reader, 4096).split()[1])
+        children = descendants(process.pid)
+        assert stuck_pid in children
+        process.send_signal(signal.SIGINT)
+        out, err = (b.decode() for b in process.communicate(timeout=GUARD))
+    finally:
+        os.close(reader)
+        if process.returncode is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 130, err
+    assert [pid for pid, (start, _) in children.items() if is_running(pid, start)] == []
+    assert "Episode summary" in out
+    assert "interrupted (Ctrl-C)" in out
+    assert "Traceback" not in err
+    complete = the_end(tmp_path)
+    assert (complete["stopped"], complete["turns"]) == ("interrupted", 0)
