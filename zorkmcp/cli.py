@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import __version__
-from .errors import ConfigError, GameError, LLMError, MCPError, MCPServerStartupError
+from .errors import CassetteError, ConfigError, GameError, LLMError, MCPError, MCPServerStartupError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -114,6 +114,18 @@ def _play_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         help="no reasoning servers and no tools for the agent (like [tool.zorkgpt.mcp] enabled = false)",
     )
     p.add_argument("--summary-json", metavar="PATH", help="write the episode summary as JSON to PATH")
+    cassette = p.add_mutually_exclusive_group()
+    cassette.add_argument(
+        "--record",
+        metavar="FILE",
+        help="write every request sent to the model and its reply to FILE (a cassette; no key or header)",
+    )
+    cassette.add_argument(
+        "--replay",
+        metavar="FILE",
+        help="play a recorded episode again with no model and no network (seed from the cassette "
+        "unless --seed is given); stops with a message naming the turn when the run differs",
+    )
     p.add_argument(
         "--quiet", action="store_true", help="no per-turn progress; print the banner and the summary"
     )
@@ -272,7 +284,7 @@ def _cmd_play(args: argparse.Namespace, console: Console, err: Console) -> int:
         announce=lambda line: err.print(line, highlight=False),
     )
     check_game_file(game_path)  # fail here, not as a game server that does not start
-    seed = args.seed if args.seed is not None else DEFAULT_SEED
+    seed = args.seed if args.seed is not None else _cassette_seed(args.replay)
     progress = _Progress(console, quiet=args.quiet)
     orchestrator = Orchestrator(
         settings,
@@ -282,11 +294,15 @@ def _cmd_play(args: argparse.Namespace, console: Console, err: Console) -> int:
         mcp_enabled=False if args.no_mcp else None,
         model=args.model,
         base_url=args.base_url,
+        record=Path(args.record) if args.record else None,
+        replay=Path(args.replay) if args.replay else None,
     )
     orchestrator.recorder.add_listener(_TerminalNotices(err))
 
     def on_start(model: str, scripted: bool) -> None:
-        if scripted:
+        if args.replay:
+            console.print(f"[bold]Replaying[/] {escape(args.replay)}: no model is called.", highlight=False)
+        elif scripted:
             console.print(_offline_banner(settings, args.base_url), highlight=False)
         mcp = "MCP on" if orchestrator.mcp_on else "MCP off (no tools)"
         console.print(
@@ -331,6 +347,16 @@ def _cmd_play(args: argparse.Namespace, console: Console, err: Console) -> int:
     return EXIT_OK
 
 
+def _cassette_seed(replay: str | None) -> int:
+    """The seed a cassette was recorded with (``--replay``), else :data:`DEFAULT_SEED`."""
+    if replay is None:
+        return DEFAULT_SEED
+    from .llm import ReplayModel
+
+    seed = ReplayModel(Path(replay)).header.get("seed")
+    return seed if isinstance(seed, int) else DEFAULT_SEED
+
+
 def main(
     argv: Sequence[str] | None = None, *, console: Console | None = None, err: Console | None = None
 ) -> int:
@@ -360,6 +386,8 @@ def main(
         return _cmd_play(args, console, err)
     except GameError as exc:
         return fail("game error", exc, EXIT_CONFIG)
+    except CassetteError as exc:
+        return fail("cassette error", exc, EXIT_CONFIG)
     except ConfigError as exc:  # an MCPError (Requirement 9.3): bad settings or mcp_config.json
         return fail(f"configuration error ({type(exc).__name__})", exc, EXIT_CONFIG)
     except MCPServerStartupError as exc:

@@ -12,13 +12,17 @@ Every error the package raises on purpose derives from :class:`ZorkMCPError`::
     │   ├── LLMHTTPError            non-2xx status
     │   ├── LLMResponseError        2xx, but not a usable completion (HTML, non-JSON, no choices)
     │   ├── LLMProviderError        a provider error object inside a 200
-    │   └── LLMTransportError       connect errors and timeouts, after retries ran out
+    │   ├── LLMTransportError       connect errors and timeouts, after retries ran out
+    │   └── CassetteMismatchError   a replayed episode sent a request the cassette does not have next
+    ├── CassetteError               a cassette file is missing, truncated or not a cassette
     └── GameError                   the game file or the interpreter
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "CassetteError",
+    "CassetteMismatchError",
     "ConfigError",
     "GameError",
     "LLMError",
@@ -117,6 +121,14 @@ class LLMProviderError(LLMError):
 
 class LLMTransportError(LLMError):
     """Connect errors and timeouts that outlived the retries."""
+
+
+class CassetteMismatchError(LLMError):
+    """During a replay the engine sent a request the cassette does not have next (names turn and field)."""
+
+
+class CassetteError(ZorkMCPError):
+    """A cassette file is missing, truncated, or not a zorkmcp cassette (the message names the file)."""
 
 
 class GameError(ZorkMCPError):

@@ -13,12 +13,14 @@ current folder, as in ZorkGPT.
 
 from __future__ import annotations
 
+import hashlib
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ._bridge import Bridge
+from ._bridge import Bridge, ChatModelFactory
 from .config import McpConfig, Settings
 from .episode import (
     GAME_SERVER_NAME,
@@ -33,11 +35,12 @@ from .episode import (
     drive,
     game_server_config,
 )
-from .errors import ConfigError, GameError, LLMError, MCPError
+from .errors import CassetteError, ConfigError, GameError, LLMError, MCPError
+from .llm import CassetteHeader, ChatModel, ModelChoice, RecordingModel, ReplayModel
 from .observability import EventRecorder, LogFiles
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import AsyncIterator, Callable, Sequence
 
 __all__ = [
     "GAME_SERVER_NAME",
@@ -65,6 +68,9 @@ class Orchestrator:
         model: overrides the configured model.
         base_url: overrides the configured endpoint.
         walkthrough: commands for the offline scripted model; default :func:`default_walkthrough`.
+        record: write every model exchange of the episode to this cassette.
+        replay: answer from this cassette instead of a model (no network); see
+            :class:`zorkmcp.llm.ReplayModel`.
         on_start: called once the servers and the model are up, with the model's name and whether
             it is the offline scripted model.
         on_turn: called after every turn (the CLI's live display).
@@ -79,6 +85,8 @@ class Orchestrator:
     model: str | None = None
     base_url: str | None = None
     walkthrough: Sequence[str] | None = None
+    record: Path | None = None
+    replay: Path | None = None
     on_start: Callable[[str, bool], None] | None = None
     on_turn: Callable[[TurnRecord], None] | None = None
     recorder: EventRecorder = attrs.Factory(EventRecorder)
@@ -135,12 +143,51 @@ class Orchestrator:
                 model=self.model,
                 base_url=self.base_url,
                 walkthrough=walkthrough,
+                chat_model=self._cassette_model(walkthrough),
                 log_files=self.log_files(),
             )
         except MCPError:
             raise
         except (ValueError, TypeError, OSError) as exc:  # Requirement 9.3: always an MCPError
             raise MCPError(f"could not set up the MCP manager: {exc}") from exc
+
+    def _cassette_model(self, walkthrough: Sequence[str] | None) -> ChatModelFactory | None:
+        """The chat model of a recorded (``record``) or replayed (``replay``) episode, else ``None``."""
+        if self.replay is not None:
+            replayed = ReplayModel(self.replay)
+            recorded_md5 = replayed.header.get("game_md5")
+            if recorded_md5 is not None and recorded_md5 != _md5(self.game_path):
+                raise CassetteError(
+                    f"{self.replay}: the cassette was recorded with another story file "
+                    f"({replayed.header.get('game')}); pass it with --game"
+                )
+            return lambda: _fixed(replayed)
+        if self.record is None:
+            return None
+        choice = ModelChoice.from_settings(
+            self.settings, model_override=self.model, base_url_override=self.base_url, walkthrough=walkthrough
+        )
+        choice.announce(self.recorder)
+        header = CassetteHeader(
+            model=choice.scripted.model if choice.scripted is not None else choice.model,
+            game=self.game_path.name,
+            game_md5=_md5(self.game_path),
+            seed=self.seed,
+            settings={
+                "base_url": choice.base_url,
+                "mcp_enabled": self.mcp_on,
+                "max_tool_iterations": self.settings.mcp.max_tool_iterations,
+                "agent_sampling": attrs.asdict(self.settings.agent_sampling),
+            },
+        )
+        path, recorder = self.record, self.recorder
+
+        @asynccontextmanager
+        async def recording() -> AsyncIterator[ChatModel]:
+            async with choice.open(recorder) as inner:
+                yield RecordingModel(inner, path, header)
+
+        return recording
 
     def run(self) -> EpisodeSummary:
         """Play until victory, game over or the turn limit; every way out ends with ``episode_complete``.
@@ -195,6 +242,15 @@ class Orchestrator:
     def status(self) -> GameStatus | None:
         """The game's latest status."""
         return self.episode.status if self.episode is not None else None
+
+
+@asynccontextmanager
+async def _fixed(model: ChatModel) -> AsyncIterator[ChatModel]:
+    yield model
+
+
+def _md5(path: Path) -> str:
+    return hashlib.md5(path.read_bytes(), usedforsecurity=False).hexdigest()
 
 
 def _answer_with(bridge: Bridge) -> Callable[[Step], Any]:

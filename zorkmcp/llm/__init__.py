@@ -3,12 +3,17 @@
 - :func:`open_llm_client` / :class:`LLMClient`: OpenRouter, OpenAI or a local server
   (Ollama, llama.cpp, vLLM) by base URL alone, on one ``httpx.AsyncClient``, with retries.
 - :class:`ScriptedModel`: the same interface without any network, for runs with no LLM.
+- :class:`RecordingModel` / :class:`ReplayModel`: record an episode's exchanges to a cassette and
+  replay them offline.
 - :func:`open_chat_model`: picks one of the two from :class:`~zorkmcp.config.Settings`.
 - :class:`LLMResponse`, :class:`ToolCall`, :class:`FunctionCall`: the seeds' response models.
 """
 
 from __future__ import annotations
 
+from ._cassette import CassetteHeader as CassetteHeader
+from ._cassette import RecordingModel as RecordingModel
+from ._cassette import ReplayModel as ReplayModel
 from ._client import DEFAULT_RETRY as DEFAULT_RETRY
 from ._client import OPENROUTER_HEADERS as OPENROUTER_HEADERS
 from ._client import LLMClient as LLMClient
@@ -45,12 +50,15 @@ __all__ = [
     "NO_TOOL_PATTERNS",
     "OPENROUTER_HEADERS",
     "TOOL_PATTERNS",
+    "CassetteHeader",
     "ChatModel",
     "CompletionRequest",
     "FunctionCall",
     "LLMClient",
     "LLMResponse",
     "ModelChoice",
+    "RecordingModel",
+    "ReplayModel",
     "ScriptedModel",
     "ToolCall",
     "describe_model",

@@ -1,0 +1,141 @@
+"""Record an episode to a cassette and replay it offline to the same end (``--record`` / ``--replay``).
+
+Real Zork, real MCP servers (the think tool in process, the game server as a subprocess); the
+offline scripted model records, a replay needs no model at all. The cassette is also a ``ChatModel``
+for the engine API.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from llm_server import agent_reply
+from play_support import INPROCESS_THINKING, events_of, read_events, write_project
+from play_support import zork1_path as zork1
+from rich.console import Console
+from test_bridge import llm_in_thread
+
+from zorkmcp.cli import main
+from zorkmcp.engine import TurnOptions, run_turn
+from zorkmcp.errors import CassetteError, CassetteMismatchError
+from zorkmcp.llm import CassetteHeader, CompletionRequest, RecordingModel, ReplayModel, ScriptedModel
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+SECRET = "sk-or-v1-CASSETTE-SECRET-KEY"
+
+
+def project(folder: Path, **options: Any) -> Path:
+    logs = {
+        "json_log_file": str(folder / "logs" / "events.jsonl"),
+        "episode_log_file": str(folder / "logs" / "episode.log"),
+    }
+    return write_project(folder, files=logs, mcp_config=INPROCESS_THINKING, **options)
+
+
+def play(pyproject: Path, *extra: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["play", "--game", str(zork1()), "--pyproject", str(pyproject), "--quiet", *extra]
+    code = main(argv, console=Console(file=out, width=120), err=Console(file=err, width=400))
+    return code, out.getvalue(), " ".join(err.getvalue().split())
+
+
+def turns_of(folder: Path) -> list[tuple[Any, ...]]:
+    turns = events_of(read_events(folder / "logs" / "events.jsonl"), "turn_complete")
+    return [(t["action"], t["score"], t["moves"], [c["name"] for c in t["tools"]]) for t in turns]
+
+
+def test_a_recorded_episode_replays_offline_to_the_same_end(tmp_path: Path) -> None:
+    cassette = tmp_path / "episode.cassette"
+    code, _, err = play(project(tmp_path / "rec"), "--turns", "12", "--record", str(cassette))
+    assert code == 0, err
+    header, *exchanges = [json.loads(line) for line in cassette.read_text().splitlines()]
+    assert (header["format"], header["version"], header["seed"], header["game"]) == (
+        "zorkmcp-cassette",
+        1,
+        12,
+        "zork1.z3",
+    )
+    assert header["model"] == "scripted-walkthrough"
+    assert header["game_md5"] == "1d4606016ea58ee038da53d994392323"
+    assert len(exchanges) == 12 + 3  # one request per turn, plus a tool round on turns 1, 6 and 11
+
+    code, out, err = play(project(tmp_path / "replay"), "--turns", "12", "--replay", str(cassette))
+    assert code == 0, err
+    assert "Replaying" in out
+    recorded, replayed = turns_of(tmp_path / "rec"), turns_of(tmp_path / "replay")
+    assert replayed == recorded
+    # Jericho's walkthrough, played by the scripted model; the think tool on turns 1, 6 and 11.
+    assert [t[0] for t in recorded[:4]] == ["N", "N", "U", "Get egg"]
+    assert [bool(t[3]) for t in recorded].count(True) == 3
+
+
+def test_a_replay_that_differs_stops_naming_the_turn_and_the_difference(tmp_path: Path) -> None:
+    cassette = tmp_path / "episode.cassette"
+    assert play(project(tmp_path / "rec"), "--turns", "3", "--record", str(cassette))[0] == 0
+    code, out, err = play(project(tmp_path / "replay"), "--turns", "3", "--no-mcp", "--replay", str(cassette))
+    assert code == 1
+    assert f"cassette {cassette}, turn 1 (request 1): the engine sent a request the cassette does not" in err
+    assert "the tools offered differ (the cassette has ['thinking__think', 'zork__memory'" in err
+    assert re.search(r"stopped\s+│ error: CassetteMismatchError", " ".join(out.split())), out
+
+
+def test_a_cassette_holds_no_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENROUTER_API_KEY", SECRET)
+    cassette = tmp_path / "episode.cassette"
+    with llm_in_thread(default=agent_reply("look")) as llm:
+        pyproject = project(tmp_path)
+        pyproject.write_text(
+            pyproject.read_text() + f'\n[tool.zorkgpt.llm]\nclient_base_url = "{llm.base_url}"\n'
+        )
+        code, _, err = play(pyproject, "--turns", "2", "--no-mcp", "--record", str(cassette))
+        assert llm.requests[0].headers["authorization"] == f"Bearer {SECRET}"  # it was sent...
+    assert code == 0, err
+    text = cassette.read_text()
+    assert SECRET not in text  # ...and is not on the cassette
+    assert "authorization" not in text.lower()
+    assert len(text.splitlines()) == 3
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, r"no such cassette file \(record one with zorkmcp play --record FILE\)"),
+        ('{"format": "zorkmcp-cassette", "version": 1, "model": "m"}\n{"request": {', r"is truncated"),
+        ('{"hello": "world"}\n', r"not a zorkmcp cassette \(no 'zorkmcp-cassette' header"),
+        ("\x00\x01binary\n", r"not a zorkmcp cassette \(a line is not JSON"),
+        ('{"format": "zorkmcp-cassette", "version": 9, "model": "m"}\n', r"cassette version 9; this zorkmcp"),
+    ],
+)
+def test_a_missing_truncated_or_foreign_cassette_exits_2_naming_the_file(
+    tmp_path: Path, content: str | None, message: str
+) -> None:
+    cassette = tmp_path / "bad.cassette"
+    if content is not None:
+        cassette.write_text(content)
+    code, out, err = play(project(tmp_path), "--replay", str(cassette))
+    assert code == 2
+    assert err.startswith(f"zorkmcp play: cassette error: {cassette}: ")
+    assert re.search(message, err), err
+    assert "Traceback" not in err
+    assert "Episode summary" not in out
+
+
+async def test_the_cassette_is_a_chat_model_for_the_engine(tmp_path: Path) -> None:
+    path = tmp_path / "turn.cassette"
+    messages = [{"role": "user", "content": "West of House."}]
+    recorder = RecordingModel(ScriptedModel(["north"]), path, CassetteHeader(model="scripted-walkthrough"))
+    first = await run_turn(recorder, messages, options=TurnOptions(turn=1))
+    replayed = await run_turn(ReplayModel(path), messages, options=TurnOptions(turn=1))
+    assert replayed.content == first.content
+    assert json.loads(replayed.content or "{}")["action"] == "north"
+
+    with pytest.raises(CassetteMismatchError, match=r"turn 1 \(request 1\): .*message 0 \(user\) differs"):
+        await ReplayModel(path).complete(CompletionRequest([{"role": "user", "content": "Kitchen."}]))
+    with pytest.raises(CassetteError, match=r"no such cassette file"):
+        ReplayModel(tmp_path / "missing.cassette")

@@ -1,0 +1,253 @@
+"""Record an episode's model exchanges to a cassette, and replay them with no model and no network.
+
+A cassette is a JSON-lines file: a versioned header, then one line per chat completion — the request
+the engine sent (messages, tools, ``tool_choice``, ``response_format``, sampling, stop) and the reply
+it got. Neither API keys nor HTTP headers are ever written: a :class:`~zorkmcp.llm.CompletionRequest`
+carries no key, and its ``extra_headers`` are left out.
+
+* :class:`RecordingModel` wraps any :class:`~zorkmcp.llm.ChatModel` and appends each exchange as it
+  happens (so an interrupted episode keeps what it recorded);
+* :class:`ReplayModel` is itself a ``ChatModel``: it answers each request with the recorded reply,
+  after checking that the request is the one recorded next. When it is not (other tools offered,
+  another game text), it raises :class:`~zorkmcp.errors.CassetteMismatchError` naming the turn and
+  what differs. Other agents can test against recorded episodes the same way.
+
+The file is written with plain appends from a worker thread (one short line per request); reading
+happens once, before the episode starts.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING, Any
+
+import anyio.lowlevel
+import anyio.to_thread
+import attrs
+
+from ..errors import CassetteError, CassetteMismatchError
+from ._models import FunctionCall, LLMResponse, ToolCall
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+
+    from ._models import ChatModel, CompletionRequest
+
+__all__ = ["CASSETTE_FORMAT", "CASSETTE_VERSION", "CassetteHeader", "RecordingModel", "ReplayModel"]
+
+CASSETTE_FORMAT = "zorkmcp-cassette"
+CASSETTE_VERSION = 1
+
+
+@attrs.frozen(kw_only=True)
+class CassetteHeader:
+    """The first line of a cassette: what was played, by which model, with which settings."""
+
+    model: str
+    game: str | None = None
+    game_md5: str | None = None
+    seed: int | None = None
+    settings: Mapping[str, Any] = attrs.field(factory=dict)
+    created: float = attrs.field(factory=time.time)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": CASSETTE_FORMAT, "version": CASSETTE_VERSION, **attrs.asdict(self)}
+
+
+def request_json(request: CompletionRequest) -> dict[str, Any]:
+    """The recorded form of a request: everything the model sees, no headers."""
+    stop = request.stop
+    return {
+        "messages": [dict(m) for m in request.messages],
+        "tools": None if request.tools is None else [dict(t) for t in request.tools],
+        "tool_choice": request.tool_choice,
+        "response_format": request.response_format,
+        "sampling": attrs.asdict(request.sampling),
+        "stop": stop if stop is None or isinstance(stop, str) else list(stop),
+    }
+
+
+def _response_json(response: LLMResponse) -> dict[str, Any]:
+    return attrs.asdict(response)
+
+
+def _response_of(data: Mapping[str, Any]) -> LLMResponse:
+    calls = data.get("tool_calls")
+    return LLMResponse(
+        content=data.get("content"),
+        model=str(data.get("model", "")),
+        usage=data.get("usage"),
+        tool_calls=None
+        if calls is None
+        else tuple(
+            ToolCall(id=c["id"], type=c["type"], function=FunctionCall(**c["function"])) for c in calls
+        ),
+        finish_reason=data.get("finish_reason"),
+    )
+
+
+def _normalized(value: Any) -> Any:
+    """JSON round trip: tuples become lists, so a request compares equal to its recorded form."""
+    return json.loads(json.dumps(value, default=str))
+
+
+class RecordingModel:
+    """A :class:`ChatModel` that passes every request to ``inner`` and appends the exchange to ``path``.
+
+    Args:
+        inner: the model that answers.
+        path: the cassette (created or truncated when the first request is recorded).
+        header: written as the first line.
+    """
+
+    def __init__(self, inner: ChatModel, path: Path, header: CassetteHeader) -> None:
+        self._inner = inner
+        self._path = path
+        self._header = header
+        self._started = False
+
+    @property
+    def model(self) -> str:
+        return self._inner.model
+
+    @property
+    def scripted(self) -> bool:
+        return self._inner.scripted
+
+    @property
+    def inner(self) -> ChatModel:
+        """The model that answers."""
+        return self._inner
+
+    async def complete(self, request: CompletionRequest, /) -> LLMResponse:
+        response = await self._inner.complete(request)
+        line = json.dumps(
+            {"request": request_json(request), "response": _response_json(response)}, default=str
+        )
+        await anyio.to_thread.run_sync(self._append, line)
+        return response
+
+    def start(self) -> None:
+        """Write the header (sync: call it before the episode's loop starts)."""
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        self._path.write_text(json.dumps(self._header.to_json(), default=str) + "\n", encoding="utf-8")
+        self._started = True
+
+    def _append(self, line: str) -> None:
+        if not self._started:
+            self.start()
+        with self._path.open("a", encoding="utf-8") as f:
+            f.write(line + "\n")
+
+
+def _load(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CassetteError(
+            f"{path}: no such cassette file (record one with zorkmcp play --record FILE)"
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CassetteError(f"{path}: cannot read the cassette: {exc}") from None
+    lines = text.splitlines()
+    if not text.endswith("\n") and lines:
+        raise CassetteError(f"{path}: the cassette is truncated (its last line is incomplete)")
+    try:
+        records = [json.loads(line) for line in lines]
+    except ValueError as exc:
+        raise CassetteError(f"{path}: not a zorkmcp cassette (a line is not JSON: {exc})") from None
+    if not records or not isinstance(records[0], dict) or records[0].get("format") != CASSETTE_FORMAT:
+        raise CassetteError(
+            f"{path}: not a zorkmcp cassette (no {CASSETTE_FORMAT!r} header on its first line)"
+        )
+    header = records[0]
+    if header.get("version") != CASSETTE_VERSION:
+        raise CassetteError(
+            f"{path}: cassette version {header.get('version')!r}; "
+            f"this zorkmcp reads version {CASSETTE_VERSION}"
+        )
+    exchanges = records[1:]
+    for number, exchange in enumerate(exchanges, start=2):
+        if not (isinstance(exchange, dict) and isinstance(exchange.get("request"), dict)):
+            raise CassetteError(f"{path}: line {number} is not a recorded exchange")
+        if not isinstance(exchange.get("response"), dict):
+            raise CassetteError(f"{path}: line {number} is not a recorded exchange")
+    return header, exchanges
+
+
+def _tool_names(tools: Any) -> list[str]:
+    return [str(t.get("function", {}).get("name")) for t in tools or ()]
+
+
+def _difference(recorded: Mapping[str, Any], sent: Mapping[str, Any]) -> str:
+    """One phrase saying what differs between the recorded request and the one the engine sent."""
+    if _tool_names(recorded["tools"]) != _tool_names(sent["tools"]):
+        return (
+            f"the tools offered differ (the cassette has {_tool_names(recorded['tools'])}, "
+            f"this run offers {_tool_names(sent['tools'])})"
+        )
+    old, new = recorded["messages"], sent["messages"]
+    for index, (a, b) in enumerate(zip(old, new, strict=False)):
+        if a != b:
+            shown = json.dumps(b.get("content"), ensure_ascii=False)[:160]
+            return f"message {index} ({b.get('role')}) differs; this run sent {shown}"
+    if len(old) != len(new):
+        return f"the cassette has {len(old)} messages, this run sent {len(new)}"
+    for key in ("tools", "tool_choice", "response_format", "sampling", "stop"):
+        if recorded.get(key) != sent.get(key):
+            return f"{key} differs"
+    return "the request differs"
+
+
+class ReplayModel:
+    """A :class:`ChatModel` that answers from a cassette: no model, no network.
+
+    Args:
+        path: the cassette.
+
+    Raises:
+        CassetteError: the file is missing, truncated or not a cassette.
+    """
+
+    scripted = True
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.header, self._exchanges = _load(path)
+        self._position = 0
+        self._turns = 0
+
+    @property
+    def model(self) -> str:
+        return str(self.header.get("model", "replay"))
+
+    @property
+    def remaining(self) -> int:
+        """Exchanges not yet replayed."""
+        return len(self._exchanges) - self._position
+
+    async def complete(self, request: CompletionRequest, /) -> LLMResponse:
+        await anyio.lowlevel.checkpoint()
+        sent = _normalized(request_json(request))
+        if (
+            sent["messages"]
+            and sent["messages"][-1].get("role") == "user"
+            and sent["response_format"] is None
+        ):
+            self._turns += 1
+        where = f"cassette {self.path}, turn {self._turns} (request {self._position + 1})"
+        if self._position >= len(self._exchanges):
+            raise CassetteMismatchError(
+                f"{where}: the cassette has no more requests; this run asked for another"
+            )
+        exchange = self._exchanges[self._position]
+        recorded = _normalized(exchange["request"])
+        if recorded != sent:
+            raise CassetteMismatchError(
+                f"{where}: the engine sent a request the cassette does not have next: "
+                f"{_difference(recorded, sent)}"
+            )
+        self._position += 1
+        return _response_of(exchange["response"])
