@@ -44,7 +44,7 @@ __all__ = [
 REPO = Path(__file__).resolve().parents[1]
 RESULTS_DIR = REPO / "benchmarks" / "results"
 MIN_ROUNDS = 30
-"""Rounds per variant that the issue asks for (the per-turn and whole-turn sections)."""
+"""Rounds per variant for the per-turn and whole-turn sections (fewer make p95 meaningless)."""
 THINK_ARGS: dict[str, Any] = {
     "thought": "Open the mailbox first.",
     "thoughtNumber": 1,
@@ -141,7 +141,7 @@ class Section:
     """One table of the report, with its figures for the JSON file.
 
     Attributes:
-        number: position in the report (the issue's numbering).
+        number: position in the report.
         title: the table's title.
         columns: column headers; the first one is left-aligned, the rest right-aligned.
         rows: table rows (already formatted).
@@ -174,7 +174,7 @@ class Report:
         return section.figures if section is not None else None
 
     def targets(self) -> list[dict[str, Any]]:
-        """The issue's targets against what this run measured (never asserted)."""
+        """The targets against what this run measured (never asserted)."""
         return evaluate_targets(self)
 
     def render(self, width: int = 132) -> str:
@@ -200,7 +200,7 @@ class Report:
             console.print()
         targets = self.targets()
         if targets:
-            table = Table(title=Text("Targets (issue 6): reported, never asserted"), title_justify="left")
+            table = Table(title=Text("Targets: reported, never asserted"), title_justify="left")
             for column in ("target", "goal", "measured", "met"):
                 table.add_column(column, justify="left" if column in ("target", "goal") else "right")
             for target in targets:
@@ -330,7 +330,7 @@ def _ms(value: float) -> str:
 
 
 def evaluate_targets(report: Report) -> list[dict[str, Any]]:
-    """The issue's four targets against this run's figures (``met`` is ``None`` when not measured)."""
+    """The four latency targets against this run's figures (``met`` is ``None`` when not measured)."""
     rows: list[dict[str, Any]] = []
 
     def add(target: str, goal: str, measured: str, met: bool | None) -> None:

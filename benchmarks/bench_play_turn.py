@@ -277,7 +277,7 @@ def test_play_turn(report: Report) -> None:
         ),
     ]
     if TURNS < MIN_ROUNDS:
-        section.notes.append(f"only {TURNS} turns ($ZORKMCP_BENCH_ROUNDS); the issue asks for {MIN_ROUNDS}")
+        section.notes.append(f"only {TURNS} turns ($ZORKMCP_BENCH_ROUNDS); the figures want {MIN_ROUNDS}")
     section.figures = figures
     section.seconds = time.perf_counter() - began
     report.add(section)

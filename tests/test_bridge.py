@@ -1,4 +1,4 @@
-"""The synchronous boundary (issue 4 §3; properties 39–40; Requirements 6.1, 10.1, 10.5).
+"""The synchronous boundary (properties 39–40; Requirements 6.1, 10.1, 10.5).
 
 ``bridge.get_action()`` and ``bridge.Bridge`` are called from plain synchronous test functions, as the
 orchestrator calls them, against real MCP servers (the stdlib ``misbehaving.py`` as a subprocess, a

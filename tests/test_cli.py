@@ -1,4 +1,4 @@
-"""``zorkmcp play`` end to end (issue 5 §4): real Zork, real MCP servers, the offline scripted model.
+"""``zorkmcp play`` end to end: real Zork, real MCP servers, the offline scripted model.
 
 In process through ``zorkmcp.cli.main`` and as real subprocesses (``python -m zorkmcp.cli`` and the
 ``zorkmcp`` console script), including Ctrl-C between turns and inside a tool call.

@@ -1,4 +1,4 @@
-"""The synchronous episode loop (issue 5 §3, seeds 002 Requirement 9) with real Zork, real MCP servers
+"""The synchronous episode loop (seeds 002 Requirement 9) with real Zork, real MCP servers
 and, where a model must answer something specific, the real loopback chat-completions server."""
 
 from __future__ import annotations
