@@ -1,14 +1,16 @@
 """A stdlib MCP server for the Ctrl-C test of ``zorkmcp play``: its ``think`` tool never answers.
 
-Usage: ``python play_hang_server.py FIFO``. When ``think`` is called it writes ``THINK <pid>`` to
-the named pipe FIFO (the test waits for that line: a tool call is in flight) and does not answer;
-it keeps reading requests and exits when its stdin closes.
+Usage: ``python play_hang_server.py FIFO [--child]``. When ``think`` is called it writes ``THINK
+<pid>`` to the named pipe FIFO (the test waits for that line: a tool call is in flight) and does not
+answer; it keeps reading requests and exits when its stdin closes. With ``--child`` it first forks a
+child that waits forever, and the line is ``THINK <pid> <child pid>``.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 
 PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
@@ -24,8 +26,17 @@ def send(message: dict[str, object]) -> None:
     sys.stdout.flush()
 
 
+def fork_child() -> int:
+    pid = os.fork()
+    if pid == 0:  # the child: wait until killed
+        while True:
+            signal.pause()
+    return pid
+
+
 def main() -> None:
     fifo = sys.argv[1]
+    child = fork_child() if "--child" in sys.argv[2:] else None
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -52,7 +63,8 @@ def main() -> None:
             send({"jsonrpc": "2.0", "id": request_id, "result": {"tools": [THINK]}})
         elif method == "tools/call":
             fd = os.open(fifo, os.O_WRONLY)
-            os.write(fd, f"THINK {os.getpid()}\n".encode())
+            line = f"THINK {os.getpid()}" + (f" {child}" if child is not None else "")
+            os.write(fd, f"{line}\n".encode())
             os.close(fd)
         elif method == "ping":
             send({"jsonrpc": "2.0", "id": request_id, "result": {}})
