@@ -143,11 +143,14 @@ def build_parser() -> argparse.ArgumentParser:
         description="A trio engine that lets an LLM agent use MCP tools while it plays Zork.",
     )
     parser.add_argument("--version", action="version", version=f"zorkmcp {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{play,tools,call}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{play,tools,call,eval}")
     _play_parser(sub)
     from ._cli_mcp import add_mcp_subcommands
 
     add_mcp_subcommands(sub)
+    from ._cli_eval import add_eval_parser
+
+    add_eval_parser(sub)
     return parser
 
 

@@ -1,0 +1,370 @@
+"""``zorkmcp eval``: play many seeded episodes per arm and report mean ± standard error.
+
+Exit codes: 0 every episode played; 1 some episode failed (its file has ``error``; the others and
+the summary are written); 2 a bad eval file, setting, flag or game file (nothing started);
+130 interrupted (Ctrl-C: the finished episodes and the summary of them are written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from .errors import ConfigError, GameError
+
+if TYPE_CHECKING:
+    from .config import Settings
+    from .eval import ArmSpec, EpisodeSpec, EvalFile, EvalOutcome, EvalPlan
+
+__all__ = ["EVAL_EPILOG", "EVAL_HELP", "add_eval_parser", "build_plan", "cmd_eval", "episode_line"]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_CONFIG = 2
+EXIT_INTERRUPTED = 130
+
+EVAL_HELP = """\
+Play many seeded episodes per arm (a configuration of the agent), up to K at once, and report
+mean score ± standard error per arm and the difference between arms with a 95% interval. Every arm
+plays the seeds S … S+N-1 (the game's RNG seed). Without FILE there is one arm with the settings
+zorkmcp play would use; --compare-mcp makes two, "mcp" and "no-mcp"."""
+
+EVAL_EPILOG = """\
+FILE.toml: an [eval] table (episodes, seed, max_turns, concurrency, game, out) and [[arms]] tables
+(name, model, base_url, mcp, mcp_config, api_key_env, temperature, top_p, top_k, min_p, max_tokens).
+Relative paths in it are relative to its folder. Flags override the file.
+
+written to --out (default runs/<UTC timestamp>): episodes/<arm>/seed-<N>.json (atomically, when
+the episode ends) and seed-<N>.events.jsonl, then summary.json, summary.csv and report.html.
+--resume plays only the episodes whose file is missing or does not parse.
+
+exit status: 0 every episode played; 1 some episode failed (recorded with its error, the run went
+on); 2 a bad eval file, setting or flag (nothing started); 130 interrupted (Ctrl-C: episodes in
+flight are stopped, finished files stay, the summary covers them)."""
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return int(text)
+
+
+def _non_negative(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
+    return int(text)
+
+
+def add_eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``zorkmcp eval``."""
+    p = sub.add_parser(
+        "eval",
+        help="evaluate the agent over many seeded episodes (arms side by side)",
+        description=EVAL_HELP,
+        epilog=EVAL_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("file", nargs="?", metavar="FILE.toml", help="the eval file ([eval] and [[arms]])")
+    p.add_argument("--episodes", type=_positive, metavar="N", help="episodes (seeds) per arm (default 10)")
+    p.add_argument("--seed", type=_non_negative, metavar="S", help="the first seed (default 12)")
+    p.add_argument("--concurrency", type=_positive, metavar="K", help="episodes at once (default 4)")
+    p.add_argument(
+        "--turns",
+        type=_positive,
+        metavar="T",
+        help="turns per episode at most (default: max_turns_per_episode)",
+    )
+    p.add_argument("--game", metavar="PATH", help="story file or game name (as for zorkmcp play)")
+    p.add_argument("--model", metavar="NAME", help="model name for every arm")
+    p.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint for every arm")
+    p.add_argument("--no-mcp", action="store_true", help="no tools for any arm")
+    p.add_argument("--compare-mcp", action="store_true", help='two arms: "mcp" (tools) and "no-mcp"')
+    p.add_argument("--out", metavar="DIR", help="the run's folder (default runs/<UTC timestamp>)")
+    p.add_argument("--resume", action="store_true", help="skip episodes already finished in --out")
+    p.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        metavar="ADDRESS",
+        help="run each episode as a Ray task: a local Ray runtime, or join ADDRESS (auto, ray://head:10001)",
+    )
+    p.add_argument("--quiet", action="store_true", help="no live progress; print the summary only")
+    p.add_argument("--pyproject", metavar="PATH", help="settings file (default ./pyproject.toml)")
+    p.set_defaults(run=cmd_eval)
+
+
+# -- the plan ---------------------------------------------------------------------------------------
+
+
+def _arms(args: argparse.Namespace, settings: Settings, file: EvalFile | None) -> tuple[ArmSpec, ...]:
+    from .eval import ArmSpec
+
+    if args.no_mcp and args.compare_mcp:
+        raise ConfigError("--no-mcp and --compare-mcp contradict each other; pass one")
+    arms = list(file.arms) if file is not None else []
+    if not arms:
+        arms = [ArmSpec(name="mcp" if settings.mcp.enabled and not args.no_mcp else "no-mcp")]
+    if args.compare_mcp:
+        if len(arms) > 1:
+            raise ConfigError(f"--compare-mcp makes two arms from one, but the eval file defines {len(arms)}")
+        arms = [attrs.evolve(arms[0], name="mcp", mcp=True), attrs.evolve(arms[0], name="no-mcp", mcp=False)]
+    overrides: dict[str, Any] = {}
+    if args.no_mcp:
+        overrides["mcp"] = False
+    if args.model:
+        overrides["model"] = args.model
+    if args.base_url:
+        overrides["base_url"] = args.base_url
+    return tuple(attrs.evolve(arm, **overrides) for arm in arms)
+
+
+def build_plan(args: argparse.Namespace, settings: Settings, err: Console) -> EvalPlan:
+    """The plan from the flags, the eval file and the settings; every file is checked here.
+
+    Raises:
+        ConfigError: a bad eval file, flag combination or ``mcp_config.json`` of an arm.
+        GameError: the story file cannot be played.
+    """
+    from .cli import DEFAULT_SEED
+    from .config import McpConfig
+    from .eval import EvalPlan, load_eval_file
+    from .eval._spec import DEFAULT_CONCURRENCY, DEFAULT_EPISODES
+    from .game import check_game_file, resolve_game_path
+
+    file = load_eval_file(Path(args.file)) if args.file else None
+    table = file.eval if file is not None else None
+
+    def pick(flag: Any, key: str, default: Any) -> Any:
+        from_file = getattr(table, key) if table is not None else None
+        return flag if flag is not None else from_file if from_file is not None else default
+
+    game_path = resolve_game_path(
+        pick(args.game, "game", None),
+        settings.files.game_file_path,
+        settings_base=settings.source.parent if settings.source is not None else None,
+        announce=lambda line: err.print(line, highlight=False),
+    )
+    check_game_file(game_path)
+    out = pick(args.out, "out", None)
+    if out is None:
+        if args.resume:
+            raise ConfigError("--resume needs the run's folder: pass --out DIR (or set out in [eval])")
+        out = f"runs/{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
+    arms = _arms(args, settings, file)
+    for arm in arms:  # a bad mcp_config.json stops the run before anything starts
+        arm_settings = arm.settings_for(settings)
+        if arm_settings.mcp.enabled:
+            McpConfig.from_file(arm_settings.mcp_config_path())
+    return EvalPlan(
+        arms=arms,
+        episodes=pick(args.episodes, "episodes", DEFAULT_EPISODES),
+        seed=pick(args.seed, "seed", DEFAULT_SEED),
+        max_turns=pick(args.turns, "max_turns", settings.orchestrator.max_turns_per_episode),
+        concurrency=pick(args.concurrency, "concurrency", DEFAULT_CONCURRENCY),
+        game_path=game_path,
+        out=Path(out).expanduser(),
+        settings=settings,
+    )
+
+
+# -- progress ---------------------------------------------------------------------------------------
+
+
+def episode_line(record: dict[str, Any]) -> str:
+    """One line per finished episode (``key=value``), printed when stdout is not a terminal."""
+    maximum = f"/{record['max_score']}" if record.get("max_score") is not None else ""
+    line = (
+        f"arm={record['arm']} seed={record['seed']} score={record['score']}{maximum} "
+        f"turns={record['turns']} moves={record['moves']} tool_calls={record['tool_calls']} "
+        f"deaths={record['deaths']} seconds={record['wall_seconds']:.1f}"
+    )
+    if record.get("victory"):
+        line += " victory=true"
+    if record.get("error"):
+        line += f" error={json_quote(record['error'])}"
+    return line
+
+
+def json_quote(text: str) -> str:
+    import json
+
+    return json.dumps(" ".join(str(text).split())[:300], ensure_ascii=False)
+
+
+@attrs.define
+class _ArmTally:
+    total: int
+    done: int = 0
+    score: int = 0
+    turns: int = 0
+    task: TaskID | None = None
+
+
+class _LiveProgress:
+    """Episodes done per arm, running mean score and turns per second (rich), or one line each."""
+
+    def __init__(self, console: Console, plan: EvalPlan, *, quiet: bool) -> None:
+        self.console = console
+        self.mode = "off" if quiet else "live" if console.is_terminal else "lines"
+        self.started_at = time.monotonic()
+        self.arms = {arm.name: _ArmTally(total=plan.episodes) for arm in plan.arms}
+        self.bar: Progress | None = None
+
+    def __enter__(self) -> _LiveProgress:
+        if self.mode == "live":
+            self.bar = Progress(
+                TextColumn("[bold]{task.fields[arm]}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[stats]}"),
+                TimeElapsedColumn(),
+                console=self.console,
+                transient=False,
+            )
+            for name, tally in self.arms.items():
+                tally.task = self.bar.add_task(name, total=tally.total, arm=name, stats="")
+            self.bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        bar, self.bar = self.bar, None
+        if bar is not None:
+            bar.stop()
+
+    def resumed(self, records: list[dict[str, Any]]) -> None:
+        for record in records:
+            self._count(record)
+
+    def started(self, spec: EpisodeSpec, /) -> None:
+        del spec
+
+    def finished(self, record: dict[str, Any], /) -> None:
+        self._count(record)
+        if self.mode == "lines":
+            self.console.out(episode_line(record), highlight=False)
+            self.console.file.flush()
+
+    def _count(self, record: dict[str, Any]) -> None:
+        tally = self.arms.get(record["arm"])
+        if tally is None:
+            return
+        tally.done += 1
+        tally.score += int(record["score"])
+        tally.turns += int(record["turns"])
+        if self.bar is not None and tally.task is not None:
+            rate = tally.turns / max(time.monotonic() - self.started_at, 1e-9)
+            stats = f"mean score {tally.score / tally.done:.1f}  {rate:.1f} turns/s"
+            self.bar.update(tally.task, completed=tally.done, stats=stats)
+
+
+# -- the command ------------------------------------------------------------------------------------
+
+
+def _fmt(value: Any, digits: int = 2) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def summary_table(summary: dict[str, Any]) -> Table:
+    """The per-arm table printed at the end (from ``summary.json``'s object)."""
+    table = Table(title="Eval summary")
+    for column in (
+        "arm",
+        "episodes",
+        "mean score ± se",
+        "win rate",
+        "mean moves",
+        "tool calls/turn",
+        "tokens in/out",
+    ):
+        table.add_column(column, justify="left" if column == "arm" else "right")
+    for name, arm in summary.get("arms", {}).items():
+        table.add_row(
+            escape(name),
+            _fmt(arm.get("episodes")),
+            f"{_fmt(arm.get('mean_score'))} ± {_fmt(arm.get('se_score'))}",
+            _fmt(arm.get("win_rate")),
+            _fmt(arm.get("mean_moves"), 1),
+            _fmt(arm.get("tool_calls_per_turn")),
+            f"{_fmt(arm.get('prompt_tokens'))} / {_fmt(arm.get('completion_tokens'))}",
+        )
+    return table
+
+
+def _report(console: Console, outcome: EvalOutcome) -> None:
+    console.print(summary_table(outcome.summary))
+    for c in outcome.summary.get("comparisons", []):
+        lo, hi = c.get("ci95", [None, None])
+        console.print(
+            f"{escape(str(c.get('a')))} − {escape(str(c.get('b')))}: mean score difference "
+            f"{_fmt(c.get('diff_mean_score'))} (95% CI {_fmt(lo)} … {_fmt(hi)})",
+            highlight=False,
+        )
+    console.print(
+        f"{outcome.played} episode(s) played, {outcome.resumed} resumed; files in {outcome.run_dir} "
+        "(episodes/, summary.json, summary.csv, report.html)",
+        style="dim",
+        highlight=False,
+    )
+
+
+def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
+    from .config import Settings
+    from .eval import collect_episodes, run_eval
+
+    pyproject = Path(args.pyproject) if args.pyproject else None
+    if pyproject is not None and not pyproject.is_file():
+        raise ConfigError(f"--pyproject {pyproject}: no such file")
+    settings = Settings.from_pyproject(pyproject)
+    plan = build_plan(args, settings, err)
+    arms = ", ".join(arm.name for arm in plan.arms)
+    console.print(
+        f"[bold]zorkmcp eval[/]: arms {escape(arms)}; seeds {plan.seed}…{plan.seed + plan.episodes - 1}; "
+        f"up to {plan.max_turns} turns; {plan.concurrency} at once"
+        f"{'; on Ray' if args.ray else ''}; writing {escape(str(plan.out))}",
+        highlight=False,
+    )
+    with _LiveProgress(console, plan, quiet=args.quiet) as progress:
+        if args.resume:
+            progress.resumed(collect_episodes(plan))
+        outcome = run_eval(plan, resume=args.resume, ray=args.ray, progress=progress)
+    _report(console, outcome)
+    failed = [r for r in outcome.episodes if r.get("error")]
+    if outcome.interrupted:
+        err.print("zorkmcp eval: interrupted; the summary covers the finished episodes", highlight=False)
+        return EXIT_INTERRUPTED
+    if failed:
+        first = failed[0]
+        err.print(
+            f"[bold red]zorkmcp eval: {len(failed)} episode(s) failed[/], e.g. {escape(first['arm'])} seed "
+            f"{first['seed']}: {escape(str(first['error']))}",
+            highlight=False,
+        )
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def cmd_eval(args: argparse.Namespace, console: Console | None = None, err: Console | None = None) -> int:
+    """Run ``zorkmcp eval`` (see the module docstring for the exit codes)."""
+    console = console if console is not None else Console()
+    err = err if err is not None else Console(stderr=True)
+    try:
+        return _run(args, console, err)
+    except (ConfigError, GameError) as exc:
+        err.print(f"[bold red]zorkmcp eval: {type(exc).__name__}:[/] {escape(str(exc))}", highlight=False)
+        return EXIT_CONFIG
+    except KeyboardInterrupt:  # before the run started
+        err.print("zorkmcp eval: interrupted", highlight=False)
+        return EXIT_INTERRUPTED

@@ -1,0 +1,463 @@
+"""Playing many episodes at once: one task group, a ``CapacityLimiter``, one HTTP pool per endpoint.
+
+Each episode is the one episode loop (:class:`zorkmcp.episode.Episode`) awaited with
+:func:`~zorkmcp.episode.drive_async`, with its own agent, game server and MCP servers as its arm
+configures them; the game's RNG seed is the episode's seed. When an episode ends its result —
+``episodes/<arm>/seed-<N>.json`` (written atomically) and ``seed-<N>.events.jsonl`` — is written
+from a worker thread. An episode that fails (a server that does not start, a model that fails) is
+recorded with its ``error``; the run goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from contextlib import AsyncExitStack, asynccontextmanager
+from functools import partial
+from typing import TYPE_CHECKING, Any, Protocol
+
+import anyio
+import attrs
+import httpx
+
+from ..agent import AgentAction, ZorkAgent
+from ..config import McpConfig
+from ..episode import (
+    GAME_SERVER_NAME,
+    AskAgent,
+    Episode,
+    Step,
+    default_walkthrough,
+    drive_async,
+    game_server_config,
+)
+from ..errors import ConfigError, GameError, LLMError, MCPError
+from ..llm import OPENROUTER_HEADERS, LLMClient, ModelChoice, is_local_base_url, resolve_api_key
+from ..llm._urls import is_openrouter
+from ..mcp import EpisodeServers, McpManager
+from ..observability import EventRecorder, open_tracer
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable, Iterable
+    from pathlib import Path
+
+    from ..engine import TurnResult
+    from ..llm import ChatModel
+    from ._spec import EpisodeSpec, EvalPlan
+
+__all__ = [
+    "EpisodeResult",
+    "EvalOutcome",
+    "HttpPools",
+    "Progress",
+    "collect_episodes",
+    "endpoint_of",
+    "episode_paths",
+    "open_http_pools",
+    "play_episode",
+    "play_episodes",
+    "read_episode",
+    "run_eval",
+    "write_episode",
+]
+
+Runner = str  # "local" or "ray"
+
+
+class Progress(Protocol):
+    """Told about episodes as they start and end (in the event loop, or Ray's driver: be quick)."""
+
+    def started(self, spec: EpisodeSpec, /) -> None: ...
+
+    def finished(self, record: dict[str, Any], /) -> None: ...
+
+
+@attrs.frozen(kw_only=True)
+class EpisodeResult:
+    """What one episode produced: its ``seed-<N>.json`` object and its events (in order)."""
+
+    record: dict[str, Any]
+    events: list[dict[str, Any]]
+
+
+HttpPools = dict[str, httpx.AsyncClient]
+"""One shared ``httpx.AsyncClient`` per model endpoint (base URL)."""
+
+
+@asynccontextmanager
+async def open_http_pools(base_urls: Iterable[str], *, concurrency: int) -> AsyncIterator[HttpPools]:
+    """One HTTP connection pool per endpoint, shared by every episode that talks to it.
+
+    Args:
+        base_urls: the endpoints (repeats are fine).
+        concurrency: how many episodes may send at once (keep-alive connections kept).
+    """
+    async with AsyncExitStack() as stack:
+        pools: HttpPools = {}
+        for url in dict.fromkeys(base_urls):
+            pools[url] = await stack.enter_async_context(
+                httpx.AsyncClient(
+                    timeout=httpx.Timeout(None),  # each attempt's deadline is a cancel scope
+                    verify=httpx.create_ssl_context(trust_env=True),
+                    trust_env=not is_local_base_url(url),
+                    limits=httpx.Limits(max_connections=None, max_keepalive_connections=concurrency),
+                )
+            )
+        yield pools
+
+
+def _servers(spec: EpisodeSpec) -> tuple[McpConfig, bool]:
+    """The game server (seeded) plus, when the arm has MCP, the reasoning servers of its config."""
+    game = game_server_config(spec.game_path, spec.seed)
+    if not spec.settings.mcp.enabled:
+        return McpConfig(servers=(game,)), False
+    reasoning = McpConfig.from_file(spec.settings.mcp_config_path())
+    if any(s.name == GAME_SERVER_NAME for s in reasoning.servers):
+        raise ConfigError(
+            f"{reasoning.source} defines a server named '{GAME_SERVER_NAME}', reserved for the game"
+        )
+    return McpConfig(servers=(*reasoning.servers, game), source=reasoning.source), True
+
+
+def _chat_model(spec: EpisodeSpec, pools: HttpPools, events: EventRecorder) -> tuple[ChatModel, ModelChoice]:
+    """The arm's model: a fresh scripted model per episode, or an LLMClient on the shared pool."""
+    choice = ModelChoice.from_settings(
+        spec.settings,
+        model_override=spec.model,
+        base_url_override=spec.base_url,
+        walkthrough=default_walkthrough(spec.game_path),
+    )
+    choice.announce(events)
+    if choice.scripted is not None:
+        return choice.scripted, choice
+    http = pools.get(choice.base_url)
+    if http is None:
+        raise ConfigError(f"no HTTP pool was opened for {choice.base_url} (arm {spec.arm})")
+    api_key, _ = resolve_api_key(spec.settings.llm, choice.base_url)
+    client = LLMClient(
+        http=http,
+        base_url=choice.base_url,
+        model=choice.model,
+        api_key=api_key,
+        retry=spec.settings.retry,
+        extra_headers=OPENROUTER_HEADERS if is_openrouter(choice.base_url) else None,
+        events=events,
+        cache_control=spec.settings.llm.cache_control,
+    )
+    return client, choice
+
+
+def endpoint_of(spec: EpisodeSpec) -> str | None:
+    """The base URL an episode's model talks to (``None``: the offline scripted model)."""
+    choice = ModelChoice.from_settings(
+        spec.settings, model_override=spec.model, base_url_override=spec.base_url
+    )
+    return None if choice.scripted is not None else choice.base_url
+
+
+@attrs.define
+class _Tally:
+    """What the episode record adds up beyond the summary: turns, tokens, deaths, scores."""
+
+    turns: list[TurnResult] = attrs.Factory(list)
+    scores: list[int] = attrs.Factory(list)
+    deaths: int = 0
+    events: list[dict[str, Any]] = attrs.Factory(list)
+
+
+async def play_episode(spec: EpisodeSpec, pools: HttpPools, *, runner: Runner = "local") -> EpisodeResult:
+    """Play one episode with the one episode loop; failures end up in the record's ``error``.
+
+    Cancellation (Ctrl-C) propagates: the episode's servers are stopped and nothing is returned.
+    """
+    started = time.perf_counter()
+    recorder = EventRecorder()
+    episode_id = f"{spec.arm}-seed-{spec.seed}"
+    recorder.context["episode_id"] = episode_id
+    tally = _Tally()
+    episode = Episode(
+        events=recorder,
+        episode_id=episode_id,
+        game_path=spec.game_path,
+        seed=spec.seed,
+        turn_limit=spec.max_turns,
+        mcp_on=spec.settings.mcp.enabled,
+    )
+
+    def on_turn(record: Any) -> None:
+        tally.scores.append(record.score)
+        tally.deaths += bool(episode.status is not None and episode.status.died)
+        tally.events.extend(recorder.drain()[0])  # the recorder is bounded: hand over every turn
+
+    episode.on_turn = on_turn
+    stopped, error = "turn limit", None
+    try:
+        await _run_loop(spec, pools, recorder, episode, tally)
+    except (GameError, MCPError, LLMError, OSError, ValueError) as exc:
+        stopped, error = "error", f"{type(exc).__name__}: {exc}"
+        recorder.log("ERROR", f"Episode stopped: {error}")
+    summary = episode.finish(stopped, error)
+    tally.events.extend(recorder.drain()[0])
+    record = _record(spec, summary, tally, runner=runner, wall=time.perf_counter() - started)
+    return EpisodeResult(record=record, events=tally.events)
+
+
+async def _run_loop(
+    spec: EpisodeSpec, pools: HttpPools, recorder: EventRecorder, episode: Episode, tally: _Tally
+) -> None:
+    servers, mcp_on = _servers(spec)
+    model, _ = _chat_model(spec, pools, recorder)
+    episode.model_name, episode.scripted = model.model, model.scripted  # also when the servers fail
+    manager = McpManager(servers, spec.settings.mcp, events=recorder)
+    agent = ZorkAgent(
+        model=model,
+        settings=spec.settings.mcp,
+        mcp=manager if mcp_on else None,
+        sampling=spec.settings.agent_sampling,
+        events=recorder,
+        tracer=open_tracer(),
+    )
+    async with manager.open_episode() as live:
+        await drive_async(episode.steps(model.model, model.scripted), _answerer(agent, live, recorder, tally))
+
+
+def _answerer(
+    agent: ZorkAgent, live: EpisodeServers, recorder: EventRecorder, tally: _Tally
+) -> Callable[[Step], Any]:
+    async def answer(step: Step) -> Any:
+        if isinstance(step, AskAgent):
+            recorder.set_context(turn=step.turn)
+            action: AgentAction = await agent.generate_action(
+                step.state_text, step.memories, episode=live, turn=step.turn
+            )
+            if action.turn is not None:
+                tally.turns.append(action.turn)
+            return action
+        return await live.call_tool(step.name, dict(step.arguments))
+
+    return answer
+
+
+def _record(spec: EpisodeSpec, summary: Any, tally: _Tally, *, runner: Runner, wall: float) -> dict[str, Any]:
+    calls = [call for turn in tally.turns for call in turn.tool_calls]
+    record: dict[str, Any] = {
+        "arm": spec.arm,
+        "seed": spec.seed,
+        "score": summary.score,
+        "max_score": summary.max_score,
+        "moves": summary.moves,
+        "turns": summary.turns,
+        "victory": summary.victory,
+        "game_over": summary.game_over,
+        "deaths": tally.deaths,
+        "tool_calls": summary.tool_calls,
+        "tool_errors": sum(c.outcome in ("error", "invalid_arguments") for c in calls),
+        "tool_timeouts": sum(c.outcome == "timeout" for c in calls),
+        "llm_requests": sum(t.llm_requests for t in tally.turns),
+        "prompt_tokens": sum(t.usage.get("prompt_tokens", 0) for t in tally.turns),
+        "completion_tokens": sum(t.usage.get("completion_tokens", 0) for t in tally.turns),
+        "wall_seconds": round(wall, 3),
+        "scores": list(tally.scores),
+        "runner": runner,
+        "pid": os.getpid(),
+        "model": summary.model,
+        "scripted": summary.scripted,
+        "mcp": spec.settings.mcp.enabled,
+        "max_turns": spec.max_turns,
+        "stopped": summary.stopped,
+    }
+    if summary.error is not None:
+        record["error"] = summary.error
+    return record
+
+
+# -- files ------------------------------------------------------------------------------------------
+
+
+def episode_paths(run_dir: Path, arm: str, seed: int) -> tuple[Path, Path]:
+    """``episodes/<arm>/seed-<N>.json`` and ``seed-<N>.events.jsonl``."""
+    folder = run_dir / "episodes" / arm
+    return folder / f"seed-{seed}.json", folder / f"seed-{seed}.events.jsonl"
+
+
+def _replace(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def write_episode(run_dir: Path, result: EpisodeResult) -> Path:
+    """Write an episode's files, each atomically; the events first, so a JSON file means both are there.
+
+    Synchronous (call it from a worker thread in async code).
+    """
+    record = result.record
+    json_path, events_path = episode_paths(run_dir, record["arm"], record["seed"])
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    _replace(events_path, "".join(json.dumps(e, default=str) + "\n" for e in result.events))
+    _replace(json_path, json.dumps(record, indent=2) + "\n")
+    return json_path
+
+
+def read_episode(path: Path) -> dict[str, Any] | None:
+    """An episode's record, or ``None`` when the file is missing or does not parse (play it again)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    if not isinstance(data, dict) or not {"arm", "seed", "score"} <= data.keys():
+        return None
+    return data
+
+
+# -- many at once -----------------------------------------------------------------------------------
+
+
+async def play_episodes(
+    specs: list[EpisodeSpec],
+    run_dir: Path,
+    *,
+    concurrency: int,
+    on_start: Callable[[EpisodeSpec], None] | None = None,
+    on_done: Callable[[dict[str, Any]], None] | None = None,
+) -> None:
+    """Play ``specs``, at most ``concurrency`` at once, writing each episode's files when it ends.
+
+    Args:
+        specs: the episodes to play.
+        run_dir: the run's folder.
+        concurrency: K, the most episodes in flight.
+        on_start: called when an episode starts (in the event loop; must be quick).
+        on_done: called with each record once its files are written.
+    """
+    limiter = anyio.CapacityLimiter(concurrency)
+    urls = [url for url in (endpoint_of(spec) for spec in specs) if url is not None]
+
+    async def one(spec: EpisodeSpec, pools: HttpPools) -> None:
+        async with limiter:
+            if on_start is not None:
+                on_start(spec)
+            result = await play_episode(spec, pools)
+            await anyio.to_thread.run_sync(write_episode, run_dir, result)
+        if on_done is not None:
+            on_done(result.record)
+
+    async with open_http_pools(urls, concurrency=concurrency) as pools, anyio.create_task_group() as tg:
+        for spec in specs:
+            tg.start_soon(one, spec, pools)
+
+
+# -- the run ----------------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class EvalOutcome:
+    """How a run ended.
+
+    Attributes:
+        run_dir: the run's folder.
+        episodes: every finished episode of the plan (played now or before, with ``--resume``).
+        played: episodes played by this run.
+        resumed: episodes found finished and not played again.
+        interrupted: the run was stopped with Ctrl-C.
+        summary: ``summary.json``'s object.
+    """
+
+    run_dir: Path
+    episodes: list[dict[str, Any]]
+    played: int
+    resumed: int
+    interrupted: bool
+    summary: dict[str, Any]
+
+
+def collect_episodes(plan: EvalPlan) -> list[dict[str, Any]]:
+    """The finished episodes of the plan on disk, seed by seed, in the plan's arm order."""
+    found = []
+    for spec in plan.specs():
+        record = read_episode(episode_paths(plan.out, spec.arm, spec.seed)[0])
+        if record is not None:
+            found.append(record)
+    return found
+
+
+def run_eval(
+    plan: EvalPlan, *, resume: bool = False, ray: str | None = None, progress: Progress | None = None
+) -> EvalOutcome:
+    """Play the plan (here, or on Ray), then write ``summary.json``, ``summary.csv`` and ``report.html``.
+
+    Synchronous: starts its own trio loop (or drives Ray). Ctrl-C cancels the episodes in flight
+    (their servers are stopped), keeps every finished file and still writes the summary of what
+    finished; the outcome says ``interrupted``.
+
+    Args:
+        plan: what to play.
+        resume: skip episodes whose file exists and parses.
+        ray: ``None`` plays in this process; ``"local"`` starts a local Ray runtime; any other value
+            is the address of a cluster to join (``auto``, ``ray://head:10001``).
+        progress: told when an episode starts and ends.
+    """
+    specs = plan.specs()
+    done = {(r["arm"], r["seed"]) for r in collect_episodes(plan)} if resume else set()
+    pending = [spec for spec in specs if spec.key not in done]
+    plan.out.mkdir(parents=True, exist_ok=True)
+    interrupted = False
+    on_start = progress.started if progress is not None else None
+    on_done = progress.finished if progress is not None else None
+    try:
+        if ray is not None:
+            from ._ray import play_on_ray
+
+            play_on_ray(
+                pending,
+                plan.out,
+                concurrency=plan.concurrency,
+                address=ray,
+                on_start=on_start,
+                on_done=on_done,
+            )
+        else:
+            from .._bridge import run_trio
+
+            run_trio(
+                partial(
+                    play_episodes,
+                    pending,
+                    plan.out,
+                    concurrency=plan.concurrency,
+                    on_start=on_start,
+                    on_done=on_done,
+                )
+            )
+    except KeyboardInterrupt:
+        interrupted = True
+    episodes = collect_episodes(plan)
+    summary = write_run_summary(plan.out, episodes)
+    return EvalOutcome(
+        run_dir=plan.out,
+        episodes=episodes,
+        played=len(episodes) - len(done),
+        resumed=len(done),
+        interrupted=interrupted,
+        summary=summary,
+    )
+
+
+def write_run_summary(run_dir: Path, episodes: list[dict[str, Any]]) -> dict[str, Any]:
+    """``summary.json``, ``summary.csv`` and ``report.html`` for the finished episodes."""
+    try:
+        from ._report import render_eval_report, summarize, write_summary_csv  # type: ignore[import-not-found,import-untyped,unused-ignore]
+    except ImportError:  # TEMPORARY until the statistics land
+        summary: dict[str, Any] = {"arms": {}, "comparisons": []}
+        for record in episodes:
+            arm = summary["arms"].setdefault(record["arm"], {"episodes": 0, "total": 0})
+            arm["episodes"] += 1
+            arm["total"] += record["score"]
+        _replace(run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
+        return summary
+    summary = summarize(episodes)
+    _replace(run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
+    write_summary_csv(episodes, run_dir / "summary.csv")
+    render_eval_report(run_dir)
+    return summary

@@ -1,0 +1,275 @@
+"""What an eval run plays: the TOML file (``[eval]`` and ``[[arms]]``) and the command-line flags.
+
+An *arm* is one configuration of the agent (model, endpoint, tools on or off, sampling); every arm
+plays the same seeds. The file is read and checked before anything starts: an unknown key, a value
+of the wrong type or a duplicate arm name is one :class:`~zorkmcp.errors.ConfigError` naming the
+file and the key. Flags override the file.
+
+Example::
+
+    [eval]
+    episodes = 20
+    seed = 12
+    max_turns = 100
+    concurrency = 16
+
+    [[arms]]
+    name = "mcp"
+    mcp = true
+
+    [[arms]]
+    name = "no-mcp"
+    mcp = false
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+import attrs
+from attrs import field, frozen
+from cattrs import Converter, transform_error
+from cattrs.errors import BaseValidationError, ForbiddenExtraKeysError
+
+from ..errors import ConfigError
+
+if TYPE_CHECKING:
+    from ..config import Settings
+
+__all__ = [
+    "DEFAULT_CONCURRENCY",
+    "DEFAULT_EPISODES",
+    "ArmSpec",
+    "EpisodeSpec",
+    "EvalFile",
+    "EvalPlan",
+    "EvalTable",
+    "load_eval_file",
+]
+
+DEFAULT_EPISODES = 10
+DEFAULT_CONCURRENCY = 4
+_ARM_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+class _Problem(ValueError):
+    pass
+
+
+def _positive(_: Any, attribute: attrs.Attribute[Any], value: int | None) -> None:
+    if value is not None and value < 1:
+        raise _Problem(f"{attribute.name} must be >= 1, got {value}")
+
+
+def _non_negative(_: Any, attribute: attrs.Attribute[Any], value: int | None) -> None:
+    if value is not None and value < 0:
+        raise _Problem(f"{attribute.name} must be >= 0, got {value}")
+
+
+def _arm_name(_: Any, attribute: attrs.Attribute[Any], value: str) -> None:
+    if not _ARM_NAME.fullmatch(value):
+        raise _Problem(
+            f"name must be 1-64 letters, digits, '.', '_' or '-' (it names a folder), got {value!r}"
+        )
+
+
+@frozen(kw_only=True)
+class ArmSpec:
+    """One arm: a configuration of the agent; ``None`` keeps what ``zorkmcp play`` would use.
+
+    Attributes:
+        name: the arm's name (also its folder under ``episodes/``).
+        model: the model name.
+        base_url: the OpenAI-compatible endpoint.
+        mcp: whether the agent has the reasoning servers and tools.
+        mcp_config: the ``mcp_config.json`` to use (relative: to the eval file's folder).
+        api_key_env: the environment variable holding the API key.
+    """
+
+    name: str = field(validator=_arm_name)
+    model: str | None = None
+    base_url: str | None = None
+    mcp: bool | None = None
+    mcp_config: str | None = None
+    api_key_env: str | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    min_p: float | None = None
+    max_tokens: int | None = field(default=None, validator=_positive)
+
+    def settings_for(self, base: Settings) -> Settings:
+        """The settings an episode of this arm runs with: ``base`` with this arm's values."""
+        sampling = {
+            key: getattr(self, key)
+            for key in ("temperature", "top_p", "top_k", "min_p", "max_tokens")
+            if getattr(self, key) is not None
+        }
+        mcp = base.mcp
+        if self.mcp is not None:
+            mcp = attrs.evolve(mcp, enabled=self.mcp)
+        if self.mcp_config is not None:
+            mcp = attrs.evolve(mcp, config_file=self.mcp_config)
+        llm = base.llm if self.api_key_env is None else attrs.evolve(base.llm, api_key_env=self.api_key_env)
+        return attrs.evolve(
+            base, mcp=mcp, llm=llm, agent_sampling=attrs.evolve(base.agent_sampling, **sampling)
+        )
+
+
+@frozen(kw_only=True)
+class EvalTable:
+    """The ``[eval]`` table; ``None`` leaves the value to the flags or the defaults."""
+
+    episodes: int | None = field(default=None, validator=_positive)
+    seed: int | None = field(default=None, validator=_non_negative)
+    max_turns: int | None = field(default=None, validator=_positive)
+    concurrency: int | None = field(default=None, validator=_positive)
+    game: str | None = None
+    out: str | None = None
+
+
+@frozen(kw_only=True)
+class EvalFile:
+    """An eval file: ``[eval]`` and ``[[arms]]`` (paths in it already made absolute)."""
+
+    eval: EvalTable = field(factory=EvalTable)
+    arms: list[ArmSpec] = field(factory=list)
+
+
+@frozen(kw_only=True)
+class EpisodeSpec:
+    """One episode to play: everything a process (or a Ray worker) needs, picklable."""
+
+    arm: str
+    seed: int
+    max_turns: int
+    game_path: Path
+    settings: Settings
+    model: str | None = None
+    base_url: str | None = None
+
+    @property
+    def key(self) -> tuple[str, int]:
+        """``(arm, seed)``: names the episode's files."""
+        return (self.arm, self.seed)
+
+
+@frozen(kw_only=True)
+class EvalPlan:
+    """The whole run: the arms, the seeds and where the files go."""
+
+    arms: tuple[ArmSpec, ...]
+    episodes: int
+    seed: int
+    max_turns: int
+    concurrency: int
+    game_path: Path
+    out: Path
+    settings: Settings
+
+    @property
+    def seeds(self) -> range:
+        """``seed … seed + episodes - 1``."""
+        return range(self.seed, self.seed + self.episodes)
+
+    def specs(self) -> list[EpisodeSpec]:
+        """Every episode, seed by seed, the arms interleaved (so a stopped run has all arms)."""
+        return [
+            EpisodeSpec(
+                arm=arm.name,
+                seed=seed,
+                max_turns=self.max_turns,
+                game_path=self.game_path,
+                settings=arm.settings_for(self.settings),
+                model=arm.model,
+                base_url=arm.base_url,
+            )
+            for seed in self.seeds
+            for arm in self.arms
+        ]
+
+
+def _strict(kind: type, check: Any, expected: str) -> Any:
+    def structure(value: object, _: type) -> Any:
+        if not check(value):
+            raise _Problem(f"must be {expected}, got {value!r}")
+        return kind(value)
+
+    return structure
+
+
+def _converter() -> Converter:
+    converter = Converter(forbid_extra_keys=True, detailed_validation=True)
+    converter.register_structure_hook(str, _strict(str, lambda v: isinstance(v, str), "a string"))
+    converter.register_structure_hook(bool, _strict(bool, lambda v: isinstance(v, bool), "true or false"))
+    is_int = lambda v: isinstance(v, int) and not isinstance(v, bool)  # noqa: E731
+    converter.register_structure_hook(int, _strict(int, is_int, "an integer"))
+    is_number = lambda v: isinstance(v, int | float) and not isinstance(v, bool)  # noqa: E731
+    converter.register_structure_hook(float, _strict(float, is_number, "a number"))
+    return converter
+
+
+_CONVERTER: Final = _converter()
+
+
+def _format(exc: BaseException, type_: type | None) -> str:
+    if isinstance(exc, ForbiddenExtraKeysError):
+        allowed = ", ".join(a.name for a in attrs.fields(exc.cl))
+        return f"has unknown key {', '.join(sorted(exc.extra_fields))} (allowed: {allowed})"
+    if isinstance(exc, _Problem | ValueError | TypeError):
+        return str(exc)
+    if isinstance(exc, KeyError):
+        return "is required"
+    return f"is invalid ({type(exc).__name__}: {exc})"
+
+
+def load_eval_file(path: Path) -> EvalFile:
+    """Read and check an eval file (relative ``game``, ``out`` and ``mcp_config``: to its folder).
+
+    Raises:
+        ConfigError: unreadable, not TOML, an unknown key, a wrong type, a duplicate arm name.
+    """
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read the eval file {path}: {exc.strerror or exc}") from exc
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"invalid TOML in the eval file {path}: {exc}") from exc
+    try:
+        parsed = _CONVERTER.structure(data, EvalFile)
+    except (BaseValidationError, _Problem) as exc:
+        lines = transform_error(exc, path="$", format_exception=_format)
+        where = lines[0].rpartition(" @ $")
+        key = where[2].lstrip(".") or "the top level"
+        raise ConfigError(f"{path}: {key} {where[0]} (fix the key in the eval file)") from None
+    names = [arm.name for arm in parsed.arms]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ConfigError(
+            f"{path}: arms.name {duplicates[0]!r} is used by more than one arm; names must differ"
+        )
+    return _absolute(parsed, path.parent)
+
+
+def _absolute(parsed: EvalFile, base: Path) -> EvalFile:
+    def resolve(value: str | None) -> str | None:
+        if value is None:
+            return None
+        candidate = Path(value).expanduser()
+        if candidate.is_absolute() or (candidate.suffix == "" and "/" not in value):
+            return str(candidate) if candidate.is_absolute() else value  # a game's name, e.g. zork1
+        return str(base / candidate)
+
+    table = attrs.evolve(parsed.eval, game=resolve(parsed.eval.game))
+    if table.out is not None and not Path(table.out).expanduser().is_absolute():
+        table = attrs.evolve(table, out=str(base / table.out))
+    arms = [
+        attrs.evolve(arm, mcp_config=str((base / Path(arm.mcp_config).expanduser()).resolve()))
+        if arm.mcp_config is not None
+        else arm
+        for arm in parsed.arms
+    ]
+    return EvalFile(eval=table, arms=arms)
