@@ -77,12 +77,10 @@ def play_on_ray(
     started_here = not ray.is_initialized()
     if started_here:
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-        pythonpath = os.environ.get("PYTHONPATH")
-        runtime_env = {"env_vars": {"PYTHONPATH": pythonpath}} if pythonpath else None
-        if address == LOCAL:
-            ray.init(include_dashboard=False, log_to_driver=False, runtime_env=runtime_env)
+        if address == LOCAL:  # the workers inherit this process's environment (PYTHONPATH, keys)
+            ray.init(include_dashboard=False, log_to_driver=False)
         else:
-            ray.init(address=address, log_to_driver=False, runtime_env=runtime_env)
+            ray.init(address=address, log_to_driver=False)
     try:
         _drive(ray, specs, run_dir, concurrency, on_start, on_done)
     finally:

@@ -109,7 +109,7 @@ async def open_http_pools(base_urls: Iterable[str], *, concurrency: int) -> Asyn
 
 def _servers(spec: EpisodeSpec) -> tuple[McpConfig, bool]:
     """The game server (seeded) plus, when the arm has MCP, the reasoning servers of its config."""
-    game = game_server_config(spec.game_path, spec.seed)
+    game = spec.game_server or game_server_config(spec.game_path, spec.seed)
     if not spec.settings.mcp.enabled:
         return McpConfig(servers=(game,)), False
     reasoning = McpConfig.from_file(spec.settings.mcp_config_path())

@@ -37,7 +37,7 @@ from cattrs.errors import BaseValidationError, ForbiddenExtraKeysError
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
-    from ..config import Settings
+    from ..config import ServerConfig, Settings
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
@@ -150,6 +150,8 @@ class EpisodeSpec:
     settings: Settings
     model: str | None = None
     base_url: str | None = None
+    game_server: ServerConfig | None = None
+    """The game's MCP server; default: the stdio game server seeded with :attr:`seed`."""
 
     @property
     def key(self) -> tuple[str, int]:

@@ -1,0 +1,39 @@
+"""In-process game servers for the eval tests: ``eval_support:seed_<N>`` is Zork I seeded with N.
+
+An in-process server does no real I/O, so ``MockClock(autojump_threshold=0)`` measures exactly the
+virtual time the loopback model spends (a stdio game server would let the clock jump while it boots).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from play_support import ZORK1_Z3
+
+from zorkmcp.config import ServerConfig
+from zorkmcp.episode import GAME_SERVER_NAME, GAME_TOOLS_FOR_AGENT
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = ["inprocess_game"]
+
+
+def __getattr__(name: str) -> Callable[[], Any]:
+    if not name.startswith("seed_"):
+        raise AttributeError(name)
+    from zorkmcp.game.server import create_server
+
+    return partial(create_server, str(ZORK1_Z3), int(name.removeprefix("seed_")))
+
+
+def inprocess_game(seed: int) -> ServerConfig:
+    """Zork I seeded with ``seed`` as an in-process per_episode game server."""
+    return ServerConfig(
+        name=GAME_SERVER_NAME,
+        type="inprocess",
+        module=f"eval_support:seed_{seed}",
+        lifecycle="per_episode",
+        tools=GAME_TOOLS_FOR_AGENT,
+    )

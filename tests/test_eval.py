@@ -1,0 +1,279 @@
+"""``zorkmcp eval``: many seeded episodes at once with the one episode loop, real Zork, real servers
+and the real loopback model; resume, a failing arm, Ctrl-C and bad eval files."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from typing import TYPE_CHECKING, Any
+
+import pytest
+import trio
+from eval_support import inprocess_game
+from llm_server import agent_reply, server_error
+from play_support import PER_TURN_THINKING, default_sigint, descendants, is_running, offline_env, zork1_path
+
+from zorkmcp.cli import main
+from zorkmcp.config import Settings
+from zorkmcp.errors import ConfigError
+from zorkmcp.eval import EpisodeSpec, episode_paths, load_eval_file, play_episodes, read_episode
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from llm_server import LLMServer
+
+EPISODE_KEYS = {
+    "arm", "seed", "score", "max_score", "moves", "turns", "victory", "game_over", "deaths", "tool_calls",
+    "tool_errors", "tool_timeouts", "llm_requests", "prompt_tokens", "completion_tokens", "wall_seconds",
+    "scores", "runner", "pid", "model", "scripted",
+}  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "GAME", "ZORKMCP_GAME_SEED"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def _spec(seed: int, base_url: str, turns: int = 3) -> EpisodeSpec:
+    import eval_support  # noqa: F401 -- imported here, so the in-process server loads without a thread
+
+    return EpisodeSpec(
+        arm="a",
+        seed=seed,
+        max_turns=turns,
+        game_path=zork1_path(),
+        settings=Settings(),
+        model="test-model",
+        base_url=base_url,
+        game_server=inprocess_game(seed),
+    )
+
+
+# -- a nursery of episodes on the mock clock ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(("concurrency", "seconds"), [(4, 3.0), (2, 6.0), (1, 12.0)])
+async def test_k_episodes_whose_model_takes_a_second_finish_in_the_time_of_one(
+    llm_server: LLMServer,
+    autojump_clock: trio.testing.MockClock,
+    tmp_path: Path,
+    concurrency: int,
+    seconds: float,
+) -> None:
+    llm_server.script(*[agent_reply("look", delay=1.0) for _ in range(12)])  # 4 episodes x 3 turns
+    finished: list[tuple[float, dict[str, Any]]] = []
+    start = trio.current_time()
+    await play_episodes(
+        [_spec(seed, llm_server.base_url) for seed in (1, 2, 3, 4)],
+        tmp_path,
+        concurrency=concurrency,
+        on_done=lambda record: finished.append((trio.current_time() - start, record)),
+    )
+    assert max(t for t, _ in finished) == pytest.approx(seconds)
+    assert sorted(r["seed"] for _, r in finished) == [1, 2, 3, 4]
+    record = finished[0][1]
+    assert EPISODE_KEYS <= record.keys()
+    assert "error" not in record
+    assert (record["turns"], record["llm_requests"], record["tool_calls"]) == (3, 3, 0)
+    assert (record["prompt_tokens"], record["completion_tokens"]) == (33, 21)  # 11 + 7 per reply
+    assert len(record["scores"]) == 3
+    assert (record["runner"], record["pid"], record["model"], record["scripted"]) == (
+        "local", os.getpid(), "test-model", False,
+    )  # fmt: skip
+    assert len({r.connection for r in llm_server.requests}) <= concurrency  # one shared pool
+    for seed in (1, 2, 3, 4):
+        json_path, events_path = episode_paths(tmp_path, "a", seed)
+        assert read_episode(json_path) is not None
+        types = [json.loads(line)["event_type"] for line in events_path.read_text().splitlines()]
+        assert types.count("turn_complete") == 3
+        assert types[-1] == "episode_complete"
+
+
+async def test_a_model_that_fails_is_recorded_and_the_other_episodes_go_on(
+    llm_server: LLMServer, autojump_clock: trio.testing.MockClock, tmp_path: Path
+) -> None:
+    llm_server.script(server_error(400, "no such model", delay=0.5), agent_reply("look", delay=1.0))
+    done: list[dict[str, Any]] = []
+    specs = [_spec(1, llm_server.base_url, turns=1), _spec(2, llm_server.base_url, turns=1)]
+    await play_episodes(specs, tmp_path, concurrency=2, on_done=done.append)
+    failed, played = sorted(done, key=lambda r: "error" not in r)
+    assert "no such model" in failed["error"]
+    assert (failed["turns"], failed["scores"]) == (0, [])
+    assert "error" not in played
+    assert played["turns"] == 1
+    assert read_episode(episode_paths(tmp_path, "a", failed["seed"])[0]) == failed
+
+
+# -- the command -------------------------------------------------------------------------------------
+
+
+def _eval(tmp_path: Path, *args: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(["eval", "--game", str(zork1_path()), "--out", str(tmp_path / "run"), *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _records(run: Path) -> dict[tuple[str, int], dict[str, Any]]:
+    found = {}
+    for path in sorted((run / "episodes").glob("*/seed-*.json")):
+        record = json.loads(path.read_text())
+        found[(record["arm"], record["seed"])] = record
+    return found
+
+
+def test_resume_plays_only_what_is_missing_or_broken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    common = ("--no-mcp", "--turns", "2", "--concurrency", "3", "--quiet")
+    code, out, _ = _eval(tmp_path, "--episodes", "2", *common, capsys=capsys)
+    assert code == 0, out
+    run = tmp_path / "run"
+    first = {key: (run / "episodes" / "no-mcp" / f"seed-{key[1]}.json").read_bytes() for key in _records(run)}
+    assert sorted(first) == [("no-mcp", 12), ("no-mcp", 13)]
+    (run / "episodes" / "no-mcp" / "seed-13.json").write_text('{"arm": "no-mcp", "seed": 13, "sco')
+    code, out, _ = _eval(tmp_path, "--episodes", "3", "--resume", *common, capsys=capsys)
+    assert code == 0, out
+    assert "2 episode(s) played, 1 resumed" in " ".join(out.split())
+    assert (run / "episodes" / "no-mcp" / "seed-12.json").read_bytes() == first[("no-mcp", 12)]
+    records = _records(run)
+    assert sorted(records) == [("no-mcp", 12), ("no-mcp", 13), ("no-mcp", 14)]
+    assert all(r["turns"] == 2 and r["scripted"] and r["runner"] == "local" for r in records.values())
+    assert (run / "summary.json").is_file()
+
+
+def test_an_arm_whose_server_cannot_start_fails_its_episodes_and_the_run_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    broken = {
+        "mcpServers": {
+            "dead": {
+                "command": sys.executable,
+                "args": ["-c", "raise SystemExit(3)"],
+                "lifecycle": "per_episode",
+            }
+        }
+    }
+    (tmp_path / "broken.json").write_text(json.dumps(broken))
+    (tmp_path / "eval.toml").write_text(
+        '[eval]\nepisodes = 2\nmax_turns = 2\n\n[[arms]]\nname = "plain"\nmcp = false\n\n'
+        '[[arms]]\nname = "broken"\nmcp = true\nmcp_config = "broken.json"\n'
+    )
+    code, _, err = _eval(tmp_path, str(tmp_path / "eval.toml"), "--quiet", capsys=capsys)
+    assert code == 1
+    assert "2 episode(s) failed" in " ".join(err.split())
+    records = _records(tmp_path / "run")
+    assert sorted(records) == [("broken", 12), ("broken", 13), ("plain", 12), ("plain", 13)]
+    for seed in (12, 13):
+        assert "error" not in records["plain", seed]
+        assert records["plain", seed]["turns"] == 2
+        assert "MCPServerStartupError" in records["broken", seed]["error"]
+        assert "dead" in records["broken", seed]["error"]
+    assert (tmp_path / "run" / "summary.json").is_file()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[eval]\nepisodes = 2\nepisodez = 3\n", r"eval has unknown key episodez"),
+        ('[[arms]]\nname = "a"\nmcp = "yes"\n', r"arms\[0\]\.mcp must be true or false, got 'yes'"),
+        ("[eval]\nconcurrency = 0\n", r"concurrency must be >= 1, got 0"),
+        ('[[arms]]\nname = "a"\n[[arms]]\nname = "a"\n', r"arms.name 'a' is used by more than one arm"),
+        ('[[arms]]\nname = "../x"\n', r"name must be 1-64 letters"),
+        ("[eval\n", r"invalid TOML"),
+    ],
+)
+def test_a_bad_eval_file_names_the_key(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "eval.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        load_eval_file(path)
+
+
+def test_a_bad_eval_file_exits_2_before_anything_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "eval.toml").write_text('[[arms]]\nname = "a"\nmodle = "x"\n')
+    code, _, err = _eval(tmp_path, str(tmp_path / "eval.toml"), capsys=capsys)
+    assert code == 2
+    assert "arms[0] has unknown key modle" in " ".join(err.split())
+    assert not (tmp_path / "run").exists()
+
+
+def test_plan_from_file_and_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rich.console import Console
+
+    from zorkmcp._cli_eval import build_plan
+    from zorkmcp.cli import build_parser
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "eval.toml").write_text(
+        '[eval]\nepisodes = 5\nseed = 3\nmax_turns = 7\nconcurrency = 2\nout = "runs/x"\n\n'
+        '[[arms]]\nname = "base"\ntemperature = 0.5\nmcp_config = "conf/m.json"\n'
+    )
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "m.json").write_text(json.dumps(PER_TURN_THINKING))
+    args = build_parser().parse_args(
+        ["eval", str(tmp_path / "eval.toml"), "--episodes", "4", "--compare-mcp", "--game", str(zork1_path())]
+    )
+    plan = build_plan(args, Settings(), Console(stderr=True))
+    assert [a.name for a in plan.arms] == ["mcp", "no-mcp"]
+    assert [a.mcp for a in plan.arms] == [True, False]
+    assert (plan.episodes, plan.seed, plan.max_turns, plan.concurrency) == (4, 3, 7, 2)
+    assert plan.out == tmp_path / "runs" / "x"
+    specs = plan.specs()
+    assert [(s.arm, s.seed) for s in specs[:3]] == [("mcp", 3), ("no-mcp", 3), ("mcp", 4)]
+    assert specs[0].settings.agent_sampling.temperature == 0.5
+    assert specs[0].settings.mcp_config_path() == tmp_path / "conf" / "m.json"
+    assert (specs[0].settings.mcp.enabled, specs[1].settings.mcp.enabled) == (True, False)
+
+
+# -- Ctrl-C ------------------------------------------------------------------------------------------
+
+
+def test_ctrl_c_stops_the_episodes_in_flight_keeps_finished_files_and_exits_130(tmp_path: Path) -> None:
+    game = zork1_path()
+    run = tmp_path / "run"
+    command = [
+        sys.executable, "-m", "zorkmcp.cli", "eval", "--game", str(game), "--no-mcp", "--episodes", "6",
+        "--concurrency", "2", "--turns", "25", "--out", str(run),
+    ]  # fmt: skip
+    proc = subprocess.Popen(
+        command,
+        cwd=tmp_path,
+        env=offline_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_sigint,
+    )
+    try:
+        assert proc.stdout is not None
+        for _ in range(20):  # the banner, then one line per finished episode
+            line = proc.stdout.readline()
+            if line.startswith("arm=") or not line:
+                break
+        assert line.startswith("arm="), line
+        children = descendants(proc.pid)
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    records = _records(run)
+    assert 1 <= len(records) < 6
+    for path in (run / "episodes" / "no-mcp").iterdir():
+        assert not path.name.endswith(".tmp")
+    summary = json.loads((run / "summary.json").read_text())
+    assert sum(arm["episodes"] for arm in summary["arms"].values()) == len(records)
+    assert not [pid for pid, (start, _) in children.items() if is_running(pid, start)]
