@@ -164,6 +164,7 @@ class _Tally:
     scores: list[int] = attrs.Factory(list)
     deaths: int = 0
     events: list[dict[str, Any]] = attrs.Factory(list)
+    start_seconds: float | None = None
 
 
 async def play_episode(spec: EpisodeSpec, pools: HttpPools, *, runner: Runner = "local") -> EpisodeResult:
@@ -190,7 +191,11 @@ async def play_episode(spec: EpisodeSpec, pools: HttpPools, *, runner: Runner = 
         tally.deaths += bool(episode.status is not None and episode.status.died)
         tally.events.extend(recorder.drain()[0])  # the recorder is bounded: hand over every turn
 
-    episode.on_turn = on_turn
+    def on_start(model: str, scripted: bool) -> None:
+        del model, scripted
+        tally.start_seconds = round(time.perf_counter() - started, 3)
+
+    episode.on_turn, episode.on_start = on_turn, on_start
     stopped, error = "turn limit", None
     try:
         await _run_loop(spec, pools, recorder, episode, tally)
@@ -258,6 +263,7 @@ def _record(spec: EpisodeSpec, summary: Any, tally: _Tally, *, runner: Runner, w
         "prompt_tokens": sum(t.usage.get("prompt_tokens", 0) for t in tally.turns),
         "completion_tokens": sum(t.usage.get("completion_tokens", 0) for t in tally.turns),
         "wall_seconds": round(wall, 3),
+        "start_seconds": tally.start_seconds,
         "scores": list(tally.scores),
         "runner": runner,
         "pid": os.getpid(),

@@ -1,0 +1,238 @@
+"""``zorkmcp eval`` at scale: K concurrent episodes against a model that answers in 1 s.
+
+For each K (``ZORKMCP_BENCH_EVAL_K``, default ``8,32,64``) one ``zorkmcp eval`` process plays K
+episodes of ``ZORKMCP_BENCH_EVAL_TURNS`` turns (default 5) with K at once, in the default
+configuration: MCP on, the repository's ``mcp_config.json`` (a fresh ``think`` server per turn,
+Requirement 3), the stdio game server per episode. The model is ``latency_llm.py`` in its own
+process (1 s per request, one request per turn). Sampled from /proc every 0.2 s:
+
+* achieved turns/s between the first and the last ``turn_complete``, over the ideal
+  K ÷ (latency × requests per turn);
+* CPU ms per turn by lifecycle: the eval process itself, the ``per_episode`` game servers (their
+  last sample), and the ``per_turn`` servers (what is left of all CPU the run's processes used,
+  from ``getrusage(RUSAGE_CHILDREN)``);
+* RSS (and PSS, which counts shared pages once) per concurrent episode: the peak of the sum over
+  every process of the run ÷ K;
+* episode start: from the episode's task starting to the game's first status (``start_seconds``).
+
+Targets (reported, never asserted): ≥ 0.9 × ideal at K = 64; ≤ 40 MB RSS per concurrent episode;
+episode start ≤ 150 ms.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from _benchlib import REPO, Section
+
+if TYPE_CHECKING:
+    from _benchlib import Report
+
+KS = [int(k) for k in os.environ.get("ZORKMCP_BENCH_EVAL_K", "8,32,64").split(",") if k.strip()]
+TURNS = int(os.environ.get("ZORKMCP_BENCH_EVAL_TURNS", "5"))
+LATENCY = 1.0
+SAMPLE_EVERY = 0.2
+_TICK = os.sysconf("SC_CLK_TCK")
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+GAME = REPO.parent / "shared" / "games" / "zork1.z3"
+
+
+def _processes() -> dict[int, tuple[int, float, int]]:
+    """Every process: PID → (parent PID, CPU seconds, RSS bytes)."""
+    table = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        table[int(entry.name)] = (
+            int(fields[1]),
+            (int(fields[11]) + int(fields[12])) / _TICK,
+            int(fields[21]) * _PAGE,
+        )
+    return table
+
+
+def _tree(root: int, table: dict[int, tuple[int, float, int]]) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found, stack = [], [root]
+    while stack:
+        pid = stack.pop()
+        found.append(pid)
+        stack.extend(children.get(pid, ()))
+    return found
+
+
+def _kind(pid: int, root: int) -> str:
+    if pid == root:
+        return "runner"
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return "other"
+    if b"zorkmcp.game.server" in cmdline:
+        return "game"
+    if b"zorkmcp.servers.thinking" in cmdline:
+        return "per_turn"
+    return "other"
+
+
+def _pss(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def _sample_run(proc: subprocess.Popen[bytes]) -> dict[str, Any]:
+    """Sample the run's processes until it exits: peak RSS/PSS sums and each process's last CPU."""
+    peak_rss = peak_pss = 0
+    last_cpu: dict[int, tuple[str, float]] = {}
+    while proc.poll() is None:
+        table = _processes()
+        pids = [pid for pid in _tree(proc.pid, table) if pid in table]
+        peak_rss = max(peak_rss, sum(table[pid][2] for pid in pids))
+        peak_pss = max(peak_pss, sum(_pss(pid) for pid in pids))
+        for pid in pids:
+            kind = last_cpu[pid][0] if pid in last_cpu else _kind(pid, proc.pid)
+            last_cpu[pid] = (kind, table[pid][1])
+        time.sleep(SAMPLE_EVERY)
+    by_kind: dict[str, float] = {}
+    for kind, cpu in last_cpu.values():
+        if kind in ("runner", "game"):
+            by_kind[kind] = by_kind.get(kind, 0.0) + cpu
+    return {"peak_rss": peak_rss, "peak_pss": peak_pss, "cpu": by_kind}
+
+
+def _project(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    pyproject = folder / "pyproject.toml"
+    pyproject.write_text(
+        f'[tool.zorkgpt.mcp]\nenabled = true\nconfig_file = "{REPO / "mcp_config.json"}"\n', encoding="utf-8"
+    )
+    return pyproject
+
+
+def _turn_window(run: Path) -> tuple[float, float]:
+    times = []
+    for path in (run / "episodes").glob("*/seed-*.events.jsonl"):
+        for line in path.read_text().splitlines():
+            event = json.loads(line)
+            if event["event_type"] == "turn_complete":
+                times.append(event["timestamp"])
+    return min(times), max(times)
+
+
+def _run_k(k: int, port: int, folder: Path) -> dict[str, Any]:
+    run = folder / "run"
+    command = [
+        sys.executable, "-m", "zorkmcp.cli", "eval", "--game", str(GAME), "--episodes", str(k),
+        "--concurrency", str(k), "--turns", str(TURNS), "--base-url", f"http://127.0.0.1:{port}/v1",
+        "--model", "bench", "--out", str(run), "--quiet", "--pyproject", str(_project(folder)),
+    ]  # fmt: skip
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    with (folder / "stderr.txt").open("wb") as err:
+        proc = subprocess.Popen(command, cwd=folder, stdout=subprocess.DEVNULL, stderr=err)
+        sampled = _sample_run(proc)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    records = [json.loads(p.read_text()) for p in (run / "episodes").glob("*/seed-*.json")]
+    turns = sum(r["turns"] for r in records)
+    requests = sum(r["llm_requests"] for r in records)
+    first, last = _turn_window(run)
+    per_turn_requests = requests / max(turns, 1)
+    ideal = k / (LATENCY * per_turn_requests)
+    achieved = (turns - k) / (last - first) if last > first else float("nan")  # turns after the first wave
+    starts = sorted(r["start_seconds"] * 1000 for r in records if r.get("start_seconds") is not None)
+    runner, game = sampled["cpu"].get("runner", 0.0), sampled["cpu"].get("game", 0.0)
+    return {
+        "k": k,
+        "episodes": len(records),
+        "errors": sum(1 for r in records if r.get("error")),
+        "turns": turns,
+        "requests_per_turn": per_turn_requests,
+        "ideal_turns_per_s": ideal,
+        "achieved_turns_per_s": achieved,
+        "ratio": achieved / ideal,
+        "cpu_ms_per_turn": {
+            "runner": runner * 1000 / turns,
+            "game": game * 1000 / turns,
+            "per_turn": max(total_cpu - runner - game, 0.0) * 1000 / turns,
+            "total": total_cpu * 1000 / turns,
+        },
+        "rss_mb_per_episode": sampled["peak_rss"] / k / 2**20,
+        "pss_mb_per_episode": sampled["peak_pss"] / k / 2**20,
+        "start_ms_p50": statistics.median(starts) if starts else float("nan"),
+        "start_ms_p95": starts[min(len(starts) - 1, int(0.95 * len(starts)))] if starts else float("nan"),
+        "wall_s": wall,
+        "exit": proc.returncode,
+    }
+
+
+def _row(f: dict[str, Any]) -> list[str]:
+    cpu = f["cpu_ms_per_turn"]
+    return [
+        str(f["k"]),
+        f"{f['achieved_turns_per_s']:.2f} / {f['ideal_turns_per_s']:.1f}",
+        f"{f['ratio']:.2f}×",
+        f"{cpu['runner']:.0f} / {cpu['game']:.0f} / {cpu['per_turn']:.0f} / {cpu['total']:.0f}",
+        f"{f['rss_mb_per_episode']:.0f} ({f['pss_mb_per_episode']:.0f})",
+        f"{f['start_ms_p50']:.0f} / {f['start_ms_p95']:.0f}",
+        f"{f['wall_s']:.1f}",
+        f"{f['episodes']} ({f['errors']} failed)",
+    ]
+
+
+def test_eval_at_scale(report: Report, tmp_path: Path) -> None:
+    section = Section(
+        number=13,
+        title=f"zorkmcp eval: K concurrent episodes × {TURNS} turns, model latency {LATENCY:.0f} s, default config",
+        columns=[
+            "K", "turns/s achieved / ideal", "ratio", "CPU ms/turn runner/game/per_turn/all",
+            "RSS MB/episode (PSS)", "start ms p50/p95", "wall s", "episodes",
+        ],
+    )  # fmt: skip
+    if not GAME.is_file():
+        section.notes = [f"skipped: Zork I not found at {GAME}"]
+        report.add(section)
+        pytest.skip(section.notes[0])
+    server = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("latency_llm.py")), str(LATENCY)],
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert server.stdout is not None
+        port = int(server.stdout.readline())
+        figures = [_run_k(k, port, tmp_path / f"k{k}") for k in KS]
+    finally:
+        server.terminate()
+        server.wait()
+        if server.stdout is not None:
+            server.stdout.close()
+    section.rows = [_row(f) for f in figures]
+    section.figures = {"runs": figures, "turns": TURNS, "latency_s": LATENCY}
+    section.notes = [
+        "targets: ≥ 0.9 × ideal at K = 64; ≤ 40 MB RSS per concurrent episode; episode start ≤ 150 ms",
+        "achieved turns/s: turns after the first wave, between the first and the last turn_complete",
+        "per_turn CPU: all CPU of the run's processes minus the eval process and the game servers",
+    ]
+    report.add(section)
