@@ -205,7 +205,8 @@ def _row(f: dict[str, Any]) -> list[str]:
 def test_eval_at_scale(report: Report, tmp_path: Path) -> None:
     section = Section(
         number=13,
-        title=f"zorkmcp eval: K concurrent episodes × {TURNS} turns, model latency {LATENCY:.0f} s, default config",
+        title=f"zorkmcp eval: K concurrent episodes × {TURNS} turns, model latency {LATENCY:.0f} s, "
+        "default configuration",
         columns=[
             "K", "turns/s achieved / ideal", "ratio", "CPU ms/turn runner/game/per_turn/all",
             "RSS MB/episode (PSS)", "start ms p50/p95", "wall s", "episodes",
