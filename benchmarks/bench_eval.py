@@ -137,7 +137,7 @@ def _turn_window(run: Path) -> tuple[float, float]:
             event = json.loads(line)
             if event["event_type"] == "turn_complete":
                 times.append(event["timestamp"])
-    return min(times), max(times)
+    return (min(times), max(times)) if times else (0.0, 0.0)
 
 
 def _run_k(k: int, port: int, folder: Path) -> dict[str, Any]:
@@ -158,7 +158,7 @@ def _run_k(k: int, port: int, folder: Path) -> dict[str, Any]:
     records = [json.loads(p.read_text()) for p in (run / "episodes").glob("*/seed-*.json")]
     turns = sum(r["turns"] for r in records)
     requests = sum(r["llm_requests"] for r in records)
-    first, last = _turn_window(run)
+    first, last = _turn_window(run) if turns else (0.0, 0.0)
     per_turn_requests = requests / max(turns, 1)
     ideal = k / (LATENCY * per_turn_requests)
     achieved = (turns - k) / (last - first) if last > first else float("nan")  # turns after the first wave
@@ -172,12 +172,12 @@ def _run_k(k: int, port: int, folder: Path) -> dict[str, Any]:
         "requests_per_turn": per_turn_requests,
         "ideal_turns_per_s": ideal,
         "achieved_turns_per_s": achieved,
-        "ratio": achieved / ideal,
+        "ratio": achieved / ideal if turns else float("nan"),
         "cpu_ms_per_turn": {
-            "runner": runner * 1000 / turns,
-            "game": game * 1000 / turns,
-            "per_turn": max(total_cpu - runner - game, 0.0) * 1000 / turns,
-            "total": total_cpu * 1000 / turns,
+            "runner": runner * 1000 / max(turns, 1),
+            "game": game * 1000 / max(turns, 1),
+            "per_turn": max(total_cpu - runner - game, 0.0) * 1000 / max(turns, 1),
+            "total": total_cpu * 1000 / max(turns, 1),
         },
         "rss_mb_per_episode": sampled["peak_rss"] / k / 2**20,
         "pss_mb_per_episode": sampled["peak_pss"] / k / 2**20,

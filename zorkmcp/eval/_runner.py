@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager, nullcontext
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -167,10 +167,23 @@ class _Tally:
     start_seconds: float | None = None
 
 
-async def play_episode(spec: EpisodeSpec, pools: HttpPools, *, runner: Runner = "local") -> EpisodeResult:
+async def play_episode(
+    spec: EpisodeSpec,
+    pools: HttpPools,
+    *,
+    runner: Runner = "local",
+    starting: anyio.CapacityLimiter | None = None,
+) -> EpisodeResult:
     """Play one episode with the one episode loop; failures end up in the record's ``error``.
 
     Cancellation (Ctrl-C) propagates: the episode's servers are stopped and nothing is returned.
+
+    Args:
+        spec: the episode.
+        pools: the shared HTTP pools (one per endpoint).
+        runner: ``"local"`` or ``"ray"`` (for the record).
+        starting: bounds how many episodes start their servers at once (starting a server is
+            CPU-bound; K at once on a small machine would push every start past its timeout).
     """
     started = time.perf_counter()
     recorder = EventRecorder()
@@ -198,7 +211,7 @@ async def play_episode(spec: EpisodeSpec, pools: HttpPools, *, runner: Runner = 
     episode.on_turn, episode.on_start = on_turn, on_start
     stopped, error = "turn limit", None
     try:
-        await _run_loop(spec, pools, recorder, episode, tally)
+        await _run_loop(spec, pools, recorder, episode, tally, starting)
     except (GameError, MCPError, LLMError, OSError, ValueError) as exc:
         stopped, error = "error", f"{type(exc).__name__}: {exc}"
         recorder.log("ERROR", f"Episode stopped: {error}")
@@ -209,7 +222,12 @@ async def play_episode(spec: EpisodeSpec, pools: HttpPools, *, runner: Runner = 
 
 
 async def _run_loop(
-    spec: EpisodeSpec, pools: HttpPools, recorder: EventRecorder, episode: Episode, tally: _Tally
+    spec: EpisodeSpec,
+    pools: HttpPools,
+    recorder: EventRecorder,
+    episode: Episode,
+    tally: _Tally,
+    starting: anyio.CapacityLimiter | None,
 ) -> None:
     servers, mcp_on = _servers(spec)
     model, _ = _chat_model(spec, pools, recorder)
@@ -223,7 +241,9 @@ async def _run_loop(
         events=recorder,
         tracer=open_tracer(),
     )
-    async with manager.open_episode() as live:
+    async with AsyncExitStack() as stack:
+        async with starting if starting is not None else nullcontext():
+            live = await stack.enter_async_context(manager.open_episode())
         await drive_async(episode.steps(model.model, model.scripted), _answerer(agent, live, recorder, tally))
 
 
@@ -333,18 +353,19 @@ async def play_episodes(
     Args:
         specs: the episodes to play.
         run_dir: the run's folder.
-        concurrency: K, the most episodes in flight.
+        concurrency: K, the most episodes in flight (at most one per CPU start their servers at once).
         on_start: called when an episode starts (in the event loop; must be quick).
         on_done: called with each record once its files are written.
     """
     limiter = anyio.CapacityLimiter(concurrency)
+    starting = anyio.CapacityLimiter(max(2, os.cpu_count() or 2))
     urls = [url for url in (endpoint_of(spec) for spec in specs) if url is not None]
 
     async def one(spec: EpisodeSpec, pools: HttpPools) -> None:
         async with limiter:
             if on_start is not None:
                 on_start(spec)
-            result = await play_episode(spec, pools)
+            result = await play_episode(spec, pools, starting=starting)
             await anyio.to_thread.run_sync(write_episode, run_dir, result)
         if on_done is not None:
             on_done(result.record)
