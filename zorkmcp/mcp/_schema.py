@@ -181,6 +181,7 @@ class _Translator:
         if "properties" not in out:
             out["properties"] = {}
             self.note("$", "added empty properties")
+            self.required(out, out.pop("required", None), "$")
         return out
 
     def union(self, out: dict[str, Any]) -> dict[str, Any]:
