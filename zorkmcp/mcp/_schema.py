@@ -10,7 +10,8 @@ What endpoints reject, as reported in their trackers and docs:
 - Gemini (also through its OpenAI-compatible endpoint and OpenRouter): an OpenAPI 3.0 subset —
   ``Unknown name "$schema" / "additionalProperties" / "propertyNames" / "uniqueItems"``, ``format:
   only 'enum' and 'date-time' are supported for STRING type``, ``required`` names that are not in
-  ``properties``, ``type`` arrays, ``const``, ``default``, ``examples``, ``$ref``/``$defs``.
+  ``properties``, and (depending on the version) ``type`` arrays, ``const``, ``default``,
+  ``examples``, ``$ref``/``$defs``.
 - Anthropic through OpenRouter: top-level combinators.
 
 The rules, chosen to keep what the model needs (types, descriptions, titles, ``required``, enums,
@@ -33,18 +34,23 @@ nested objects and arrays with their items) and nothing a strict endpoint refuse
 - ``format`` is kept only when in :data:`ALLOWED_FORMATS` (``date-time``, the one format every
   endpoint takes); others go to the description, like ``default``; ``const`` becomes a one-value
   ``enum``; ``additionalProperties``, ``not``, ``examples`` and every other keyword outside the
-  kept set are dropped. Each change is noted with its JSON path.
+  kept set (``type``, ``description``, ``title``, ``properties``, ``required``, ``items``,
+  ``enum``, nested ``anyOf``, ``minimum``/``maximum``, ``minLength``/``maxLength``,
+  ``minItems``/``maxItems``, ``pattern``) are dropped. Each change is noted with its JSON path.
+  The result is for ordinary (non-``strict``) function calling: it does not add
+  ``additionalProperties: false`` or make every property required.
 - The work is bounded (:data:`MAX_DEPTH`, :data:`MAX_NODES` after inlining), so a hostile schema is
   left out with a reason instead of hanging or overflowing the stack; no JSON input raises.
 
 The ideas are borrowed from the OpenAI Agents SDK (``ensure_strict_json_schema``: ``$ref``
-inlining, empty-schema default), pydantic-ai (``GoogleJsonSchemaTransformer``: ``const`` → ``enum``,
-``format`` into the description; ``JsonSchemaTransformer``: nullable ``anyOf`` simplification,
-recursive-ref detection) and langchain-mcp-adapters / LangChain's Gemini schema sanitizer
-(dropping unknown keys). None of them fits as a dependency: each targets one provider (strict
-OpenAI output or Gemini's native API), mutates in place, raises on what it cannot handle and reports
-no changes; here the target is the subset *all* OpenAI-compatible endpoints accept, and every change
-must be explainable by ``zorkmcp tools --lint``.
+inlining, the empty-schema default) and pydantic-ai (``GoogleJsonSchemaTransformer``: ``const`` →
+``enum``, ``format`` moved into the description, ``$schema``/``examples`` dropped;
+``JsonSchemaTransformer``: nullable ``anyOf`` simplification, recursive-ref detection);
+langchain-mcp-adapters hands ``inputSchema`` on as the tool's ``args_schema`` and leaves cleaning to
+each chat-model integration. None of them fits as a dependency: each targets one provider (strict
+OpenAI output or Gemini's native API), mutates in place or raises on what it cannot handle, and
+reports no changes; here the target is the subset *all* OpenAI-compatible endpoints accept, and
+every change must be explainable by ``zorkmcp tools --lint``.
 """
 
 from __future__ import annotations
