@@ -89,8 +89,8 @@ def _play_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "--game",
         metavar="PATH",
         help="story file (.z3/.z5); default: $GAME (a name such as zork1, or a path), then "
-        "[tool.zorkgpt.files] game_file_path, then the MIT release of Zork I downloaded once into the "
-        "user cache folder",
+        "[tool.zorkgpt.files] game_file_path, then the copy of Zork I (MIT release 119) that ships "
+        "with zorkmcp",
     )
     p.add_argument(
         "--turns",
@@ -313,7 +313,6 @@ def _cmd_play(args: argparse.Namespace, console: Console, err: Console) -> int:
         args.game,
         settings.files.game_file_path,
         settings_base=settings.source.parent if settings.source is not None else None,
-        announce=lambda line: err.print(line, highlight=False),
     )
     check_game_file(game_path)  # fail here, not as a game server that does not start
     seed = args.seed if args.seed is not None else DEFAULT_SEED
