@@ -56,19 +56,30 @@ def load_toml(text: str) -> Settings:
         return Settings.from_pyproject(path)
 
 
-_positive_int = st.integers(min_value=1, max_value=2**63 - 1)
-_positive_number = _positive_int | st.floats(
-    min_value=0, exclude_min=True, allow_nan=False, allow_infinity=True
+# Strings never hold a NUL byte (the OS refuses them in paths, arguments and environments).
+_no_nul = st.characters(exclude_characters="\0")
+# Seconds are in (0, 86400]: one day at most.
+_seconds = st.integers(min_value=1, max_value=86_400) | st.floats(
+    min_value=0, max_value=86_400, exclude_min=True, allow_nan=False
 )
 MCP_VALUES: dict[str, st.SearchStrategy[Any]] = {
     "enabled": st.booleans(),
-    "config_file": st.text(min_size=1),
-    "max_tool_iterations": _positive_int,
-    "tool_call_timeout_seconds": _positive_number,
-    "server_startup_timeout_seconds": _positive_number,
+    "config_file": st.text(_no_nul, min_size=1),
+    "max_tool_iterations": st.integers(min_value=1, max_value=1000),
+    "tool_call_timeout_seconds": _seconds,
+    "server_startup_timeout_seconds": _seconds,
     "force_tool_support": st.booleans(),
-    "max_result_bytes": _positive_int,
-    "turn_timeout_seconds": _positive_number,
+    "max_result_bytes": st.integers(min_value=1, max_value=2**30),
+    "turn_timeout_seconds": _seconds,
+}
+# The upper bounds, as the messages say them, and values above them (inf included).
+_day = ("86400 (one day)", st.floats(min_value=86_400, exclude_min=True) | st.integers(86_401, 2**63 - 1))
+_ABOVE: dict[str, tuple[str, st.SearchStrategy[Any]]] = {
+    "max_tool_iterations": ("1000", st.integers(min_value=1001, max_value=2**63 - 1)),
+    "max_result_bytes": ("1073741824 (1 GiB)", st.integers(min_value=2**30 + 1, max_value=2**63 - 1)),
+    "tool_call_timeout_seconds": _day,
+    "server_startup_timeout_seconds": _day,
+    "turn_timeout_seconds": _day,
 }
 _mcp_tables = st.fixed_dictionaries({}, optional=MCP_VALUES)
 # Keys ZorkGPT users have in the shared tables, which we ignore.
@@ -136,12 +147,16 @@ _must_be = {"bool": "true or false", "int": "an integer", "number": "a number", 
 
 @settings(max_examples=100)
 @given(_mcp_tables, st.data())
-def test_wrong_types_and_non_positive_numbers_name_the_key_and_file(
+def test_wrong_types_and_out_of_range_numbers_name_the_key_and_file(
     table: dict[str, Any], data: st.DataObject
 ) -> None:
     key = data.draw(st.sampled_from(sorted(_kind)))
     kind = _kind[key]
-    if kind in ("int", "number") and data.draw(st.booleans()):
+    if key in _ABOVE and data.draw(st.booleans()):
+        bound, above = _ABOVE[key]
+        table[key] = data.draw(above)
+        expected = f"{key} must be <= {bound}, got "
+    elif kind in ("int", "number") and data.draw(st.booleans()):
         non_positive: st.SearchStrategy[float] = st.integers(max_value=0)
         if kind == "number":
             non_positive |= st.floats(max_value=0, allow_infinity=True) | st.just(math.nan)
@@ -213,8 +228,8 @@ def test_property_5_invalid_json_is_rejected_with_line_and_column(text: str) -> 
 # --- ${VAR} expansion -------------------------------------------------------------------------
 
 _names = st.from_regex(r"[A-Z_][A-Z0-9_]{0,8}", fullmatch=True)
-_literal = st.text(st.characters(exclude_characters="$}"), max_size=5)
-_default = st.none() | st.text(st.characters(exclude_characters="}"), max_size=5)
+_literal = st.text(st.characters(exclude_characters="$}\0"), max_size=5)
+_default = st.none() | st.text(st.characters(exclude_characters="}\0"), max_size=5)
 
 
 @st.composite
@@ -246,7 +261,7 @@ def expected_expansion(pieces: list[tuple[str, str | None] | str], environ: dict
 
 
 @settings(max_examples=100)
-@given(templates(), st.dictionaries(_names, st.text(max_size=5)))
+@given(templates(), st.dictionaries(_names, st.text(_no_nul, max_size=5)))
 def test_variable_expansion_round_trips(
     template: tuple[str, list[tuple[str, str | None] | str]], environ: dict[str, str]
 ) -> None:
@@ -266,7 +281,7 @@ def test_variable_expansion_round_trips(
 
 
 @settings(max_examples=100)
-@given(st.lists(st.text(min_size=1).filter(str.strip), min_size=1, max_size=6, unique=True))
+@given(st.lists(st.text(_no_nul, min_size=1).filter(str.strip), min_size=1, max_size=6, unique=True))
 def test_server_order_and_names_are_preserved(names: list[str]) -> None:
     data = {"mcpServers": {name: {"command": "python3", "args": [name]} for name in names}}
     config = McpConfig.from_dict(data)
