@@ -123,7 +123,8 @@ def _play_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument(
         "--pyproject",
         metavar="PATH",
-        help="settings file (default: ./pyproject.toml; its embedded defaults when there is none)",
+        help="settings file (default: ./pyproject.toml); without a [tool.zorkgpt] table in it, the embedded "
+        "defaults apply: MCP on with the embedded think server, per turn",
     )
 
 
@@ -300,15 +301,34 @@ def _capture_logs(handler: _LogBridge) -> Iterator[None]:
 # -- play --------------------------------------------------------------------------------------------
 
 
+def _load_settings(args: argparse.Namespace) -> tuple[Settings, str]:
+    """The settings ``play`` uses and where they came from, every file validated.
+
+    ``--pyproject`` (else ``./pyproject.toml``) when it has ``[tool.zorkgpt]``, else the embedded
+    defaults. The MCP config is read and checked here too, before the game, the servers or the
+    model start, so a bad value is reported first.
+    """
+    from .config import McpConfig, Settings
+
+    pyproject = Path(args.pyproject) if args.pyproject else Path("pyproject.toml")
+    if args.pyproject and not pyproject.is_file():
+        raise ConfigError(f"--pyproject {pyproject}: no such file")
+    settings = Settings.load(pyproject)
+    if settings.source is not None:
+        origin = str(settings.source)
+    else:
+        shown = args.pyproject or "./pyproject.toml"
+        origin = f"embedded defaults (no [tool.zorkgpt] in {shown})"
+    if settings.mcp.enabled and not args.no_mcp:
+        McpConfig.from_file(settings.mcp_config_path())
+    return settings, origin
+
+
 def _cmd_play(args: argparse.Namespace, console: Console, err: Console) -> int:
-    from .config import Settings
     from .game import check_game_file, resolve_game_path
     from .orchestrator import Orchestrator
 
-    pyproject = Path(args.pyproject) if args.pyproject else None
-    if pyproject is not None and not pyproject.is_file():
-        raise ConfigError(f"--pyproject {pyproject}: no such file")
-    settings = Settings.from_pyproject(pyproject)
+    settings, origin = _load_settings(args)
     game_path = resolve_game_path(
         args.game,
         settings.files.game_file_path,
@@ -338,6 +358,7 @@ def _cmd_play(args: argparse.Namespace, console: Console, err: Console) -> int:
             f"up to {orchestrator.turn_limit} turns",
             highlight=False,
         )
+        console.print(f"settings: {escape(origin)}", highlight=False)
         progress.start()
 
     def on_turn(record: TurnRecord) -> None:
@@ -393,7 +414,7 @@ def main(
     err = err if err is not None else Console(stderr=True)
 
     def fail(kind: str, exc: BaseException, code: int) -> int:
-        err.print(f"[bold red]zorkmcp play: {kind}:[/] {escape(str(exc))}", highlight=False)
+        err.print(f"[bold red]zorkmcp play: {kind}:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return code
 
     try:

@@ -114,8 +114,8 @@ class McpConfig:
             raise ConfigError(f"invalid MCP config {path}: {exc}") from exc
         except RecursionError as exc:
             raise ConfigError(f"invalid JSON in {path}: objects or arrays nested too deeply") from exc
-        except ValueError as exc:  # e.g. an integer longer than Python converts (4300 digits)
-            raise ConfigError(f"invalid JSON in {path}: {exc}") from exc
+        except ValueError as exc:  # an integer longer than Python converts (4300 digits)
+            raise ConfigError(f"invalid JSON in {path}: {_too_long(exc)}") from exc
         return cls.from_dict(data, source=path, check_commands=check_commands, environ=environ)
 
     @classmethod
@@ -366,3 +366,9 @@ def _check_env_keys(env: Mapping[str, str], path: str, problems: list[str]) -> N
             problems.append(f"{json_path(path, 'env')} has an empty variable name (remove it)")
         elif "=" in key:
             problems.append(f"{json_path(path, 'env', key)} is not a variable name: it contains '='")
+
+
+def _too_long(exc: ValueError) -> str:
+    if "digits" in str(exc):
+        return f"a number has more than {sys.get_int_max_str_digits()} digits"
+    return str(exc)

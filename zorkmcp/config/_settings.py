@@ -6,6 +6,7 @@ Read synchronously: configuration is loaded before any event loop starts (seeds 
 
 from __future__ import annotations
 
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any, Final
@@ -249,5 +250,11 @@ def _read_toml(path: Path) -> dict[str, Any] | None:
         raise ConfigError(f"invalid TOML in {path}: {exc}") from exc
     except RecursionError as exc:
         raise ConfigError(f"invalid TOML in {path}: tables or arrays nested too deeply") from exc
-    except ValueError as exc:  # e.g. an integer longer than Python converts (4300 digits)
-        raise ConfigError(f"invalid TOML in {path}: {exc}") from exc
+    except ValueError as exc:  # an integer longer than Python converts (4300 digits)
+        raise ConfigError(f"invalid TOML in {path}: {_too_long(exc)}") from exc
+
+
+def _too_long(exc: ValueError) -> str:
+    if "digits" in str(exc):
+        return f"a number has more than {sys.get_int_max_str_digits()} digits"
+    return str(exc)
