@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from play_support import offline_env, read_events
 
 from zorkmcp.config import McpConfig, McpSettings, ServerConfig, Settings
@@ -712,29 +711,58 @@ def test_model_validators() -> None:
 @pytest.mark.parametrize(
     ("toml", "expected"),
     [
-        ("[tool.zorkgpt.mcp]\ntimeout_x = 1", "unknown key 'timeout_x' (allowed: enabled, config_file, max_tool_iterations, tool_call_timeout_seconds, server_startup_timeout_seconds, force_tool_support, max_result_bytes, turn_timeout_seconds)"),
-        ("[tool.zorkgpt.mcp]\nturn_timeout_seconds = inf", "turn_timeout_seconds must be <= 86400 (one day), got inf"),
+        (
+            "[tool.zorkgpt.mcp]\ntimeout_x = 1",
+            "unknown key 'timeout_x' (allowed: enabled, config_file, max_tool_iterations, "
+            "tool_call_timeout_seconds, server_startup_timeout_seconds, force_tool_support, "
+            "max_result_bytes, turn_timeout_seconds)",
+        ),
+        (
+            "[tool.zorkgpt.mcp]\nturn_timeout_seconds = inf",
+            "turn_timeout_seconds must be <= 86400 (one day), got inf",
+        ),
         ("[tool.zorkgpt.mcp]\nturn_timeout_seconds = nan", "turn_timeout_seconds must be > 0, got nan"),
-        ("[tool.zorkgpt.mcp]\ntool_call_timeout_seconds = -1", "tool_call_timeout_seconds must be > 0, got -1"),
-        ("[tool.zorkgpt.mcp]\nmax_tool_iterations = 9223372036854775807", "max_tool_iterations must be <= 1000, got 9223372036854775807"),
-        ("[tool.zorkgpt.mcp]\nmax_result_bytes = 1073741825", "max_result_bytes must be <= 1073741824 (1 GiB), got 1073741825"),
+        (
+            "[tool.zorkgpt.mcp]\ntool_call_timeout_seconds = -1",
+            "tool_call_timeout_seconds must be > 0, got -1",
+        ),
+        (
+            "[tool.zorkgpt.mcp]\nmax_tool_iterations = 9223372036854775807",
+            "max_tool_iterations must be <= 1000, got 9223372036854775807",
+        ),
+        (
+            "[tool.zorkgpt.mcp]\nmax_result_bytes = 1073741825",
+            "max_result_bytes must be <= 1073741824 (1 GiB), got 1073741825",
+        ),
         ("[tool.zorkgpt.agent_sampling]\ntemperature = -5", "temperature must be >= 0, got -5"),
         ("[tool.zorkgpt.agent_sampling]\ntemperature = 2.5", "temperature must be <= 2, got 2.5"),
         ("[tool.zorkgpt.agent_sampling]\ntop_p = 1.5", "top_p must be <= 1, got 1.5"),
         ("[tool.zorkgpt.agent_sampling]\nmin_p = -0.1", "min_p must be >= 0, got -0.1"),
         ("[tool.zorkgpt.agent_sampling]\ntop_k = -1", "top_k must be >= 0, got -1"),
         ("[tool.zorkgpt.agent_sampling]\nmax_tokens = 0", "max_tokens must be > 0, got 0"),
-        ("[tool.zorkgpt.orchestrator]\nmax_turns_per_episode = -3", "max_turns_per_episode must be > 0, got -3"),
-        ("[tool.zorkgpt.orchestrator]\nmax_turns_per_episode = 1000001", "max_turns_per_episode must be <= 1000000, got 1000001"),
+        (
+            "[tool.zorkgpt.orchestrator]\nmax_turns_per_episode = -3",
+            "max_turns_per_episode must be > 0, got -3",
+        ),
+        (
+            "[tool.zorkgpt.orchestrator]\nmax_turns_per_episode = 1000001",
+            "max_turns_per_episode must be <= 1000000, got 1000001",
+        ),
         ("[tool.zorkgpt.retry]\njitter_factor = 2.0", "jitter_factor must be <= 1, got 2.0"),
         ("[tool.zorkgpt.retry]\nmax_retries = -1", "max_retries must be >= 0, got -1"),
         ("[tool.zorkgpt.retry]\ninitial_delay = 1e400", "initial_delay must be <= 86400 (one day), got inf"),
         ("[tool.zorkgpt.retry]\nexponential_base = 0.5", "exponential_base must be >= 1, got 0.5"),
-        ('[tool.zorkgpt.mcp]\nconfig_file = "a\\u0000b"', "config_file must not contain a NUL byte, got 'a\\x00b' (string)"),
-        ('[tool.zorkgpt.files]\ngame_file_path = "z\\u0000.z3"', "game_file_path must not contain a NUL byte, got 'z\\x00.z3' (string)"),
+        (
+            '[tool.zorkgpt.mcp]\nconfig_file = "a\\u0000b"',
+            "config_file must not contain a NUL byte, got 'a\\x00b' (string)",
+        ),
+        (
+            '[tool.zorkgpt.files]\ngame_file_path = "z\\u0000.z3"',
+            "game_file_path must not contain a NUL byte, got 'z\\x00.z3' (string)",
+        ),
         ('[tool.zorkgpt.files]\njson_log_file = ""', "json_log_file must not be empty"),
     ],
-)  # fmt: skip
+)
 def test_hostile_pyproject_values_name_the_key_and_the_section(
     tmp_path: Path, toml: str, expected: str
 ) -> None:
@@ -749,7 +777,10 @@ def test_hostile_pyproject_values_name_the_key_and_the_section(
     ("text", "expected"),
     [
         ("x = " + "[" * 5000 + "]" * 5000, "invalid TOML in {path}: tables or arrays nested too deeply"),
-        ("x = " + "{a=" * 400 + "1" + "}" * 400, "invalid TOML in {path}: tables or arrays nested too deeply"),
+        (
+            "x = " + "{a=" * 400 + "1" + "}" * 400,
+            "invalid TOML in {path}: tables or arrays nested too deeply",
+        ),
         ("x = " + "1" * 5000, "invalid TOML in {path}: a number has more than 4300 digits"),
     ],
 )
@@ -779,16 +810,40 @@ def test_hostile_json_documents_are_one_config_error(tmp_path: Path, text: str, 
 @pytest.mark.parametrize(
     ("server", "expected"),
     [
-        ({"command": "py\u0000thon"}, "$.mcpServers.s.command must not contain a NUL byte, got 'py\\x00thon' (string)"),
-        ({"command": "python3", "args": ["-c", "\u0000"]}, "$.mcpServers.s.args[1] must not contain a NUL byte, got '\\x00' (string)"),
-        ({"command": "python3", "env": {"A": "b\u0000"}}, "$.mcpServers.s.env.A must not contain a NUL byte, got 'b\\x00' (string)"),
-        ({"command": "python3", "env": {"A=B": "c"}}, "$.mcpServers.s.env[\"A=B\"] is not a variable name: it contains '='"),
-        ({"command": "python3", "env": {"": "c"}}, "$.mcpServers.s.env has an empty variable name (remove it)"),
-        ({"command": "python3", "timeout": float("inf")}, "$.mcpServers.s.timeout must be <= 86400 (one day), got inf"),
-        ({"command": "python3", "timeout": 86401}, "$.mcpServers.s.timeout must be <= 86400 (one day), got 86401"),
-        ({"command": "python3", "cwd": "a\u0000"}, "$.mcpServers.s.cwd must not contain a NUL byte, got 'a\\x00' (string)"),
+        (
+            {"command": "py\u0000thon"},
+            "$.mcpServers.s.command must not contain a NUL byte, got 'py\\x00thon' (string)",
+        ),
+        (
+            {"command": "python3", "args": ["-c", "\u0000"]},
+            "$.mcpServers.s.args[1] must not contain a NUL byte, got '\\x00' (string)",
+        ),
+        (
+            {"command": "python3", "env": {"A": "b\u0000"}},
+            "$.mcpServers.s.env.A must not contain a NUL byte, got 'b\\x00' (string)",
+        ),
+        (
+            {"command": "python3", "env": {"A=B": "c"}},
+            "$.mcpServers.s.env[\"A=B\"] is not a variable name: it contains '='",
+        ),
+        (
+            {"command": "python3", "env": {"": "c"}},
+            "$.mcpServers.s.env has an empty variable name (remove it)",
+        ),
+        (
+            {"command": "python3", "timeout": float("inf")},
+            "$.mcpServers.s.timeout must be <= 86400 (one day), got inf",
+        ),
+        (
+            {"command": "python3", "timeout": 86401},
+            "$.mcpServers.s.timeout must be <= 86400 (one day), got 86401",
+        ),
+        (
+            {"command": "python3", "cwd": "a\u0000"},
+            "$.mcpServers.s.cwd must not contain a NUL byte, got 'a\\x00' (string)",
+        ),
     ],
-)  # fmt: skip
+)
 def test_hostile_server_values_name_the_key_and_the_file(server: dict[str, Any], expected: str) -> None:
     with pytest.raises(ConfigError) as caught:
         load({"mcpServers": {"s": server}}, check_commands=False)
@@ -803,7 +858,7 @@ def test_a_nul_byte_in_a_server_name_is_an_error() -> None:
 def test_json_infinity_and_huge_exponents_are_out_of_range(tmp_path: Path) -> None:
     for literal in ("Infinity", "1e400", "NaN"):
         path = tmp_path / "mcp_config.json"
-        path.write_text('{"mcpServers": {"s": {"command": "python3", "timeout": %s}}}' % literal)
+        path.write_text(f'{{"mcpServers": {{"s": {{"command": "python3", "timeout": {literal}}}}}}}')
         with pytest.raises(ConfigError, match=r"^\$\.mcpServers\.s\.timeout must be "):
             McpConfig.from_file(path, check_commands=False)
 
@@ -819,7 +874,8 @@ def test_load_without_a_zorkgpt_table_gives_the_embedded_defaults(tmp_path: Path
     assert embedded.mcp.enabled is True
     assert embedded.mcp_config_path() == REPO / "zorkmcp" / "config" / "default_mcp_config.json"
     (server,) = McpConfig.from_file(embedded.mcp_config_path()).servers
-    assert (server.name, server.command, server.args) == ("thinking", sys.executable, ("-m", "zorkmcp.servers.thinking"))
+    assert (server.name, server.command) == ("thinking", sys.executable)
+    assert server.args == ("-m", "zorkmcp.servers.thinking")
     assert server.lifecycle == "per_turn"
 
 
@@ -875,7 +931,8 @@ def test_play_names_the_settings_file_it_read(tmp_path: Path) -> None:
         (
             "[tool.zorkgpt.mcp]\nenabled = true\n",
             '{"mcpServers": {"t": {"command": "py\\u0000thon"}}}',
-            "$.mcpServers.t.command must not contain a NUL byte, got 'py\\x00thon' (string) ({folder}/mcp_config.json)",
+            "$.mcpServers.t.command must not contain a NUL byte, got 'py\\x00thon' (string) "
+            "({folder}/mcp_config.json)",
         ),
         (
             "[tool.zorkgpt.mcp]\nenabled = true\n",
