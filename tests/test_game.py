@@ -48,9 +48,7 @@ def supported_game_path() -> Path:
     for candidate in candidates:
         if candidate and Path(candidate).is_file():
             return Path(candidate)
-    pytest.skip(
-        "no game that Jericho supports natively (set ZORKMCP_SUPPORTED_GAME to a zork1.z5)"
-    )
+    pytest.skip("no game that Jericho supports natively (set ZORKMCP_SUPPORTED_GAME to a zork1.z5)")
 
 
 @pytest.fixture
