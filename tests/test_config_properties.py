@@ -287,3 +287,110 @@ def test_server_order_and_names_are_preserved(names: list[str]) -> None:
     config = McpConfig.from_dict(data)
     assert [s.name for s in config.servers] == names
     assert [s.args for s in config.servers] == [(name,) for name in names]
+
+
+# --- hostile documents: accepted, or one ConfigError; never another exception --------------------
+
+_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats()
+    | st.text(max_size=12)
+)
+_trees = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=20,
+)
+_SERVER_KEYS = ["type", "command", "args", "env", "cwd", "module", "disabled", "lifecycle", "timeout",
+                "tools", "url", "autoApprove"]  # fmt: skip
+_servers = st.dictionaries(st.sampled_from(_SERVER_KEYS), _trees, max_size=5) | _trees
+_mcp_documents = st.one_of(
+    _trees,
+    st.fixed_dictionaries({"mcpServers": st.dictionaries(st.text(max_size=6), _servers, max_size=3)}),
+    st.fixed_dictionaries({"servers": _servers | st.dictionaries(st.text(max_size=6), _servers, max_size=3)}),
+)
+
+
+@st.composite
+def _deep(draw: st.DrawFn, opener: str, closer: str) -> str:
+    depth = draw(st.integers(min_value=1, max_value=3000))
+    return opener * depth + draw(st.sampled_from(["1", "", '"x"'])) + closer * depth
+
+
+_json_texts = st.one_of(
+    _mcp_documents.map(json.dumps),  # NaN and Infinity included: Python's json reads them
+    st.binary(max_size=64).map(lambda raw: raw.decode("latin-1")),
+    _deep("[", "]"),
+    _deep('{"mcpServers": ', "}"),
+    st.integers(min_value=4000, max_value=5000).map(lambda n: '{"mcpServers": ' + "9" * n + "}"),
+)
+
+
+def _toml_inline(value: object) -> str:
+    """A TOML inline value for a tree (``None`` is no TOML value: an empty table stands for it)."""
+    if value is None:
+        return "{}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_inline(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(k)} = {_toml_inline(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, float) and math.isnan(value):
+        return "nan"
+    return toml_value(value)
+
+
+_SECTION_NAMES = ["mcp", "llm", "retry", "agent_sampling", "files", "orchestrator", "other"]
+_KEYS = sorted({*MCP_VALUES, "temperature", "top_p", "top_k", "max_tokens", "max_retries", "jitter_factor",
+                "game_file_path", "max_turns_per_episode", "agent_model", "cache_control"})  # fmt: skip
+
+
+@st.composite
+def _toml_documents(draw: st.DrawFn) -> str:
+    lines = []
+    for section in draw(st.lists(st.sampled_from(_SECTION_NAMES), max_size=3, unique=True)):
+        lines.append(f"[tool.zorkgpt.{section}]")
+        table = draw(st.dictionaries(st.sampled_from(_KEYS) | st.text(max_size=5), _trees, max_size=4))
+        lines += [f"{json.dumps(key)} = {_toml_inline(value)}" for key, value in table.items()]
+    return "\n".join(lines) + "\n"
+
+
+_toml_texts = st.one_of(
+    _toml_documents(),
+    st.binary(max_size=64).map(lambda raw: raw.decode("latin-1")),
+    _deep("x = [", "]"),
+    _deep("x = {a = ", "}"),
+    st.integers(min_value=4000, max_value=5000).map(
+        lambda n: "[tool.zorkgpt.mcp]\nmax_tool_iterations = " + "9" * n
+    ),
+)
+
+
+def _accepted_or_config_error(load_it: Any) -> None:
+    """Any exception but a ConfigError with a message (RecursionError, TypeError, ...) fails."""
+    message = "accepted"
+    try:
+        load_it()
+    except ConfigError as exc:
+        message = str(exc)
+    assert message.strip()
+
+
+@settings(max_examples=200)
+@given(_json_texts)
+def test_any_mcp_config_document_is_accepted_or_one_config_error(text: str) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "mcp_config.json"
+        path.write_text(text, encoding="utf-8", errors="surrogatepass")
+        _accepted_or_config_error(lambda: McpConfig.from_file(path, environ={}))
+
+
+@settings(max_examples=200)
+@given(_toml_texts)
+def test_any_pyproject_document_is_accepted_or_one_config_error(text: str) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "pyproject.toml"
+        path.write_text(text, encoding="utf-8", errors="surrogatepass")
+        _accepted_or_config_error(lambda: Settings.from_pyproject(path))
+        _accepted_or_config_error(lambda: Settings.load(path))

@@ -244,13 +244,17 @@ def _entries(data: object, where: str) -> tuple[str, dict[str, _WireServer]]:
     return key, entries
 
 
+def _is_remote_type(value: object) -> bool:
+    return isinstance(value, str) and value in _REMOTE_TYPES
+
+
 def _remote_servers(data: object) -> list[str]:
     """Entries written for a remote (HTTP/SSE) server, which zorkmcp cannot start."""
     problems = []
     for key in ("mcpServers", "servers"):
         entries = data.get(key) if isinstance(data, Mapping) else None
         for name, entry in entries.items() if isinstance(entries, Mapping) else ():
-            if isinstance(entry, Mapping) and ("url" in entry or entry.get("type") in _REMOTE_TYPES):
+            if isinstance(entry, Mapping) and ("url" in entry or _is_remote_type(entry.get("type"))):
                 problems.append(
                     f"{json_path('$', key, str(name))} is a remote (HTTP/SSE) server; zorkmcp starts "
                     f'"stdio" and "inprocess" servers only (run it over stdio, or remove it)'
