@@ -93,10 +93,10 @@ def test_settings_path_is_relative_to_its_pyproject(tmp_path: Path) -> None:
 # -- the packaged MIT release ------------------------------------------------------------------------
 
 
-def test_with_nothing_given_the_packaged_zork1_is_played(tmp_path: Path) -> None:
+def test_with_nothing_given_the_packaged_zork1_is_played(zork1: Path) -> None:
     path = resolve_game_path(None, None, env={})
     assert path == REPO / "zorkmcp" / "game" / "data" / "zork1.z3"
-    assert path == PACKAGED_GAME
+    assert path == PACKAGED_GAME == zork1
     assert hashlib.md5(path.read_bytes(), usedforsecurity=False).hexdigest() == ZORK1_MD5
     assert ZORK1_MD5 == "1d4606016ea58ee038da53d994392323"
     with ZorkGame.open(path, seed=12) as game:
