@@ -719,7 +719,7 @@ def test_model_validators() -> None:
         ),
         (
             "[tool.zorkgpt.mcp]\nturn_timeout_seconds = inf",
-            "turn_timeout_seconds must be <= 86400 (one day), got inf",
+            "turn_timeout_seconds must be <= 604800 (one week), got inf",
         ),
         ("[tool.zorkgpt.mcp]\nturn_timeout_seconds = nan", "turn_timeout_seconds must be > 0, got nan"),
         (
@@ -750,7 +750,10 @@ def test_model_validators() -> None:
         ),
         ("[tool.zorkgpt.retry]\njitter_factor = 2.0", "jitter_factor must be <= 1, got 2.0"),
         ("[tool.zorkgpt.retry]\nmax_retries = -1", "max_retries must be >= 0, got -1"),
-        ("[tool.zorkgpt.retry]\ninitial_delay = 1e400", "initial_delay must be <= 86400 (one day), got inf"),
+        (
+            "[tool.zorkgpt.retry]\ninitial_delay = 1e400",
+            "initial_delay must be <= 604800 (one week), got inf",
+        ),
         ("[tool.zorkgpt.retry]\nexponential_base = 0.5", "exponential_base must be >= 1, got 0.5"),
         (
             '[tool.zorkgpt.mcp]\nconfig_file = "a\\u0000b"',
@@ -832,11 +835,11 @@ def test_hostile_json_documents_are_one_config_error(tmp_path: Path, text: str, 
         ),
         (
             {"command": "python3", "timeout": float("inf")},
-            "$.mcpServers.s.timeout must be <= 86400 (one day), got inf",
+            "$.mcpServers.s.timeout must be <= 604800 (one week), got inf",
         ),
         (
-            {"command": "python3", "timeout": 86401},
-            "$.mcpServers.s.timeout must be <= 86400 (one day), got 86401",
+            {"command": "python3", "timeout": 604801},
+            "$.mcpServers.s.timeout must be <= 604800 (one week), got 604801",
         ),
         (
             {"command": "python3", "cwd": "a\u0000"},

@@ -58,9 +58,9 @@ def load_toml(text: str) -> Settings:
 
 # Strings never hold a NUL byte (the OS refuses them in paths, arguments and environments).
 _no_nul = st.characters(exclude_characters="\0")
-# Seconds are in (0, 86400]: one day at most.
-_seconds = st.integers(min_value=1, max_value=86_400) | st.floats(
-    min_value=0, max_value=86_400, exclude_min=True, allow_nan=False
+# Seconds are in (0, 604800]: one week at most.
+_seconds = st.integers(min_value=1, max_value=604_800) | st.floats(
+    min_value=0, max_value=604_800, exclude_min=True, allow_nan=False
 )
 MCP_VALUES: dict[str, st.SearchStrategy[Any]] = {
     "enabled": st.booleans(),
@@ -73,7 +73,7 @@ MCP_VALUES: dict[str, st.SearchStrategy[Any]] = {
     "turn_timeout_seconds": _seconds,
 }
 # The upper bounds, as the messages say them, and values above them (inf included).
-_day = ("86400 (one day)", st.floats(min_value=86_400, exclude_min=True) | st.integers(86_401, 2**63 - 1))
+_day = ("604800 (one week)", st.floats(min_value=604_800, exclude_min=True) | st.integers(604_801, 2**63 - 1))
 _ABOVE: dict[str, tuple[str, st.SearchStrategy[Any]]] = {
     "max_tool_iterations": ("1000", st.integers(min_value=1001, max_value=2**63 - 1)),
     "max_result_bytes": ("1073741824 (1 GiB)", st.integers(min_value=2**30 + 1, max_value=2**63 - 1)),

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from ._servers import McpConfig as McpConfig
 from ._servers import ServerConfig as ServerConfig
-from ._settings import DAY_SECONDS as DAY_SECONDS
 from ._settings import DEFAULT_MAX_RESULT_BYTES as DEFAULT_MAX_RESULT_BYTES
 from ._settings import EMBEDDED_MCP_CONFIG as EMBEDDED_MCP_CONFIG
+from ._settings import MAX_SECONDS as MAX_SECONDS
 from ._settings import FilesSettings as FilesSettings
 from ._settings import LLMSettings as LLMSettings
 from ._settings import McpSettings as McpSettings
@@ -26,9 +26,9 @@ from ._settings import SamplingSettings as SamplingSettings
 from ._settings import Settings as Settings
 
 __all__ = [
-    "DAY_SECONDS",
     "DEFAULT_MAX_RESULT_BYTES",
     "EMBEDDED_MCP_CONFIG",
+    "MAX_SECONDS",
     "FilesSettings",
     "LLMSettings",
     "McpConfig",

@@ -89,13 +89,13 @@ def in_range(
     """attrs validator: ``None`` or a finite number in ``(low, high]`` (``[low, high]`` if not open).
 
     ``nan`` fails the lower bound, ``inf`` the upper; the message names the bound broken:
-    ``"must be > 0, got -1"``, ``"must be <= 86400 (one day), got inf"``.
+    ``"must be > 0, got -1"``, ``"must be <= 604800 (one week), got inf"``.
 
     Args:
         low: the lower bound.
         high: the upper bound (inclusive).
         low_open: whether ``low`` itself is refused.
-        what: what ``high`` means, shown in brackets after it (``"one day"``).
+        what: what ``high`` means, shown in brackets after it (``"one week"``).
     """
     high_text = f"{high:g}" if isinstance(high, float) else str(high)
     high_rule = f"must be <= {high_text}" + (f" ({what})" if what else "")

@@ -26,11 +26,11 @@ from ._convert import (
     structure,
     summarize,
 )
-from ._settings import DAY_SECONDS
+from ._settings import MAX_SECONDS
 
 __all__ = ["McpConfig", "ServerConfig"]
 
-_timeout = in_range(0, DAY_SECONDS, what="one day")
+_timeout = in_range(0, MAX_SECONDS, what="one week")
 
 
 @frozen(kw_only=True)

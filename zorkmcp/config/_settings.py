@@ -18,9 +18,9 @@ from ..errors import ConfigError
 from ._convert import in_range, non_empty, show, structure
 
 __all__ = [
-    "DAY_SECONDS",
     "DEFAULT_MAX_RESULT_BYTES",
     "EMBEDDED_MCP_CONFIG",
+    "MAX_SECONDS",
     "FilesSettings",
     "LLMSettings",
     "McpSettings",
@@ -32,14 +32,14 @@ __all__ = [
 
 DEFAULT_MAX_RESULT_BYTES = 64 * 1024
 
-DAY_SECONDS: Final = 86_400
-"""The upper bound of every timeout and delay in seconds (one day)."""
+MAX_SECONDS: Final = 604_800
+"""The upper bound of every timeout and delay in seconds (one week)."""
 
 EMBEDDED_MCP_CONFIG: Final = Path(__file__).resolve().with_name("default_mcp_config.json")
 """The package's ``mcp_config.json``: the embedded think server, a stdio subprocess per turn."""
 
-_seconds = in_range(0, DAY_SECONDS, what="one day")
-_delay = in_range(0, DAY_SECONDS, low_open=False, what="one day")
+_seconds = in_range(0, MAX_SECONDS, what="one week")
+_delay = in_range(0, MAX_SECONDS, low_open=False, what="one week")
 _unit = in_range(0, 1, low_open=False)
 
 
