@@ -25,13 +25,11 @@ import time
 from contextlib import ExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
-import pytest
 from _benchlib import MIN_ROUNDS, REPO, Report, Section, Stats, rounds, run_interleaved
 
 from bridge import Bridge
 from zorkmcp._bridge import _Live
 from zorkmcp.config import McpConfig, ServerConfig, Settings
-from zorkmcp.errors import GameError
 from zorkmcp.llm import ScriptedModel
 from zorkmcp.orchestrator import GAME_SERVER_NAME, GameStatus, default_walkthrough, game_server_config
 
@@ -58,16 +56,10 @@ COMPONENTS = {
 }
 
 
-def _game_path() -> Path | None:
-    shared = REPO.parent / "shared" / "games" / "zork1.z3"
-    if shared.is_file():
-        return shared
-    try:
-        from zorkmcp.game import resolve_game_path
+def _game_path() -> Path:
+    from zorkmcp.game import resolve_game_path
 
-        return resolve_game_path(download=False)
-    except GameError:
-        return None
+    return resolve_game_path()
 
 
 class _BenchBridge(Bridge):
@@ -201,10 +193,6 @@ def test_play_turn(report: Report) -> None:
         columns=["component", *(f"{label} {q}" for label in MODES.values() for q in ("p50", "p95"))],
     )
     game = _game_path()
-    if game is None:
-        section.notes = ["skipped: Zork I not found (../shared/games/zork1.z3, $GAME or a games folder)"]
-        report.add(section)
-        pytest.skip(section.notes[0])
     settings = Settings.from_pyproject(REPO / "pyproject.toml")
     thinking = ServerConfig(name="thinking", command=sys.executable, args=("-m", "zorkmcp.servers.thinking"))
     servers = McpConfig(servers=(thinking, game_server_config(game, SEED)))

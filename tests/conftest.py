@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+import pytest
 from hypothesis import HealthCheck, settings
+
+from zorkmcp.game import PACKAGED_GAME
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 # Property tests run at least 100 examples everywhere (the seeds' testing strategy, 001).
 settings.register_profile(
@@ -15,3 +23,9 @@ settings.load_profile("ci")
 
 # The loopback chat-completions server (tests/llm_server.py) as the `llm_server` fixture.
 pytest_plugins = ["llm_server"]
+
+
+@pytest.fixture
+def zork1() -> Path:
+    """The real Zork I (Microsoft's MIT release 119) that ships with the package: never missing."""
+    return PACKAGED_GAME

@@ -27,8 +27,10 @@ __all__ = [
     "zork1_path",
 ]
 
+from zorkmcp.game import PACKAGED_GAME
+
 REPO = Path(__file__).resolve().parents[1]
-ZORK1_Z3 = REPO.parent / "shared" / "games" / "zork1.z3"
+ZORK1_Z3 = PACKAGED_GAME
 HANG_SERVER = Path(__file__).with_name("play_hang_server.py")
 
 PER_TURN_THINKING: dict[str, Any] = {
@@ -51,9 +53,7 @@ _KEY_VARIABLES = ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "GAME", "ZORKMCP_GAME_
 
 
 def zork1_path() -> Path:
-    """The real Zork I (MIT release 119); skip when the shared games folder is missing."""
-    if not ZORK1_Z3.is_file():
-        pytest.skip(f"Zork I is not at {ZORK1_Z3} (the shared games folder beside the repository)")
+    """The real Zork I (MIT release 119), packaged with zorkmcp."""
     return ZORK1_Z3
 
 

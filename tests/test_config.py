@@ -6,11 +6,13 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from play_support import offline_env, read_events
 
 from zorkmcp.config import McpConfig, McpSettings, ServerConfig, Settings
 from zorkmcp.errors import ConfigError, MCPError
@@ -701,3 +703,257 @@ def test_model_validators() -> None:
     with pytest.raises(ValueError, match=r"^lifecycle must be one of 'per_turn', 'per_episode', got 'x'$"):
         ServerConfig(name="x", lifecycle="x")  # type: ignore[arg-type]
     assert McpSettings(turn_timeout_seconds=None).turn_timeout_seconds is None
+
+
+# --- hostile values: one error naming the key and the file ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("toml", "expected"),
+    [
+        (
+            "[tool.zorkgpt.mcp]\ntimeout_x = 1",
+            "unknown key 'timeout_x' (allowed: enabled, config_file, max_tool_iterations, "
+            "tool_call_timeout_seconds, server_startup_timeout_seconds, force_tool_support, "
+            "max_result_bytes, turn_timeout_seconds)",
+        ),
+        (
+            "[tool.zorkgpt.mcp]\nturn_timeout_seconds = inf",
+            "turn_timeout_seconds must be <= 604800 (one week), got inf",
+        ),
+        ("[tool.zorkgpt.mcp]\nturn_timeout_seconds = nan", "turn_timeout_seconds must be > 0, got nan"),
+        (
+            "[tool.zorkgpt.mcp]\ntool_call_timeout_seconds = -1",
+            "tool_call_timeout_seconds must be > 0, got -1",
+        ),
+        (
+            "[tool.zorkgpt.mcp]\nmax_tool_iterations = 9223372036854775807",
+            "max_tool_iterations must be <= 1000, got 9223372036854775807",
+        ),
+        (
+            "[tool.zorkgpt.mcp]\nmax_result_bytes = 1073741825",
+            "max_result_bytes must be <= 1073741824 (1 GiB), got 1073741825",
+        ),
+        ("[tool.zorkgpt.agent_sampling]\ntemperature = -5", "temperature must be >= 0, got -5"),
+        ("[tool.zorkgpt.agent_sampling]\ntemperature = 2.5", "temperature must be <= 2, got 2.5"),
+        ("[tool.zorkgpt.agent_sampling]\ntop_p = 1.5", "top_p must be <= 1, got 1.5"),
+        ("[tool.zorkgpt.agent_sampling]\nmin_p = -0.1", "min_p must be >= 0, got -0.1"),
+        ("[tool.zorkgpt.agent_sampling]\ntop_k = -1", "top_k must be >= 0, got -1"),
+        ("[tool.zorkgpt.agent_sampling]\nmax_tokens = 0", "max_tokens must be > 0, got 0"),
+        (
+            "[tool.zorkgpt.orchestrator]\nmax_turns_per_episode = -3",
+            "max_turns_per_episode must be > 0, got -3",
+        ),
+        (
+            "[tool.zorkgpt.orchestrator]\nmax_turns_per_episode = 1000001",
+            "max_turns_per_episode must be <= 1000000, got 1000001",
+        ),
+        ("[tool.zorkgpt.retry]\njitter_factor = 2.0", "jitter_factor must be <= 1, got 2.0"),
+        ("[tool.zorkgpt.retry]\nmax_retries = -1", "max_retries must be >= 0, got -1"),
+        (
+            "[tool.zorkgpt.retry]\ninitial_delay = 1e400",
+            "initial_delay must be <= 604800 (one week), got inf",
+        ),
+        ("[tool.zorkgpt.retry]\nexponential_base = 0.5", "exponential_base must be >= 1, got 0.5"),
+        (
+            '[tool.zorkgpt.mcp]\nconfig_file = "a\\u0000b"',
+            "config_file must not contain a NUL byte, got 'a\\x00b' (string)",
+        ),
+        (
+            '[tool.zorkgpt.files]\ngame_file_path = "z\\u0000.z3"',
+            "game_file_path must not contain a NUL byte, got 'z\\x00.z3' (string)",
+        ),
+        ('[tool.zorkgpt.files]\njson_log_file = ""', "json_log_file must not be empty"),
+    ],
+)
+def test_hostile_pyproject_values_name_the_key_and_the_section(
+    tmp_path: Path, toml: str, expected: str
+) -> None:
+    path = write_pyproject(tmp_path, toml + "\n")
+    section = toml.split("]")[0] + "]"
+    with pytest.raises(ConfigError) as caught:
+        Settings.from_pyproject(path)
+    assert str(caught.value) == f"{expected} ({path} {section})"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("x = " + "[" * 5000 + "]" * 5000, "invalid TOML in {path}: tables or arrays nested too deeply"),
+        (
+            "x = " + "{a=" * 400 + "1" + "}" * 400,
+            "invalid TOML in {path}: tables or arrays nested too deeply",
+        ),
+        ("x = " + "1" * 5000, "invalid TOML in {path}: a number has more than 4300 digits"),
+    ],
+)
+def test_hostile_toml_documents_are_one_config_error(tmp_path: Path, text: str, expected: str) -> None:
+    path = write_pyproject(tmp_path, text + "\n")
+    with pytest.raises(ConfigError) as caught:
+        Settings.from_pyproject(path)
+    assert str(caught.value) == expected.format(path=path)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "invalid JSON in {path}: objects or arrays nested too deeply"),
+        ('{"a": ' * 1000 + "1" + "}" * 1000, "invalid JSON in {path}: objects or arrays nested too deeply"),
+        ('{"mcpServers": ' + "7" * 4301 + "}", "invalid JSON in {path}: a number has more than 4300 digits"),
+    ],
+)
+def test_hostile_json_documents_are_one_config_error(tmp_path: Path, text: str, expected: str) -> None:
+    path = tmp_path / "mcp_config.json"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        McpConfig.from_file(path)
+    assert str(caught.value) == expected.format(path=path)
+
+
+@pytest.mark.parametrize(
+    ("server", "expected"),
+    [
+        (
+            {"command": "py\u0000thon"},
+            "$.mcpServers.s.command must not contain a NUL byte, got 'py\\x00thon' (string)",
+        ),
+        (
+            {"command": "python3", "args": ["-c", "\u0000"]},
+            "$.mcpServers.s.args[1] must not contain a NUL byte, got '\\x00' (string)",
+        ),
+        (
+            {"command": "python3", "env": {"A": "b\u0000"}},
+            "$.mcpServers.s.env.A must not contain a NUL byte, got 'b\\x00' (string)",
+        ),
+        (
+            {"command": "python3", "env": {"A=B": "c"}},
+            "$.mcpServers.s.env[\"A=B\"] is not a variable name: it contains '='",
+        ),
+        (
+            {"command": "python3", "env": {"": "c"}},
+            "$.mcpServers.s.env has an empty variable name (remove it)",
+        ),
+        (
+            {"command": "python3", "timeout": float("inf")},
+            "$.mcpServers.s.timeout must be <= 604800 (one week), got inf",
+        ),
+        (
+            {"command": "python3", "timeout": 604801},
+            "$.mcpServers.s.timeout must be <= 604800 (one week), got 604801",
+        ),
+        (
+            {"command": "python3", "cwd": "a\u0000"},
+            "$.mcpServers.s.cwd must not contain a NUL byte, got 'a\\x00' (string)",
+        ),
+    ],
+)
+def test_hostile_server_values_name_the_key_and_the_file(server: dict[str, Any], expected: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load({"mcpServers": {"s": server}}, check_commands=False)
+    assert str(caught.value) == f"{expected} (/cfg/mcp_config.json)"
+
+
+def test_a_nul_byte_in_a_server_name_is_an_error() -> None:
+    with pytest.raises(ConfigError, match=r"must not contain a NUL byte.*\(/cfg/mcp_config\.json\)$"):
+        load({"mcpServers": {"a\u0000b": {"command": "python3"}}}, check_commands=False)
+
+
+def test_json_infinity_and_huge_exponents_are_out_of_range(tmp_path: Path) -> None:
+    for literal in ("Infinity", "1e400", "NaN"):
+        path = tmp_path / "mcp_config.json"
+        path.write_text(f'{{"mcpServers": {{"s": {{"command": "python3", "timeout": {literal}}}}}}}')
+        with pytest.raises(ConfigError, match=r"^\$\.mcpServers\.s\.timeout must be "):
+            McpConfig.from_file(path, check_commands=False)
+
+
+# --- embedded defaults ------------------------------------------------------------------------------
+
+
+def test_load_without_a_zorkgpt_table_gives_the_embedded_defaults(tmp_path: Path) -> None:
+    assert Settings.load(tmp_path / "missing.toml") == Settings.embedded()
+    other = write_pyproject(tmp_path, '[project]\nname = "x"\n')
+    embedded = Settings.load(other)
+    assert embedded.source is None
+    assert embedded.mcp.enabled is True
+    assert embedded.mcp_config_path() == REPO / "zorkmcp" / "config" / "default_mcp_config.json"
+    (server,) = McpConfig.from_file(embedded.mcp_config_path()).servers
+    assert (server.name, server.command) == ("thinking", sys.executable)
+    assert server.args == ("-m", "zorkmcp.servers.thinking")
+    assert server.lifecycle == "per_turn"
+
+
+def test_load_with_a_zorkgpt_table_keeps_the_requirement_13_defaults(tmp_path: Path) -> None:
+    path = write_pyproject(tmp_path, "[tool.zorkgpt.mcp]\nmax_tool_iterations = 3\n")
+    settings = Settings.load(path)
+    assert settings.source == path.absolute()
+    assert settings.mcp.enabled is False  # Requirement 13: a section without `enabled` means false
+    assert settings.mcp.max_tool_iterations == 3
+
+
+# --- zorkmcp play, a real subprocess: embedded defaults and hostile files -------------------------
+
+
+def play(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "zorkmcp.cli", "play", "--quiet", *args],
+        cwd=folder, env=offline_env(COLUMNS="400"), capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+
+def test_play_in_an_empty_folder_uses_the_embedded_defaults(tmp_path: Path) -> None:
+    result = play(tmp_path, "--turns", "3")
+    assert result.returncode == 0, result.stderr
+    assert "settings: embedded defaults (no [tool.zorkgpt] in ./pyproject.toml)" in result.stdout
+    assert "zork1.z3, seed 12, model scripted-walkthrough, MCP on, up to 3 turns" in result.stdout
+    events = read_events(tmp_path / "logs" / "zorkmcp_events.jsonl")
+    started = [(e["server"], e["tools"]) for e in events if e["event_type"] == "mcp_server_started"]
+    assert ("thinking", ["think"]) in started
+    assert ("zork", ["play_action", "memory", "get_map", "inventory", "status"]) in started
+    episode = next(e for e in events if e["event_type"] == "episode_start")
+    assert episode["game_file"] == str(REPO / "zorkmcp" / "game" / "data" / "zork1.z3")
+    turns = [e["action"] for e in events if e["event_type"] == "turn_complete"]
+    assert len(turns) == 3
+
+
+def test_play_names_the_settings_file_it_read(tmp_path: Path) -> None:
+    write_pyproject(tmp_path, "[tool.zorkgpt.mcp]\nenabled = false\n")
+    result = play(tmp_path, "--turns", "1")
+    assert result.returncode == 0, result.stderr
+    assert f"settings: {tmp_path / 'pyproject.toml'}" in result.stdout
+    assert "MCP off (no tools)" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("pyproject", "mcp_config", "expected"),
+    [
+        (
+            "[tool.zorkgpt.orchestrator]\nmax_turns_per_episode = -3\n",
+            None,
+            "max_turns_per_episode must be > 0, got -3 (pyproject.toml [tool.zorkgpt.orchestrator])",
+        ),
+        (
+            "[tool.zorkgpt.mcp]\nenabled = true\n",
+            '{"mcpServers": {"t": {"command": "py\\u0000thon"}}}',
+            "$.mcpServers.t.command must not contain a NUL byte, got 'py\\x00thon' (string) "
+            "({folder}/mcp_config.json)",
+        ),
+        (
+            "[tool.zorkgpt.mcp]\nenabled = true\n",
+            "[" * 5000 + "]" * 5000,
+            "invalid JSON in {folder}/mcp_config.json: objects or arrays nested too deeply",
+        ),
+    ],
+)
+def test_play_with_a_hostile_file_exits_2_with_one_line_before_anything_starts(
+    tmp_path: Path, pyproject: str, mcp_config: str | None, expected: str
+) -> None:
+    write_pyproject(tmp_path, pyproject)
+    if mcp_config is not None:
+        (tmp_path / "mcp_config.json").write_text(mcp_config)
+    # The game file is missing too: the configuration is reported first, nothing is started.
+    result = play(tmp_path, "--game", "missing.z3")
+    assert result.returncode == 2
+    assert result.stdout == ""
+    expected = expected.format(folder=tmp_path)
+    assert result.stderr == f"zorkmcp play: configuration error (ConfigError): {expected}\n"
+    assert not (tmp_path / "logs").exists()

@@ -56,19 +56,30 @@ def load_toml(text: str) -> Settings:
         return Settings.from_pyproject(path)
 
 
-_positive_int = st.integers(min_value=1, max_value=2**63 - 1)
-_positive_number = _positive_int | st.floats(
-    min_value=0, exclude_min=True, allow_nan=False, allow_infinity=True
+# Strings never hold a NUL byte (the OS refuses them in paths, arguments and environments).
+_no_nul = st.characters(exclude_characters="\0")
+# Seconds are in (0, 604800]: one week at most.
+_seconds = st.integers(min_value=1, max_value=604_800) | st.floats(
+    min_value=0, max_value=604_800, exclude_min=True, allow_nan=False
 )
 MCP_VALUES: dict[str, st.SearchStrategy[Any]] = {
     "enabled": st.booleans(),
-    "config_file": st.text(min_size=1),
-    "max_tool_iterations": _positive_int,
-    "tool_call_timeout_seconds": _positive_number,
-    "server_startup_timeout_seconds": _positive_number,
+    "config_file": st.text(_no_nul, min_size=1),
+    "max_tool_iterations": st.integers(min_value=1, max_value=1000),
+    "tool_call_timeout_seconds": _seconds,
+    "server_startup_timeout_seconds": _seconds,
     "force_tool_support": st.booleans(),
-    "max_result_bytes": _positive_int,
-    "turn_timeout_seconds": _positive_number,
+    "max_result_bytes": st.integers(min_value=1, max_value=2**30),
+    "turn_timeout_seconds": _seconds,
+}
+# The upper bounds, as the messages say them, and values above them (inf included).
+_day = ("604800 (one week)", st.floats(min_value=604_800, exclude_min=True) | st.integers(604_801, 2**63 - 1))
+_ABOVE: dict[str, tuple[str, st.SearchStrategy[Any]]] = {
+    "max_tool_iterations": ("1000", st.integers(min_value=1001, max_value=2**63 - 1)),
+    "max_result_bytes": ("1073741824 (1 GiB)", st.integers(min_value=2**30 + 1, max_value=2**63 - 1)),
+    "tool_call_timeout_seconds": _day,
+    "server_startup_timeout_seconds": _day,
+    "turn_timeout_seconds": _day,
 }
 _mcp_tables = st.fixed_dictionaries({}, optional=MCP_VALUES)
 # Keys ZorkGPT users have in the shared tables, which we ignore.
@@ -136,12 +147,16 @@ _must_be = {"bool": "true or false", "int": "an integer", "number": "a number", 
 
 @settings(max_examples=100)
 @given(_mcp_tables, st.data())
-def test_wrong_types_and_non_positive_numbers_name_the_key_and_file(
+def test_wrong_types_and_out_of_range_numbers_name_the_key_and_file(
     table: dict[str, Any], data: st.DataObject
 ) -> None:
     key = data.draw(st.sampled_from(sorted(_kind)))
     kind = _kind[key]
-    if kind in ("int", "number") and data.draw(st.booleans()):
+    if key in _ABOVE and data.draw(st.booleans()):
+        bound, above = _ABOVE[key]
+        table[key] = data.draw(above)
+        expected = f"{key} must be <= {bound}, got "
+    elif kind in ("int", "number") and data.draw(st.booleans()):
         non_positive: st.SearchStrategy[float] = st.integers(max_value=0)
         if kind == "number":
             non_positive |= st.floats(max_value=0, allow_infinity=True) | st.just(math.nan)
@@ -213,8 +228,8 @@ def test_property_5_invalid_json_is_rejected_with_line_and_column(text: str) -> 
 # --- ${VAR} expansion -------------------------------------------------------------------------
 
 _names = st.from_regex(r"[A-Z_][A-Z0-9_]{0,8}", fullmatch=True)
-_literal = st.text(st.characters(exclude_characters="$}"), max_size=5)
-_default = st.none() | st.text(st.characters(exclude_characters="}"), max_size=5)
+_literal = st.text(st.characters(exclude_characters="$}\0"), max_size=5)
+_default = st.none() | st.text(st.characters(exclude_characters="}\0"), max_size=5)
 
 
 @st.composite
@@ -246,7 +261,7 @@ def expected_expansion(pieces: list[tuple[str, str | None] | str], environ: dict
 
 
 @settings(max_examples=100)
-@given(templates(), st.dictionaries(_names, st.text(max_size=5)))
+@given(templates(), st.dictionaries(_names, st.text(_no_nul, max_size=5)))
 def test_variable_expansion_round_trips(
     template: tuple[str, list[tuple[str, str | None] | str]], environ: dict[str, str]
 ) -> None:
@@ -266,9 +281,116 @@ def test_variable_expansion_round_trips(
 
 
 @settings(max_examples=100)
-@given(st.lists(st.text(min_size=1).filter(str.strip), min_size=1, max_size=6, unique=True))
+@given(st.lists(st.text(_no_nul, min_size=1).filter(str.strip), min_size=1, max_size=6, unique=True))
 def test_server_order_and_names_are_preserved(names: list[str]) -> None:
     data = {"mcpServers": {name: {"command": "python3", "args": [name]} for name in names}}
     config = McpConfig.from_dict(data)
     assert [s.name for s in config.servers] == names
     assert [s.args for s in config.servers] == [(name,) for name in names]
+
+
+# --- hostile documents: accepted, or one ConfigError; never another exception --------------------
+
+_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats()
+    | st.text(max_size=12)
+)
+_trees = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=20,
+)
+_SERVER_KEYS = ["type", "command", "args", "env", "cwd", "module", "disabled", "lifecycle", "timeout",
+                "tools", "url", "autoApprove"]  # fmt: skip
+_servers = st.dictionaries(st.sampled_from(_SERVER_KEYS), _trees, max_size=5) | _trees
+_mcp_documents = st.one_of(
+    _trees,
+    st.fixed_dictionaries({"mcpServers": st.dictionaries(st.text(max_size=6), _servers, max_size=3)}),
+    st.fixed_dictionaries({"servers": _servers | st.dictionaries(st.text(max_size=6), _servers, max_size=3)}),
+)
+
+
+@st.composite
+def _deep(draw: st.DrawFn, opener: str, closer: str) -> str:
+    depth = draw(st.integers(min_value=1, max_value=3000))
+    return opener * depth + draw(st.sampled_from(["1", "", '"x"'])) + closer * depth
+
+
+_json_texts = st.one_of(
+    _mcp_documents.map(json.dumps),  # NaN and Infinity included: Python's json reads them
+    st.binary(max_size=64).map(lambda raw: raw.decode("latin-1")),
+    _deep("[", "]"),
+    _deep('{"mcpServers": ', "}"),
+    st.integers(min_value=4000, max_value=5000).map(lambda n: '{"mcpServers": ' + "9" * n + "}"),
+)
+
+
+def _toml_inline(value: object) -> str:
+    """A TOML inline value for a tree (``None`` is no TOML value: an empty table stands for it)."""
+    if value is None:
+        return "{}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_inline(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(k)} = {_toml_inline(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, float) and math.isnan(value):
+        return "nan"
+    return toml_value(value)
+
+
+_SECTION_NAMES = ["mcp", "llm", "retry", "agent_sampling", "files", "orchestrator", "other"]
+_KEYS = sorted({*MCP_VALUES, "temperature", "top_p", "top_k", "max_tokens", "max_retries", "jitter_factor",
+                "game_file_path", "max_turns_per_episode", "agent_model", "cache_control"})  # fmt: skip
+
+
+@st.composite
+def _toml_documents(draw: st.DrawFn) -> str:
+    lines = []
+    for section in draw(st.lists(st.sampled_from(_SECTION_NAMES), max_size=3, unique=True)):
+        lines.append(f"[tool.zorkgpt.{section}]")
+        table = draw(st.dictionaries(st.sampled_from(_KEYS) | st.text(max_size=5), _trees, max_size=4))
+        lines += [f"{json.dumps(key)} = {_toml_inline(value)}" for key, value in table.items()]
+    return "\n".join(lines) + "\n"
+
+
+_toml_texts = st.one_of(
+    _toml_documents(),
+    st.binary(max_size=64).map(lambda raw: raw.decode("latin-1")),
+    _deep("x = [", "]"),
+    _deep("x = {a = ", "}"),
+    st.integers(min_value=4000, max_value=5000).map(
+        lambda n: "[tool.zorkgpt.mcp]\nmax_tool_iterations = " + "9" * n
+    ),
+)
+
+
+def _accepted_or_config_error(load_it: Any) -> None:
+    """Any exception but a ConfigError with a message (RecursionError, TypeError, ...) fails."""
+    message = "accepted"
+    try:
+        load_it()
+    except ConfigError as exc:
+        message = str(exc)
+    assert message.strip()
+
+
+@settings(max_examples=200)
+@given(_json_texts)
+def test_any_mcp_config_document_is_accepted_or_one_config_error(text: str) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "mcp_config.json"
+        path.write_text(text, encoding="utf-8", errors="surrogatepass")
+        _accepted_or_config_error(lambda: McpConfig.from_file(path, environ={}))
+
+
+@settings(max_examples=200)
+@given(_toml_texts)
+def test_any_pyproject_document_is_accepted_or_one_config_error(text: str) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "pyproject.toml"
+        path.write_text(text, encoding="utf-8", errors="surrogatepass")
+        _accepted_or_config_error(lambda: Settings.from_pyproject(path))
+        _accepted_or_config_error(lambda: Settings.load(path))

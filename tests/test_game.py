@@ -12,6 +12,8 @@ import zorkmcp.game
 from zorkmcp.errors import GameError
 from zorkmcp.game import (
     MAX_ACTION_LENGTH,
+    PACKAGED_GAME,
+    PACKAGED_GAMES_DIR,
     ActionError,
     StepResult,
     ZorkGame,
@@ -23,8 +25,7 @@ from zorkmcp.game import (
 )
 from zorkmcp.game._zmachine import StoryMemory, check_story_bytes
 
-SHARED_GAMES = Path(__file__).resolve().parents[2] / "shared" / "games"
-ZORK1_Z3 = SHARED_GAMES / "zork1.z3"
+ZORK1_Z3 = PACKAGED_GAME
 
 # Seeds with which Jericho's Zork I walkthrough wins on the MIT zork1.z3 (found by trying 0-299:
 # 12, 26, 32, 46, 54, 63, 102, 108, 114, 159, 187, 204, 207, 210, ...); seed 1 loses.
@@ -37,21 +38,17 @@ BACK_TO_CELLAR = ["e", "s", "e", "w", "w", "open trap door", "d"]
 
 
 def zork1_path() -> Path:
-    """The real Zork I (MIT release 119); skip when the shared games folder is missing."""
-    if not ZORK1_Z3.is_file():
-        pytest.skip(f"Zork I is not at {ZORK1_Z3} (the shared games folder beside the repository)")
+    """The real Zork I (MIT release 119), packaged with zorkmcp."""
     return ZORK1_Z3
 
 
 def supported_game_path() -> Path:
     """A story file Jericho supports natively (the classic zork1.z5), if one is available."""
-    candidates = [os.environ.get("ZORKMCP_SUPPORTED_GAME", ""), str(SHARED_GAMES / "zork1.z5")]
+    candidates = [os.environ.get("ZORKMCP_SUPPORTED_GAME", ""), str(PACKAGED_GAMES_DIR / "zork1.z5")]
     for candidate in candidates:
         if candidate and Path(candidate).is_file():
             return Path(candidate)
-    pytest.skip(
-        "no game that Jericho supports natively (set ZORKMCP_SUPPORTED_GAME or add shared/games/zork1.z5)"
-    )
+    pytest.skip("no game that Jericho supports natively (set ZORKMCP_SUPPORTED_GAME to a zork1.z5)")
 
 
 @pytest.fixture

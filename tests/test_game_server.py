@@ -20,23 +20,21 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent
 
 from zorkmcp.errors import GameError
-from zorkmcp.game import GameState, ZorkGame, walkthrough
+from zorkmcp.game import PACKAGED_GAME, GameState, ZorkGame, walkthrough
 from zorkmcp.game.server import SERVER_NAME, build_server, create_server, main
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
 REPO = Path(__file__).resolve().parents[1]
-ZORK1_Z3 = REPO.parent / "shared" / "games" / "zork1.z3"
+ZORK1_Z3 = PACKAGED_GAME
 
 SCORE_LINE = re.compile(r"\[Score: -?\d+ \| Moves: \d+\]")
 TOOLS = ["play_action", "memory", "get_map", "inventory", "status"]
 
 
 def zork1_path() -> Path:
-    """The real Zork I (MIT release 119); skip when the shared games folder is missing."""
-    if not ZORK1_Z3.is_file():
-        pytest.skip(f"Zork I is not at {ZORK1_Z3} (the shared games folder beside the repository)")
+    """The real Zork I (MIT release 119), packaged with zorkmcp."""
     return ZORK1_Z3
 
 

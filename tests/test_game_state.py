@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -11,13 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from zorkmcp.errors import GameError
-from zorkmcp.game import HISTORY_LIMIT, ActionError, GameState, walkthrough
+from zorkmcp.game import HISTORY_LIMIT, PACKAGED_GAME, ActionError, GameState, walkthrough
 from zorkmcp.game._state import EMPTY_INVENTORY, NO_MAP_HINT
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+    from pathlib import Path
 
-ZORK1_Z3 = Path(__file__).resolve().parents[2] / "shared" / "games" / "zork1.z3"
+ZORK1_Z3 = PACKAGED_GAME
 
 STATUS_LINE = re.compile(r"\s*>?\s*[^\n]*\s{2,}Score:\s*-?\d+\s+Moves:\s*\d+")
 SCORE_LINE = re.compile(r"\n\n\[Score: (-?\d+) \| Moves: (\d+)\](\n\nGAME OVER)?\Z")
@@ -29,9 +29,7 @@ NORTH_OF_HOUSE = (
 
 
 def zork1_path() -> Path:
-    """The real Zork I (MIT release 119); skip when the shared games folder is missing."""
-    if not ZORK1_Z3.is_file():
-        pytest.skip(f"Zork I is not at {ZORK1_Z3} (the shared games folder beside the repository)")
+    """The real Zork I (MIT release 119), packaged with zorkmcp."""
     return ZORK1_Z3
 
 

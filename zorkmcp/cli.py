@@ -86,8 +86,8 @@ def _play_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "--game",
         metavar="PATH",
         help="story file (.z3/.z5); default: $GAME (a name such as zork1, or a path), then "
-        "[tool.zorkgpt.files] game_file_path, then the MIT release of Zork I downloaded once into the "
-        "user cache folder",
+        "[tool.zorkgpt.files] game_file_path, then the copy of Zork I (MIT release 119) that ships "
+        "with zorkmcp",
     )
     p.add_argument(
         "--turns",
@@ -132,7 +132,8 @@ def _play_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument(
         "--pyproject",
         metavar="PATH",
-        help="settings file (default: ./pyproject.toml; its embedded defaults when there is none)",
+        help="settings file (default: ./pyproject.toml); without a [tool.zorkgpt] table in it, the embedded "
+        "defaults apply: MCP on with the embedded think server, per turn",
     )
 
 
@@ -271,20 +272,38 @@ class _TerminalNotices:
 # -- play --------------------------------------------------------------------------------------------
 
 
+def _load_settings(args: argparse.Namespace) -> tuple[Settings, str]:
+    """The settings ``play`` uses and where they came from, every file validated.
+
+    ``--pyproject`` (else ``./pyproject.toml``) when it has ``[tool.zorkgpt]``, else the embedded
+    defaults. The MCP config is read and checked here too, before the game, the servers or the
+    model start, so a bad value is reported first.
+    """
+    from .config import McpConfig, Settings
+
+    pyproject = Path(args.pyproject) if args.pyproject else Path("pyproject.toml")
+    if args.pyproject and not pyproject.is_file():
+        raise ConfigError(f"--pyproject {pyproject}: no such file")
+    settings = Settings.load(pyproject)
+    if settings.source is not None:
+        origin = str(settings.source)
+    else:
+        shown = args.pyproject or "./pyproject.toml"
+        origin = f"embedded defaults (no [tool.zorkgpt] in {shown})"
+    if settings.mcp.enabled and not args.no_mcp:
+        McpConfig.from_file(settings.mcp_config_path())
+    return settings, origin
+
+
 def _cmd_play(args: argparse.Namespace, console: Console, err: Console) -> int:
-    from .config import Settings
     from .game import check_game_file, resolve_game_path
     from .orchestrator import Orchestrator
 
-    pyproject = Path(args.pyproject) if args.pyproject else None
-    if pyproject is not None and not pyproject.is_file():
-        raise ConfigError(f"--pyproject {pyproject}: no such file")
-    settings = Settings.from_pyproject(pyproject)
+    settings, origin = _load_settings(args)
     game_path = resolve_game_path(
         args.game,
         settings.files.game_file_path,
         settings_base=settings.source.parent if settings.source is not None else None,
-        announce=lambda line: err.print(line, highlight=False),
     )
     check_game_file(game_path)  # fail here, not as a game server that does not start
     seed = args.seed if args.seed is not None else _cassette_seed(args.replay)
@@ -313,6 +332,7 @@ def _cmd_play(args: argparse.Namespace, console: Console, err: Console) -> int:
             f"up to {orchestrator.turn_limit} turns",
             highlight=False,
         )
+        console.print(f"settings: {escape(origin)}", highlight=False)
         progress.start()
 
     def on_turn(record: TurnRecord) -> None:
@@ -382,7 +402,7 @@ def main(
     err = err if err is not None else Console(stderr=True)
 
     def fail(kind: str, exc: BaseException, code: int) -> int:
-        err.print(f"[bold red]zorkmcp play: {kind}:[/] {escape(str(exc))}", highlight=False)
+        err.print(f"[bold red]zorkmcp play: {kind}:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return code
 
     try:

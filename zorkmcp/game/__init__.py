@@ -17,9 +17,9 @@ from ._jericho import ZorkGame as ZorkGame
 from ._jericho import check_game_file as check_game_file
 from ._jericho import strip_status_line as strip_status_line
 from ._jericho import walkthrough as walkthrough
+from ._paths import PACKAGED_GAME as PACKAGED_GAME
+from ._paths import PACKAGED_GAMES_DIR as PACKAGED_GAMES_DIR
 from ._paths import ZORK1_MD5 as ZORK1_MD5
-from ._paths import ZORK1_URL as ZORK1_URL
-from ._paths import default_cache_dir as default_cache_dir
 from ._paths import default_games_dirs as default_games_dirs
 from ._paths import resolve_game_path as resolve_game_path
 from ._state import HISTORY_LIMIT as HISTORY_LIMIT
@@ -30,14 +30,14 @@ __all__ = [
     "HISTORY_LIMIT",
     "MAX_ACTION_LENGTH",
     "MOVEMENT_COMMANDS",
+    "PACKAGED_GAME",
+    "PACKAGED_GAMES_DIR",
     "ZORK1_MD5",
-    "ZORK1_URL",
     "ActionError",
     "GameState",
     "StepResult",
     "ZorkGame",
     "check_game_file",
-    "default_cache_dir",
     "default_games_dirs",
     "movement_direction",
     "resolve_game_path",

@@ -14,7 +14,7 @@ so any MCP client can play (Claude Desktop too). Tools:
 
 The game is chosen by ``--game``, else the ``GAME`` environment variable (a name such as
 ``zork1`` or a path), else ``[tool.zorkgpt.files] game_file_path`` of ``./pyproject.toml``, else
-the MIT release of Zork I, downloaded once into the user cache folder (see
+the copy of Microsoft's MIT release of Zork I that ships with the package (see
 :func:`~zorkmcp.game.resolve_game_path`). The seed comes from ``--seed`` or
 ``ZORKMCP_GAME_SEED``.
 
@@ -139,11 +139,11 @@ def create_server(game_path: str | None = None, seed: int | None = None) -> MCPS
 
     Args:
         game_path: the story file; ``None`` follows ``GAME``, ``game_file_path`` of
-            ``./pyproject.toml``, then the downloaded MIT release (:func:`resolve_game_path`).
+            ``./pyproject.toml``, then the packaged Zork I (:func:`resolve_game_path`).
         seed: the interpreter's RNG seed; ``None`` reads ``ZORKMCP_GAME_SEED``.
 
     Returns:
-        The server. Building it reads the story file (and may download it): call it outside an
+        The server. Building it reads the story file: call it outside an
         event loop, or in a worker thread.
 
     Raises:

@@ -21,6 +21,8 @@ from ._names import assign_wire_names as assign_wire_names
 from ._names import canonical_name as canonical_name
 from ._results import ToolCallResult as ToolCallResult
 from ._results import convert_call_result as convert_call_result
+from ._schema import SchemaTranslation as SchemaTranslation
+from ._schema import translate_schema as translate_schema
 from ._session import ServerHandle as ServerHandle
 from ._session import ServerSession as ServerSession
 from ._session import open_server_session as open_server_session
@@ -38,6 +40,7 @@ __all__ = [
     "EpisodeServers",
     "McpManager",
     "ProcessInfo",
+    "SchemaTranslation",
     "ServerHandle",
     "ServerSession",
     "ToolCallResult",
@@ -53,4 +56,5 @@ __all__ = [
     "open_stdio_transport",
     "open_toolbox",
     "start_server",
+    "translate_schema",
 ]

@@ -1,0 +1,64 @@
+"""The body of ``zorkmcp tools --lint``: what schema translation does to each tool, and why.
+
+:func:`lint_report` runs :func:`zorkmcp.mcp.translate_schema` over every tool's input schema and
+returns a JSON-able list (for ``--json``); :func:`render_lint_report` turns it into printable lines.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .mcp._schema import translate_schema
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+__all__ = ["lint_report", "render_lint_report"]
+
+
+def lint_report(tools: Sequence[tuple[str, Mapping[str, Any] | None]]) -> list[dict[str, Any]]:
+    """One entry per tool, in the given order.
+
+    Args:
+        tools: ``(canonical tool name, MCP input schema)`` pairs; the schema may be ``None``.
+
+    Returns:
+        Dicts with ``tool`` (the name), ``status`` (``"ok"``, ``"changed"`` or ``"excluded"``),
+        ``changes`` (the notes, each starting with a JSON path), ``excluded`` (why the tool is left
+        out, or ``None``) and ``parameters`` (the schema the LLM is offered, or ``None``).
+    """
+    report: list[dict[str, Any]] = []
+    for name, schema in tools:
+        result = translate_schema(schema)
+        status = "excluded" if result.excluded is not None else "changed" if result.changes else "ok"
+        report.append(
+            {
+                "tool": name,
+                "status": status,
+                "changes": list(result.changes),
+                "excluded": result.excluded,
+                "parameters": result.parameters,
+            }
+        )
+    return report
+
+
+def render_lint_report(report: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Printable lines for a :func:`lint_report`: one heading per tool, its notes indented, a summary."""
+    lines: list[str] = []
+    counts = {"ok": 0, "changed": 0, "excluded": 0}
+    for entry in report:
+        status = entry["status"]
+        counts[status] = counts.get(status, 0) + 1
+        if status == "excluded":
+            lines.append(f"{entry['tool']}: LEFT OUT: {entry['excluded']}")
+        elif status == "changed":
+            lines.append(f"{entry['tool']}: offered with {len(entry['changes'])} change(s)")
+        else:
+            lines.append(f"{entry['tool']}: ok")
+        lines.extend(f"  - {change}" for change in entry["changes"])
+    lines.append(
+        f"{len(report)} tool(s): {counts['ok']} unchanged, {counts['changed']} changed, "
+        f"{counts['excluded']} left out"
+    )
+    return lines

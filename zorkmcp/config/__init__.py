@@ -1,0 +1,41 @@
+"""Settings (``pyproject.toml`` ``[tool.zorkgpt.*]``) and MCP server configuration (``mcp_config.json``).
+
+One module per concern:
+
+* ``_settings``: the ``[tool.zorkgpt.*]`` sections and the embedded defaults of ``zorkmcp play``;
+* ``_servers``: the ``mcp_config.json`` format, with ``${VAR}`` expansion;
+* ``_convert``: the strict cattrs converter, the range validators and the error lines;
+* ``_checks``: whether a stdio server's command is on ``PATH`` and its ``cwd`` exists.
+
+Every problem is a :class:`~zorkmcp.errors.ConfigError` whose message names the file and the key.
+"""
+
+from __future__ import annotations
+
+from ._servers import McpConfig as McpConfig
+from ._servers import ServerConfig as ServerConfig
+from ._settings import DEFAULT_MAX_RESULT_BYTES as DEFAULT_MAX_RESULT_BYTES
+from ._settings import EMBEDDED_MCP_CONFIG as EMBEDDED_MCP_CONFIG
+from ._settings import MAX_SECONDS as MAX_SECONDS
+from ._settings import FilesSettings as FilesSettings
+from ._settings import LLMSettings as LLMSettings
+from ._settings import McpSettings as McpSettings
+from ._settings import OrchestratorSettings as OrchestratorSettings
+from ._settings import RetrySettings as RetrySettings
+from ._settings import SamplingSettings as SamplingSettings
+from ._settings import Settings as Settings
+
+__all__ = [
+    "DEFAULT_MAX_RESULT_BYTES",
+    "EMBEDDED_MCP_CONFIG",
+    "MAX_SECONDS",
+    "FilesSettings",
+    "LLMSettings",
+    "McpConfig",
+    "McpSettings",
+    "OrchestratorSettings",
+    "RetrySettings",
+    "SamplingSettings",
+    "ServerConfig",
+    "Settings",
+]

@@ -1,0 +1,47 @@
+"""Host checks for an enabled stdio server: its command can be run, its ``cwd`` exists."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from ._servers import ServerConfig
+
+__all__ = ["check_host"]
+
+_NEEDS: Final[Mapping[str, str]] = {
+    "npx": "Node.js >= 20 (npx comes with it): install it from https://nodejs.org",
+    "node": "Node.js >= 20: install it from https://nodejs.org",
+    "npm": "Node.js >= 20 (npm comes with it): install it from https://nodejs.org",
+    "uvx": "uv (uvx comes with it): install it from https://docs.astral.sh/uv/",
+    "uv": "uv: install it from https://docs.astral.sh/uv/",
+}
+
+
+def check_host(server: ServerConfig, path: str, problems: list[str]) -> None:
+    """The command of an enabled stdio server can be run, and its cwd exists."""
+    if server.cwd is not None and not Path(server.cwd).is_dir():
+        problems.append(f"{path}.cwd is not a directory: {server.cwd}")
+        return
+    command = server.command
+    assert command is not None  # stdio servers have one (checked in _build_server)
+    if os.sep in command or (os.altsep and os.altsep in command):
+        candidate = Path(command).expanduser()
+        if not candidate.is_absolute() and server.cwd is not None:
+            candidate = Path(server.cwd) / candidate
+        if not (candidate.is_file() and os.access(candidate, os.X_OK)):
+            problems.append(f"{path}.command {command!r} is not an executable file")
+        return
+    search_path = server.env.get("PATH", os.environ.get("PATH", os.defpath))
+    if shutil.which(command, path=search_path) is None:
+        needs = _NEEDS.get(command)
+        hint = f"; this server needs {needs}" if needs else ""
+        problems.append(
+            f"{path}.command {command!r} was not found on PATH{hint} "
+            f'(or set "disabled": true on server {server.name!r})'
+        )

@@ -1,0 +1,295 @@
+"""The project's strict cattrs converter, its validators and its error lines.
+
+One private :class:`cattrs.Converter` structures both files: a JSON ``1`` never becomes ``"1"``,
+``true`` is not an integer, unknown keys are errors where the format is ours, no string holds a
+NUL byte, and every message names the key (``$.mcpServers.thinking.args[1]``). Numbers are
+checked against finite bounds (:func:`in_range`), so ``inf``, ``nan`` and absurd values are
+refused with the bound in the message.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Literal, TypeVar, get_args
+
+import attrs
+from cattrs import Converter, transform_error
+from cattrs.cols import list_structure_factory, mapping_structure_factory
+from cattrs.errors import BaseValidationError, ForbiddenExtraKeysError
+from cattrs.gen import make_dict_structure_fn
+from cattrs.v import format_exception as _cattrs_format_exception
+
+from .._jsontypes import json_type_name
+from ..errors import ConfigError
+
+__all__ = [
+    "DuplicateKeyError",
+    "Problem",
+    "in_range",
+    "json_path",
+    "no_duplicate_keys",
+    "non_empty",
+    "one_of",
+    "show",
+    "structure",
+    "summarize",
+]
+
+_T = TypeVar("_T")
+
+# --- validators -------------------------------------------------------------------------
+
+
+class Problem(ValueError):
+    """One broken rule about one value; ``key`` (if set) is the attribute the rule is about.
+
+    ``str()`` reads as a sentence: ``"tool_call_timeout_seconds must be > 0, got -1"``.
+    """
+
+    def __init__(self, problem: str, *, key: str | None = None) -> None:
+        super().__init__(f"{key} {problem}" if key else problem)
+        self.problem = problem
+        self.key = key
+
+
+def show(value: object) -> str:
+    """``'1' (string)``: the value, shortened, and its JSON/TOML type."""
+    try:
+        text = repr(value)
+    except RecursionError:
+        text = "[...]" if isinstance(value, list) else "{...}"
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{text} ({json_type_name(value)})"
+
+
+def non_empty(inst: object, attribute: attrs.Attribute[Any], value: str) -> None:
+    """attrs validator: the string is not empty."""
+    if not value:
+        raise Problem("must not be empty", key=attribute.name)
+
+
+def one_of(*choices: str) -> Callable[[object, attrs.Attribute[Any], str], None]:
+    """attrs validator: the value is one of ``choices``."""
+
+    def check(inst: object, attribute: attrs.Attribute[Any], value: str) -> None:
+        if value not in choices:
+            allowed = ", ".join(repr(c) for c in choices)
+            raise Problem(f"must be one of {allowed}, got {value!r}", key=attribute.name)
+
+    return check
+
+
+def in_range(
+    low: float, high: float, *, low_open: bool = True, what: str = ""
+) -> Callable[[object, attrs.Attribute[Any], float | None], None]:
+    """attrs validator: ``None`` or a finite number in ``(low, high]`` (``[low, high]`` if not open).
+
+    ``nan`` fails the lower bound, ``inf`` the upper; the message names the bound broken:
+    ``"must be > 0, got -1"``, ``"must be <= 604800 (one week), got inf"``.
+
+    Args:
+        low: the lower bound.
+        high: the upper bound (inclusive).
+        low_open: whether ``low`` itself is refused.
+        what: what ``high`` means, shown in brackets after it (``"one week"``).
+    """
+    high_text = f"{high:g}" if isinstance(high, float) else str(high)
+    high_rule = f"must be <= {high_text}" + (f" ({what})" if what else "")
+
+    def check(inst: object, attribute: attrs.Attribute[Any], value: float | None) -> None:
+        if value is None:
+            return
+        if not (value > low if low_open else value >= low):
+            raise Problem(f"must be {'>' if low_open else '>='} {low:g}, got {value!r}", key=attribute.name)
+        if not value <= high:
+            raise Problem(f"{high_rule}, got {value!r}", key=attribute.name)
+
+    return check
+
+
+# --- the converter ------------------------------------------------------------------------------
+
+
+def _strict_str(value: object, _: type) -> str:
+    if not isinstance(value, str):
+        raise Problem(f"must be a string, got {show(value)}")
+    if "\0" in value:
+        raise Problem(f"must not contain a NUL byte, got {show(value)}")
+    return value
+
+
+def _strict_bool(value: object, _: type) -> bool:
+    if not isinstance(value, bool):
+        raise Problem(f"must be true or false, got {show(value)}")
+    return value
+
+
+def _strict_int(value: object, _: type) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise Problem(f"must be an integer, got {show(value)}")
+    return value
+
+
+def _strict_float(value: object, _: type) -> float:
+    # An int stays an int (30 == 30.0; messages then show the number as written).
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise Problem(f"must be a number, got {show(value)}")
+    return value
+
+
+def _strict_literal(value: object, type_: Any) -> object:
+    choices = get_args(type_)
+    if value not in choices or type(value) is not type(choices[0]):
+        allowed = ", ".join(json.dumps(c) for c in choices)
+        raise Problem(f"must be one of {allowed}, got {show(value)}")
+    return value
+
+
+def _strict_list_factory(type_: Any, converter: Converter) -> Callable[[Any, Any], Any]:
+    inner = list_structure_factory(type_, converter)
+
+    def structure(value: object, t: Any) -> Any:
+        if not isinstance(value, list | tuple):
+            raise Problem(f"must be an array, got {show(value)}")
+        return inner(value, t)
+
+    return structure
+
+
+def _strict_mapping_factory(type_: Any, converter: Converter) -> Callable[[Any, Any], Any]:
+    inner = mapping_structure_factory(type_, converter, dict, detailed_validation=True)
+
+    def structure(value: object, t: Any) -> Any:
+        if not isinstance(value, Mapping):
+            raise Problem(f"must be an object, got {show(value)}")
+        return inner(value, t)
+
+    return structure
+
+
+def _strict_class_factory(cl: Any, converter: Converter) -> Callable[[Any, Any], Any]:
+    inner = make_dict_structure_fn(cl, converter)
+
+    def structure(value: object, t: Any) -> Any:
+        if not isinstance(value, Mapping):
+            raise Problem(f"must be an object, got {show(value)}")
+        return inner(value, t)
+
+    return structure
+
+
+def _origin(type_: object) -> object:
+    return getattr(type_, "__origin__", None)
+
+
+def _make_converter() -> Converter:
+    converter = Converter(forbid_extra_keys=True, detailed_validation=True)
+    converter.register_structure_hook(str, _strict_str)
+    converter.register_structure_hook(bool, _strict_bool)
+    converter.register_structure_hook(int, _strict_int)
+    converter.register_structure_hook(float, _strict_float)
+    converter.register_structure_hook_func(lambda t: _origin(t) is Literal, _strict_literal)
+    converter.register_structure_hook_factory(lambda t: _origin(t) is list, _strict_list_factory)
+    converter.register_structure_hook_factory(lambda t: _origin(t) is dict, _strict_mapping_factory)
+    converter.register_structure_hook_factory(attrs.has, _strict_class_factory)
+    return converter
+
+
+_converter: Final = _make_converter()
+
+# Marks the attribute name a validator complained about inside a transform_error line.
+_KEY_MARK: Final = "\x1f"
+
+
+def _format_exception(exc: BaseException, type_: type | None) -> str:
+    """``format_exception`` for :func:`cattrs.transform_error` that keeps our messages."""
+    if isinstance(exc, Problem):
+        if exc.key:
+            return f"{_KEY_MARK}{exc.key}{_KEY_MARK}{exc.problem}"
+        return exc.problem
+    if isinstance(exc, ForbiddenExtraKeysError):
+        extra = sorted(exc.extra_fields)
+        allowed = ", ".join(a.name for a in attrs.fields(exc.cl))
+        noun = "key" if len(extra) == 1 else "keys"
+        return f"has unknown {noun} {', '.join(repr(k) for k in extra)} (allowed: {allowed})"
+    if isinstance(exc, KeyError):
+        return "is required"
+    return _cattrs_format_exception(exc, type_)
+
+
+_PATH_PART: Final = re.compile(r"\.([^.\[]+)|\[(\d+)\]|\[('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")\]")
+_PLAIN_KEY: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+
+
+def json_path(root: str, *parts: str | int) -> str:
+    """A JSON path: ``json_path("$", "mcpServers", "a b", 1) == '$.mcpServers["a b"][1]'``."""
+    out = root
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif _PLAIN_KEY.fullmatch(part):
+            out += f".{part}"
+        else:
+            out += f"[{json.dumps(part, ensure_ascii=False)}]"
+    return out
+
+
+def _rewrite_cattrs_path(path: str) -> str:
+    """cattrs writes mapping keys as ``['key']``; show them as JSON keys (``.key``)."""
+    parts: list[str | int] = []
+    for match in _PATH_PART.finditer(path, 1):
+        attr, index, key = match.groups()
+        if attr is not None:
+            parts.append(attr)
+        elif index is not None:
+            parts.append(int(index))
+        else:
+            parts.append(str(ast.literal_eval(key)))
+    return json_path("$", *parts)
+
+
+def summarize(problems: list[str], where: str) -> str:
+    """One line for one problem, a counted list for several; ``where`` names file and section."""
+    if len(problems) == 1:
+        return f"{problems[0]} ({where})"
+    lines = "\n".join(f"  {p}" for p in problems)
+    return f"{len(problems)} problems in {where}:\n{lines}"
+
+
+def structure(data: object, model: type[_T], *, where: str, style: Literal["json", "toml"]) -> _T:
+    """Structure ``data`` with the project converter; raise ConfigError with readable lines."""
+    try:
+        return _converter.structure(data, model)
+    except (BaseValidationError, Problem) as exc:
+        lines = transform_error(exc, path="$", format_exception=_format_exception)
+    problems = []
+    for line in lines:
+        description, _, raw_path = line.rpartition(" @ $")
+        path = _rewrite_cattrs_path("$" + raw_path)
+        if description.startswith(_KEY_MARK):
+            _, key, description = description.split(_KEY_MARK, 2)
+            path = json_path(path, key)
+        if style == "toml":
+            subject = path.removeprefix("$").removeprefix(".")
+            problems.append(f"{subject} {description}" if subject else description.removeprefix("has "))
+        else:
+            problems.append(f"{path} {description}" if path != "$" else f"the top level {description}")
+    raise ConfigError(summarize(problems, where))
+
+
+class DuplicateKeyError(ValueError):
+    """A JSON object has the same key twice (``json.loads`` would keep the last silently)."""
+
+
+def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` for :func:`json.loads` that refuses duplicate keys."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise DuplicateKeyError(f"duplicate key {json.dumps(key)} in one object")
+        out[key] = value
+    return out

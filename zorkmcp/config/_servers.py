@@ -1,0 +1,378 @@
+"""The ``mcp_config.json`` format: Claude Desktop's ``mcpServers``, ``${VAR}`` expansion, zorkmcp's keys.
+
+Read synchronously, before any event loop starts. Remote (HTTP/SSE) servers are refused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Final, Literal
+
+from attrs import field, frozen
+
+from ..errors import ConfigError
+from ._checks import check_host
+from ._convert import (
+    DuplicateKeyError,
+    in_range,
+    json_path,
+    no_duplicate_keys,
+    one_of,
+    structure,
+    summarize,
+)
+from ._settings import MAX_SECONDS
+
+__all__ = ["McpConfig", "ServerConfig"]
+
+_timeout = in_range(0, MAX_SECONDS, what="one week")
+
+
+@frozen(kw_only=True)
+class ServerConfig:
+    """One entry of ``mcpServers`` (or ``servers``) in ``mcp_config.json``."""
+
+    name: str
+    type: Literal["stdio", "inprocess"] = field(default="stdio", validator=one_of("stdio", "inprocess"))
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(factory=dict)
+    cwd: str | None = None
+    module: str | None = None
+    """``package.module:factory`` for ``type = "inprocess"``."""
+    disabled: bool = False
+    lifecycle: Literal["per_turn", "per_episode"] = field(
+        default="per_turn", validator=one_of("per_turn", "per_episode")
+    )
+    timeout: float | None = field(default=None, validator=_timeout)
+    """Seconds per tool call; overrides ``tool_call_timeout_seconds``."""
+    tools: tuple[str, ...] | None = None
+    """Allow-list of tool names; ``None`` offers every tool."""
+
+
+@frozen(kw_only=True)
+class McpConfig:
+    """A whole ``mcp_config.json``: the servers in file order."""
+
+    servers: tuple[ServerConfig, ...]
+    source: Path | None = None
+
+    @property
+    def enabled_servers(self) -> tuple[ServerConfig, ...]:
+        return tuple(s for s in self.servers if not s.disabled)
+
+    @classmethod
+    def from_file(
+        cls,
+        path: Path,
+        *,
+        check_commands: bool = True,
+        environ: Mapping[str, str] | None = None,
+    ) -> McpConfig:
+        """Read and validate an ``mcp_config.json``.
+
+        See :meth:`from_dict` for the format.
+
+        Args:
+            path: the file.
+            check_commands: check that every enabled stdio server's ``command`` is on
+                ``PATH`` and its ``cwd`` exists.
+            environ: the variables ``${VAR}`` is expanded from (default ``os.environ``).
+
+        Raises:
+            ConfigError: the file is missing (the seeds' two-option message), is not JSON
+                (with line and column), or breaks a rule (with the JSON path).
+        """
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError as exc:
+            # seeds 001 §Error Messages ("Configuration file missing"): the two-option text.
+            raise ConfigError(
+                f"MCP is enabled but config file not found: {path}\n"
+                f"Please either:\n"
+                f"  1. Create {path.name} in {path.parent.absolute()} (examples/ has templates), or\n"
+                f"  2. Set mcp.enabled = false in pyproject.toml"
+            ) from exc
+        except OSError as exc:
+            raise ConfigError(f"cannot read MCP config {path}: {exc.strerror or exc}") from exc
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"MCP config {path} is not valid UTF-8 (byte {exc.start})") from exc
+        try:
+            data = json.loads(text, object_pairs_hook=no_duplicate_keys)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(
+                f"invalid JSON in {path} at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+            ) from exc
+        except DuplicateKeyError as exc:
+            raise ConfigError(f"invalid MCP config {path}: {exc}") from exc
+        except RecursionError as exc:
+            raise ConfigError(f"invalid JSON in {path}: objects or arrays nested too deeply") from exc
+        except ValueError as exc:  # an integer longer than Python converts (4300 digits)
+            raise ConfigError(f"invalid JSON in {path}: {_too_long(exc)}") from exc
+        return cls.from_dict(data, source=path, check_commands=check_commands, environ=environ)
+
+    @classmethod
+    def from_dict(
+        cls,
+        data: object,
+        *,
+        source: Path | None = None,
+        check_commands: bool = True,
+        environ: Mapping[str, str] | None = None,
+    ) -> McpConfig:
+        """Validate the parsed contents of an ``mcp_config.json``.
+
+        The format is Claude Desktop's ``{"mcpServers": {name: {command, args, env}}}``
+        plus what Claude Code, Cline and VS Code users paste: ``servers`` as an alias of
+        ``mcpServers``, ``"type": "stdio"``, ``cwd``, ``disabled`` (and Cline's
+        ``autoApprove``/``alwaysAllow``, accepted and ignored). ``${VAR}`` and
+        ``${VAR:-default}`` are expanded in ``command``, ``args``, ``env`` values and
+        ``cwd`` (``:-`` also applies when the variable is empty); an unset variable without
+        a default is an error, except in disabled servers, which are left unexpanded.
+
+        zorkmcp's own per-server keys: ``lifecycle`` (``"per_turn"``, the default, or
+        ``"per_episode"``), ``timeout`` (seconds per tool call, > 0), ``tools`` (allow-list
+        of tool names) and ``"type": "inprocess"`` with ``"module": "package.module:factory"``
+        (a Python MCP server object; the module is not imported here).
+
+        The command ``python`` or ``python3`` means the interpreter running zorkmcp: it is
+        replaced by ``sys.executable``, so a server started from a virtualenv sees the same
+        installed packages. A relative ``cwd`` is relative to the config file's folder.
+
+        Args:
+            data: the parsed JSON.
+            source: the file it came from (used in messages and to resolve ``cwd``).
+            check_commands: check that every enabled stdio server's ``command`` is on
+                ``PATH`` (the server's own ``env`` ``PATH`` if it sets one) and that its
+                ``cwd`` is a directory.
+            environ: the variables ``${VAR}`` is expanded from (default ``os.environ``).
+
+        Returns:
+            The servers in file order. ``ServerConfig.env`` is the server's own ``env``;
+            merging it with the system environment is the MCP layer's job.
+
+        Raises:
+            ConfigError: a rule is broken; the message has the JSON path and the file.
+        """
+        where = str(source) if source is not None else "MCP config"
+        try:
+            key, entries = _entries(data, where)
+        except RecursionError as exc:
+            raise ConfigError(f"the MCP config is nested too deeply ({where})") from exc
+        base = source.parent if source is not None else None
+        env = os.environ if environ is None else environ
+        problems: list[str] = []
+        # seeds 002 Req 2.6 uses only the first server (V1); zorkmcp keeps them all, in file
+        # order, and the MCP layer federates their tools (seeds 004).
+        built = (
+            _build_server(name, entry, json_path("$", key, name), base, env, problems)
+            for name, entry in entries.items()
+        )
+        servers = [server for server in built if server is not None]
+        if not problems and all(s.disabled for s in servers):
+            names = ", ".join(s.name for s in servers)
+            raise ConfigError(
+                f'every MCP server is disabled ({names}): set "disabled": false on one, or set '
+                f"mcp.enabled = false in pyproject.toml ({where})"
+            )
+        if not problems and check_commands:
+            for server in servers:
+                if not server.disabled and server.type == "stdio":
+                    check_host(server, json_path("$", key, server.name), problems)
+        if problems:
+            raise ConfigError(summarize(problems, where))
+        return cls(servers=tuple(servers), source=source)
+
+
+# --- the wire format of mcp_config.json (JSON keys as attribute names: error paths show them) -----
+
+
+@frozen(kw_only=True)
+class _WireServer:
+    type: Literal["stdio", "inprocess"] | None = None
+    command: str | None = None
+    args: list[str] | None = None
+    env: dict[str, str] | None = None
+    cwd: str | None = None
+    module: str | None = None
+    disabled: bool = False
+    lifecycle: Literal["per_turn", "per_episode"] = "per_turn"
+    timeout: float | None = field(default=None, validator=_timeout)
+    tools: list[str] | None = None
+    autoApprove: list[str] | None = None  # Cline's; accepted, not used
+    alwaysAllow: list[str] | None = None  # Cline's; accepted, not used
+
+
+@frozen(kw_only=True)
+class _WireConfig:
+    mcpServers: dict[str, _WireServer] | None = None
+    servers: dict[str, _WireServer] | None = None
+
+
+# --- from the wire format to ServerConfig -------------------------------------------------------
+
+_VAR: Final = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_MODULE_SPEC: Final = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+_REMOTE_TYPES: Final = frozenset({"http", "sse", "streamable-http", "streamableHttp", "streamable_http"})
+_PYTHON_COMMANDS: Final = frozenset({"python", "python3"})
+
+
+def _entries(data: object, where: str) -> tuple[str, dict[str, _WireServer]]:
+    """The servers' key (``mcpServers`` or ``servers``) and entries, structured."""
+    remote = _remote_servers(data)
+    if remote:
+        raise ConfigError(summarize(remote, where))
+    wire = structure(data, _WireConfig, where=where, style="json")
+    if wire.mcpServers is not None and wire.servers is not None:
+        raise ConfigError(f'use either "mcpServers" or "servers", not both ({where})')
+    key = "servers" if wire.servers is not None else "mcpServers"
+    entries = wire.servers if wire.servers is not None else wire.mcpServers
+    if entries is None:
+        raise ConfigError(
+            f'no MCP servers configured: add an "mcpServers" object mapping a server name '
+            f'to {{"command": ..., "args": [...]}} ({where})'
+        )
+    if not entries:
+        raise ConfigError(f'no MCP servers configured: "{key}" is empty ({where})')
+    return key, entries
+
+
+def _is_remote_type(value: object) -> bool:
+    return isinstance(value, str) and value in _REMOTE_TYPES
+
+
+def _remote_servers(data: object) -> list[str]:
+    """Entries written for a remote (HTTP/SSE) server, which zorkmcp cannot start."""
+    problems = []
+    for key in ("mcpServers", "servers"):
+        entries = data.get(key) if isinstance(data, Mapping) else None
+        for name, entry in entries.items() if isinstance(entries, Mapping) else ():
+            if isinstance(entry, Mapping) and ("url" in entry or _is_remote_type(entry.get("type"))):
+                problems.append(
+                    f"{json_path('$', key, str(name))} is a remote (HTTP/SSE) server; zorkmcp starts "
+                    f'"stdio" and "inprocess" servers only (run it over stdio, or remove it)'
+                )
+    return problems
+
+
+def _expand(text: str, path: str, environ: Mapping[str, str], problems: list[str] | None) -> str:
+    """Expand ``${VAR}`` / ``${VAR:-default}``; unset variables are reported into ``problems``.
+
+    With ``problems=None`` (disabled servers) an unset reference is left as written.
+    """
+
+    def substitute(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        value = environ.get(name)
+        if value is not None and (value or default is None):
+            return value
+        if default is not None:
+            return default
+        if problems is not None:
+            problems.append(
+                f"{path} uses ${{{name}}}, but the environment variable {name} is not set "
+                f"(set it, or write ${{{name}:-default}})"
+            )
+        return match.group(0)
+
+    return _VAR.sub(substitute, text)
+
+
+def _build_server(
+    name: str,
+    entry: _WireServer,
+    path: str,
+    base: Path | None,
+    environ: Mapping[str, str],
+    problems: list[str],
+) -> ServerConfig | None:
+    if not name.strip():
+        problems.append(f"{path} is not a usable server name (it is empty)")
+        return None
+    before = len(problems)
+    command, args, env, cwd = _expanded(entry, path, environ, None if entry.disabled else problems)
+    server_type: Literal["stdio", "inprocess"] = entry.type or "stdio"
+    if server_type == "stdio":
+        command = _check_stdio(entry, command, path, problems)
+    else:
+        _check_inprocess(entry, cwd, path, problems)
+    _check_env_keys(entry.env or {}, path, problems)
+    if entry.tools is not None and not entry.tools:
+        problems.append(f"{path}.tools must name at least one tool (remove it to offer every tool)")
+    if cwd is not None and base is not None:
+        cwd = str(base / Path(cwd).expanduser())
+    if len(problems) > before:
+        return None
+    return ServerConfig(
+        name=name,
+        type=server_type,
+        command=command,
+        args=args,
+        env=env,
+        cwd=cwd,
+        module=entry.module,
+        disabled=entry.disabled,
+        lifecycle=entry.lifecycle,
+        timeout=entry.timeout,
+        tools=None if entry.tools is None else tuple(entry.tools),
+    )
+
+
+def _expanded(
+    entry: _WireServer, path: str, environ: Mapping[str, str], sink: list[str] | None
+) -> tuple[str | None, tuple[str, ...], dict[str, str], str | None]:
+    """``command``, ``args``, ``env`` and ``cwd`` with ``${VAR}`` expanded."""
+    command = (
+        None if entry.command is None else _expand(entry.command, json_path(path, "command"), environ, sink)
+    )
+    args = tuple(
+        _expand(a, json_path(path, "args", i), environ, sink) for i, a in enumerate(entry.args or ())
+    )
+    env = {k: _expand(v, json_path(path, "env", k), environ, sink) for k, v in (entry.env or {}).items()}
+    cwd = None if entry.cwd is None else _expand(entry.cwd, json_path(path, "cwd"), environ, sink)
+    return command, args, env, cwd
+
+
+def _check_stdio(entry: _WireServer, command: str | None, path: str, problems: list[str]) -> str | None:
+    """The rules of a stdio server; returns the command (``python`` is this interpreter)."""
+    if entry.module is not None:
+        problems.append(f'{path}.module is only used with "type": "inprocess"')
+    if command is None:
+        problems.append(f'{path}.command is required (the program that starts the server, e.g. "npx")')
+    elif not command.strip():
+        problems.append(f"{path}.command must not be empty")
+    elif command in _PYTHON_COMMANDS:
+        return sys.executable
+    return command
+
+
+def _check_inprocess(entry: _WireServer, cwd: str | None, path: str, problems: list[str]) -> None:
+    for key, value in (("command", entry.command), ("args", entry.args), ("env", entry.env), ("cwd", cwd)):
+        if value is not None:
+            problems.append(f'{path}.{key} is not used by "type": "inprocess" servers (remove it)')
+    if entry.module is None:
+        problems.append(f'{path}.module is required for "type": "inprocess" ("package.module:factory")')
+    elif not _MODULE_SPEC.fullmatch(entry.module):
+        problems.append(f'{path}.module must look like "package.module:factory", got {entry.module!r}')
+
+
+def _check_env_keys(env: Mapping[str, str], path: str, problems: list[str]) -> None:
+    """Environment variable names the operating system accepts: not empty, no ``=``."""
+    for key in env:
+        if not key:
+            problems.append(f"{json_path(path, 'env')} has an empty variable name (remove it)")
+        elif "=" in key:
+            problems.append(f"{json_path(path, 'env', key)} is not a variable name: it contains '='")
+
+
+def _too_long(exc: ValueError) -> str:
+    if "digits" in str(exc):
+        return f"a number has more than {sys.get_int_max_str_digits()} digits"
+    return str(exc)

@@ -1,0 +1,260 @@
+"""Settings: the ``[tool.zorkgpt.*]`` sections of ``pyproject.toml``, and the embedded defaults.
+
+Read synchronously: configuration is loaded before any event loop starts (seeds 000
+§Configuration Schema: fail fast for configuration, graceful at runtime).
+"""
+
+from __future__ import annotations
+
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+from attrs import field, frozen
+
+from ..errors import ConfigError
+from ._convert import in_range, non_empty, show, structure
+
+__all__ = [
+    "DEFAULT_MAX_RESULT_BYTES",
+    "EMBEDDED_MCP_CONFIG",
+    "MAX_SECONDS",
+    "FilesSettings",
+    "LLMSettings",
+    "McpSettings",
+    "OrchestratorSettings",
+    "RetrySettings",
+    "SamplingSettings",
+    "Settings",
+]
+
+DEFAULT_MAX_RESULT_BYTES = 64 * 1024
+
+MAX_SECONDS: Final = 604_800
+"""The upper bound of every timeout and delay in seconds (one week)."""
+
+EMBEDDED_MCP_CONFIG: Final = Path(__file__).resolve().with_name("default_mcp_config.json")
+"""The package's ``mcp_config.json``: the embedded think server, a stdio subprocess per turn."""
+
+_seconds = in_range(0, MAX_SECONDS, what="one week")
+_delay = in_range(0, MAX_SECONDS, low_open=False, what="one week")
+_unit = in_range(0, 1, low_open=False)
+
+
+@frozen(kw_only=True)
+class McpSettings:
+    """``[tool.zorkgpt.mcp]`` (seeds 000 §Configuration; Requirement 13 defaults)."""
+
+    enabled: bool = False
+    config_file: str = field(default="mcp_config.json", validator=non_empty)
+    max_tool_iterations: int = field(default=20, validator=in_range(0, 1000))
+    tool_call_timeout_seconds: float = field(default=30, validator=_seconds)
+    server_startup_timeout_seconds: float = field(default=10, validator=_seconds)
+    force_tool_support: bool = False
+    max_result_bytes: int = field(
+        default=DEFAULT_MAX_RESULT_BYTES, validator=in_range(0, 1 << 30, what="1 GiB")
+    )
+    turn_timeout_seconds: float | None = field(default=None, validator=_seconds)
+
+
+@frozen(kw_only=True)
+class LLMSettings:
+    """``[tool.zorkgpt.llm]``: where the agent's model lives."""
+
+    client_base_url: str | None = None
+    agent_model: str | None = None
+    agent_base_url: str | None = None
+    api_key_env: str | None = None
+    cache_control: bool = True
+    """Mark system and user messages for prompt caching (Requirement 4.7); strict OpenAI-compatible
+    endpoints that reject the field need ``false``."""
+
+
+@frozen(kw_only=True)
+class RetrySettings:
+    """``[tool.zorkgpt.retry]``."""
+
+    max_retries: int = field(default=5, validator=in_range(0, 100, low_open=False))
+    initial_delay: float = field(default=1.0, validator=_delay)
+    max_delay: float = field(default=60.0, validator=_delay)
+    exponential_base: float = field(default=2.0, validator=in_range(1, 100, low_open=False))
+    jitter_factor: float = field(default=0.1, validator=_unit)
+    timeout_seconds: float = field(default=120.0, validator=_seconds)
+    retry_on_timeout: bool = True
+    retry_on_rate_limit: bool = True
+    retry_on_server_error: bool = True
+
+
+@frozen(kw_only=True)
+class SamplingSettings:
+    """``[tool.zorkgpt.agent_sampling]`` (the ranges OpenAI-compatible servers accept)."""
+
+    temperature: float | None = field(default=None, validator=in_range(0, 2, low_open=False))
+    top_p: float | None = field(default=None, validator=_unit)
+    top_k: int | None = field(default=None, validator=in_range(0, 1_000_000, low_open=False))
+    min_p: float | None = field(default=None, validator=_unit)
+    max_tokens: int | None = field(default=None, validator=in_range(0, 10_000_000))
+
+
+@frozen(kw_only=True)
+class FilesSettings:
+    """``[tool.zorkgpt.files]``."""
+
+    game_file_path: str | None = None
+    json_log_file: str = field(default="logs/zorkmcp_events.jsonl", validator=non_empty)
+    episode_log_file: str = field(default="logs/episode.log", validator=non_empty)
+
+
+@frozen(kw_only=True)
+class OrchestratorSettings:
+    """``[tool.zorkgpt.orchestrator]``."""
+
+    max_turns_per_episode: int = field(default=500, validator=in_range(0, 1_000_000))
+
+
+# The sections of pyproject.toml we read, in file order; only [tool.zorkgpt.mcp] is ours alone,
+# the others are shared with ZorkGPT, whose users keep keys we don't use (critic_model, ...).
+_SECTIONS: Final[tuple[tuple[str, type[Any], bool], ...]] = (
+    ("mcp", McpSettings, True),
+    ("llm", LLMSettings, False),
+    ("retry", RetrySettings, False),
+    ("agent_sampling", SamplingSettings, False),
+    ("files", FilesSettings, False),
+    ("orchestrator", OrchestratorSettings, False),
+)
+
+
+@frozen(kw_only=True)
+class Settings:
+    """Everything read from one ``pyproject.toml``; ``Settings()`` is the loader's defaults."""
+
+    mcp: McpSettings = field(factory=McpSettings)
+    llm: LLMSettings = field(factory=LLMSettings)
+    retry: RetrySettings = field(factory=RetrySettings)
+    agent_sampling: SamplingSettings = field(factory=SamplingSettings)
+    files: FilesSettings = field(factory=FilesSettings)
+    orchestrator: OrchestratorSettings = field(factory=OrchestratorSettings)
+    source: Path | None = None
+    """The pyproject.toml these came from (``None`` for defaults)."""
+
+    @classmethod
+    def embedded(cls) -> Settings:
+        """The package's own defaults for ``zorkmcp play`` with no settings file.
+
+        MCP is on, with :data:`EMBEDDED_MCP_CONFIG` (the think server, per turn); everything
+        else is the loader's defaults, so the model is the offline scripted one unless an API
+        key or ``--base-url`` says otherwise.
+        """
+        return cls(mcp=McpSettings(enabled=True, config_file=str(EMBEDDED_MCP_CONFIG)))
+
+    @classmethod
+    def load(cls, path: Path | None = None) -> Settings:
+        """The settings ``zorkmcp play`` uses: the file's, or :meth:`embedded` when it has none.
+
+        Args:
+            path: the ``pyproject.toml``; default the one in the current directory.
+
+        Returns:
+            :meth:`from_pyproject` when the file exists and has a ``[tool.zorkgpt]`` table, else
+            :meth:`embedded` (``source`` is ``None``).
+
+        Raises:
+            ConfigError: as :meth:`from_pyproject`.
+        """
+        path = Path("pyproject.toml") if path is None else path
+        document = _read_toml(path)
+        if document is None or not _has_zorkgpt(document):
+            return cls.embedded()
+        return cls._from_document(document, path)
+
+    @classmethod
+    def from_pyproject(cls, path: Path | None = None) -> Settings:
+        """Read the ``[tool.zorkgpt.*]`` sections of a ``pyproject.toml``.
+
+        Like ZorkGPT's ``GameConfiguration.from_toml()`` (seeds 000 §GameConfiguration
+        Extensions): a missing file or a missing section gives the defaults (Requirement 13).
+        In ``[tool.zorkgpt.mcp]`` unknown keys, wrong types and out-of-range numbers are
+        errors. The other sections are shared with ZorkGPT, so unknown keys there are
+        ignored, but keys we know must have the right type and range. Booleans must be TOML
+        booleans; integers are accepted where numbers are expected, not the other way round.
+
+        Args:
+            path: the file to read; defaults to ``pyproject.toml`` in the current directory.
+
+        Returns:
+            The settings, with ``source`` set to the file's absolute path (``None`` when the
+            file does not exist).
+
+        Raises:
+            ConfigError: the file is not valid TOML or a value breaks a rule; the message
+                names the key, the file and the section.
+        """
+        path = Path("pyproject.toml") if path is None else path
+        document = _read_toml(path)
+        return cls() if document is None else cls._from_document(document, path)
+
+    @classmethod
+    def _from_document(cls, document: dict[str, Any], path: Path) -> Settings:
+        zorkgpt = document.get("tool", {})
+        zorkgpt = zorkgpt.get("zorkgpt", {}) if isinstance(zorkgpt, dict) else zorkgpt
+        if not isinstance(zorkgpt, dict):
+            raise ConfigError(f"[tool.zorkgpt] must be a table, got {show(zorkgpt)} ({path})")
+        sections: dict[str, Any] = {}
+        for name, model, strict in _SECTIONS:
+            table = zorkgpt.get(name, {})
+            if not isinstance(table, dict):
+                raise ConfigError(f"[tool.zorkgpt.{name}] must be a table, got {show(table)} ({path})")
+            if not strict:
+                known = {a.name for a in attrs.fields(model)}
+                table = {k: v for k, v in table.items() if k in known}
+            try:
+                sections[name] = structure(table, model, where=f"{path} [tool.zorkgpt.{name}]", style="toml")
+            except RecursionError as exc:
+                raise ConfigError(f"[tool.zorkgpt.{name}] is nested too deeply ({path})") from exc
+        return cls(**sections, source=path.absolute())
+
+    def mcp_config_path(self) -> Path:
+        """Where ``mcp_config.json`` is: ``config_file`` resolved against the pyproject's folder.
+
+        An absolute ``config_file`` (``~`` is expanded) is used as is; a relative one is
+        relative to the folder of :attr:`source`, or to the current directory for the
+        defaults.
+        """
+        configured = Path(self.mcp.config_file).expanduser()
+        if configured.is_absolute():
+            return configured
+        base = self.source.parent if self.source is not None else Path.cwd()
+        return base / configured
+
+
+def _has_zorkgpt(document: dict[str, Any]) -> bool:
+    tool = document.get("tool")
+    return isinstance(tool, dict) and "zorkgpt" in tool
+
+
+def _read_toml(path: Path) -> dict[str, Any] | None:
+    """The parsed file, ``None`` when it does not exist; every other failure is a ConfigError."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path} is not valid UTF-8 (byte {exc.start})") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"invalid TOML in {path}: {exc}") from exc
+    except RecursionError as exc:
+        raise ConfigError(f"invalid TOML in {path}: tables or arrays nested too deeply") from exc
+    except ValueError as exc:  # an integer longer than Python converts (4300 digits)
+        raise ConfigError(f"invalid TOML in {path}: {_too_long(exc)}") from exc
+
+
+def _too_long(exc: ValueError) -> str:
+    if "digits" in str(exc):
+        return f"a number has more than {sys.get_int_max_str_digits()} digits"
+    return str(exc)

@@ -1,0 +1,464 @@
+"""Tool input schemas → the portable JSON Schema subset OpenAI-compatible endpoints accept.
+
+An MCP server may publish any JSON Schema (any draft) as a tool's ``inputSchema``; the engine offers
+it as ``{"type": "function", "function": {..., "parameters": <schema>}}``. One schema an endpoint
+rejects fails every request of the turn, so each schema goes through :func:`translate_schema` first.
+What endpoints reject, as reported in their trackers and docs:
+
+- OpenAI: a top level that is not ``"type": "object"`` (or has no ``properties``), ``array schema
+  missing items``, top-level ``oneOf``/``anyOf``/``allOf``/``enum``/``not``.
+- Gemini (also through its OpenAI-compatible endpoint and OpenRouter): an OpenAPI 3.0 subset —
+  ``Unknown name "$schema" / "additionalProperties" / "propertyNames" / "uniqueItems"``, ``format:
+  only 'enum' and 'date-time' are supported for STRING type``, ``required`` names that are not in
+  ``properties``, and (depending on the version) ``type`` arrays, ``const``, ``default``,
+  ``examples``, ``$ref``/``$defs``.
+- Anthropic through OpenRouter: top-level combinators.
+
+The rules, chosen to keep what the model needs (types, descriptions, titles, ``required``, enums,
+nested objects and arrays with their items) and nothing a strict endpoint refuses:
+
+- No schema or ``{}`` → ``{"type": "object", "properties": {}}``; a non-object top level is *left
+  out*, never wrapped (wrapping would change the arguments the server receives).
+- Local ``$ref`` (``#/$defs/…``, ``#/definitions/…``, any ``#/…`` pointer) is inlined; a recursive
+  ``$ref`` leaves the tool out (cutting it at some depth would describe a different schema);
+  ``$schema``, ``$id``, ``$comment``, ``$defs`` go.
+- ``allOf`` is merged into one schema (branches that disagree leave the tool out); ``oneOf``
+  becomes ``anyOf``; a ``{"type": "null"}`` alternative and ``"null"`` in a ``type`` array are
+  dropped (``Optional[X]`` → ``X``: the one form every endpoint accepts; a ``type`` array or a
+  ``nullable`` flag each break one provider); of a ``type`` array of several types the first is kept
+  (a single type is what every endpoint takes, and whatever the model sends then is still valid for
+  the server; a nested ``anyOf`` is refused by older Gemini versions).
+- A top-level ``anyOf``/``oneOf`` of objects becomes one object: properties are the union,
+  ``required`` the intersection, and the description lists the argument sets; anything else
+  leaves the tool out.
+- ``format`` is kept only when in :data:`ALLOWED_FORMATS` (``date-time``, the one format every
+  endpoint takes); others go to the description, like ``default``; ``const`` becomes a one-value
+  ``enum``; ``additionalProperties``, ``not``, ``examples`` and every other keyword outside the
+  kept set (``type``, ``description``, ``title``, ``properties``, ``required``, ``items``,
+  ``enum``, nested ``anyOf``, ``minimum``/``maximum``, ``minLength``/``maxLength``,
+  ``minItems``/``maxItems``, ``pattern``) are dropped. Each change is noted with its JSON path.
+  The result is for ordinary (non-``strict``) function calling: it does not add
+  ``additionalProperties: false`` or make every property required.
+- The work is bounded (:data:`MAX_DEPTH`, :data:`MAX_NODES` after inlining), so a hostile schema is
+  left out with a reason instead of hanging or overflowing the stack; no JSON input raises.
+
+The ideas are borrowed from the OpenAI Agents SDK (``ensure_strict_json_schema``: ``$ref``
+inlining, the empty-schema default) and pydantic-ai (``GoogleJsonSchemaTransformer``: ``const`` →
+``enum``, ``format`` moved into the description, ``$schema``/``examples`` dropped;
+``JsonSchemaTransformer``: nullable ``anyOf`` simplification, recursive-ref detection);
+langchain-mcp-adapters hands ``inputSchema`` on as the tool's ``args_schema`` and leaves cleaning to
+each chat-model integration. None of them fits as a dependency: each targets one provider (strict
+OpenAI output or Gemini's native API), mutates in place or raises on what it cannot handle, and
+reports no changes; here the target is the subset *all* OpenAI-compatible endpoints accept, and
+every change must be explainable by ``zorkmcp tools --lint``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from attrs import field, frozen
+
+from .._jsontypes import json_type_name
+
+__all__ = [
+    "ALLOWED_FORMATS",
+    "MAX_DEPTH",
+    "MAX_NODES",
+    "SchemaTranslation",
+    "translate_schema",
+]
+
+ALLOWED_FORMATS = frozenset({"date-time"})
+MAX_DEPTH = 32
+MAX_NODES = 5000
+
+_JSON_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
+_NUMBERS = ("minimum", "maximum")
+_COUNTS = ("minLength", "maxLength", "minItems", "maxItems")
+_OBJECT_KEYS = frozenset({"type", "properties", "required", "description", "title"})
+_SCALARS = (str, int, float, bool, type(None))
+_EMPTY_OBJECT: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+@frozen
+class SchemaTranslation:
+    """What :func:`translate_schema` made of one tool's input schema.
+
+    Attributes:
+        parameters: the schema to send as ``parameters``, or ``None`` when the tool must be left out.
+        changes: one human-readable note per change, each starting with the JSON path it concerns.
+        excluded: why the tool is left out, or ``None``.
+    """
+
+    parameters: dict[str, Any] | None
+    changes: tuple[str, ...] = field(default=())
+    excluded: str | None = None
+
+
+class _Excluded(Exception):
+    """Internal: the schema cannot be made portable; the message says why."""
+
+
+def translate_schema(schema: Mapping[str, Any] | None) -> SchemaTranslation:
+    """Translate a tool's input schema into the portable subset (see the module docstring).
+
+    Args:
+        schema: the tool's ``inputSchema`` as published by the server, or ``None``.
+
+    Returns:
+        The translated schema with the list of changes, or the reason the tool is left out.
+        Never raises for JSON input (dicts, lists, strings, numbers, booleans, ``None``).
+    """
+    if schema is None or (isinstance(schema, Mapping) and not schema):
+        what = "no input schema" if schema is None else "empty input schema"
+        return SchemaTranslation(
+            dict(_EMPTY_OBJECT, properties={}), (f"$: {what}; using an object with no properties",)
+        )
+    if not isinstance(schema, Mapping):
+        return SchemaTranslation(
+            None, (), f"$: input schema is a JSON {json_type_name(schema)}, expected an object"
+        )
+    translator = _Translator(schema)
+    try:
+        parameters = translator.top()
+    except _Excluded as exc:
+        return SchemaTranslation(None, tuple(translator.changes), str(exc))
+    except RecursionError:
+        return SchemaTranslation(None, tuple(translator.changes), "$: schema nested too deeply")
+    return SchemaTranslation(parameters, tuple(translator.changes))
+
+
+def _child(path: str, key: str) -> str:
+    return f"{path}.{key}" if key.isidentifier() else f"{path}[{json.dumps(key)}]"
+
+
+def _scalar_list(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(item, _SCALARS) for item in value)
+
+
+def _small_json(value: object) -> bool:
+    """A scalar, or a list or object of scalars, short enough to show in a description."""
+    if isinstance(value, _SCALARS):
+        return True
+    items = list(value.values()) if isinstance(value, Mapping) else value if isinstance(value, list) else None
+    if items is None or len(items) > 8 or not all(isinstance(item, _SCALARS) for item in items):
+        return False
+    return not isinstance(value, Mapping) or all(isinstance(key, str) for key in value)
+
+
+def _objectish(branch: Mapping[str, Any]) -> bool:
+    return branch.get("type", "object") == "object" and set(branch) <= _OBJECT_KEYS
+
+
+class _Translator:
+    """One translation: the root (for ``$ref``), the notes, the work budget."""
+
+    def __init__(self, root: Mapping[str, Any]) -> None:
+        self.root = root
+        self.changes: list[str] = []
+        self.nodes = 0
+        self.expanding: list[str] = []
+
+    def note(self, path: str, text: str) -> None:
+        self.changes.append(f"{path}: {text}")
+
+    def top(self) -> dict[str, Any]:
+        out = self.node(self.root, "$", 0)
+        if out is None:
+            raise _Excluded("$: schema false accepts no arguments")
+        if "anyOf" in out:
+            out = self.union(out)
+        kind = out.get("type")
+        if kind is None and ("properties" in out or set(out) <= _OBJECT_KEYS):
+            self.note("$", 'added "type": "object"')
+            out["type"] = kind = "object"
+        if kind != "object":
+            shown = json.dumps(kind) if kind is not None else "no type"
+            raise _Excluded(
+                f"$: arguments must be a JSON object, the schema says {shown} "
+                "(wrapping it would change what the server receives)"
+            )
+        if "enum" in out:
+            del out["enum"]
+            self.note("$", "dropped top-level enum")
+        if "properties" not in out:
+            out["properties"] = {}
+            self.note("$", "added empty properties")
+            self.required(out, out.pop("required", None), "$")
+        return out
+
+    def union(self, out: dict[str, Any]) -> dict[str, Any]:
+        """A top-level ``anyOf`` of objects → one object: union of properties, ``required`` intersection."""
+        branches: list[dict[str, Any]] = out.pop("anyOf")
+        if not (_objectish(out) and all(_objectish(b) for b in branches)):
+            raise _Excluded("$: top-level anyOf/oneOf has alternatives that are not objects")
+        properties: dict[str, Any] = dict(out.get("properties", {}))
+        for index, branch in enumerate(branches):
+            for name, sub in branch.get("properties", {}).items():
+                if name in properties and properties[name] != sub:
+                    self.note(
+                        _child("$.properties", name),
+                        f"alternative {index} defines it differently; kept the first",
+                    )
+                properties.setdefault(name, sub)
+        sets = [list(b.get("required", [])) or list(b.get("properties", {})) for b in branches]
+        common = [name for name in sets[0] if all(name in s for s in sets[1:])] if sets else []
+        required = list(out.get("required", []))
+        required += [name for name in common if name not in required]
+        shown = " | ".join("(" + ", ".join(s) + ")" for s in sets)
+        text = f"Accepts one of these argument sets: {shown}."
+        out["description"] = f"{out['description']} {text}" if "description" in out else text
+        out.update(type="object", properties=properties)
+        out.pop("required", None)
+        if required:
+            out["required"] = [name for name in required if name in properties]
+        self.note("$", f"merged {len(branches)} top-level alternatives into one object")
+        return out
+
+    def node(self, schema: object, path: str, depth: int) -> dict[str, Any] | None:
+        """Translate one (sub)schema; ``None`` means the schema is ``false`` (nothing is valid)."""
+        if depth > MAX_DEPTH:
+            raise _Excluded(f"{path}: nested deeper than {MAX_DEPTH} levels")
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise _Excluded(f"{path}: schema has more than {MAX_NODES} parts (after inlining $ref)")
+        if schema is True:
+            self.note(path, "boolean schema true written as {}")
+            return {}
+        if schema is False:
+            return None
+        if not isinstance(schema, Mapping):
+            self.note(path, f"a JSON {json_type_name(schema)} is not a schema; accepting any value")
+            return {}
+        if "$ref" in schema:
+            return self.ref(schema, path, depth)
+        if "allOf" in schema:
+            return self.all_of(schema, path, depth)
+        if "anyOf" in schema or "oneOf" in schema:
+            return self.any_of(schema, path, depth)
+        return self.keywords(schema, path, depth)
+
+    def ref(self, schema: Mapping[str, Any], path: str, depth: int) -> dict[str, Any] | None:
+        rest = {k: v for k, v in schema.items() if k != "$ref"}
+        ref = schema["$ref"]
+        target = self.resolve(ref, path) if isinstance(ref, str) else None
+        if target is None:
+            self.note(path, f"dropped unresolvable $ref {json.dumps(ref) if isinstance(ref, str) else ref!r}")
+            return self.node(rest, path, depth + 1)
+        if ref in self.expanding:
+            raise _Excluded(f"{path}: recursive $ref {json.dumps(ref)}")
+        self.note(path, f"inlined $ref {json.dumps(ref)}")
+        merged: object = {**target, **rest} if isinstance(target, Mapping) else target
+        if rest and not isinstance(target, Mapping):
+            merged = dict(rest, allOf=[target])
+        self.expanding.append(ref)
+        try:
+            return self.node(merged, path, depth + 1)
+        finally:
+            self.expanding.pop()
+
+    def resolve(self, ref: str, path: str) -> object | None:
+        """The target of a local ``#/…`` JSON pointer, or ``None``."""
+        if ref == "#":
+            raise _Excluded(f'{path}: recursive $ref "#"')
+        if not ref.startswith("#/"):
+            return None
+        current: object = self.root
+        for raw in ref[2:].split("/"):
+            part = raw.replace("~1", "/").replace("~0", "~")
+            if isinstance(current, Mapping) and part in current:
+                current = current[part]
+            elif isinstance(current, list) and part.isdigit() and len(part) < 10 and int(part) < len(current):
+                current = current[int(part)]
+            else:
+                return None
+        return current
+
+    def all_of(self, schema: Mapping[str, Any], path: str, depth: int) -> dict[str, Any] | None:
+        branches = schema["allOf"]
+        rest = {k: v for k, v in schema.items() if k != "allOf"}
+        merged = self.node(rest, path, depth + 1)
+        if not isinstance(branches, list):
+            self.note(path, "dropped allOf that is not a list")
+            return merged
+        for index, branch in enumerate(branches):
+            translated = self.node(branch, f"{path}.allOf[{index}]", depth + 1)
+            if translated is None or merged is None:
+                return None
+            merged = self.merge(merged, translated, path)
+        self.note(path, f"merged allOf of {len(branches)}")
+        return merged
+
+    def any_of(self, schema: Mapping[str, Any], path: str, depth: int) -> dict[str, Any] | None:
+        key = "anyOf" if "anyOf" in schema else "oneOf"
+        if key == "oneOf":
+            self.note(path, "oneOf written as anyOf")
+        rest = {k: v for k, v in schema.items() if k not in ("anyOf", "oneOf")}
+        if "anyOf" in schema and "oneOf" in schema:
+            self.note(path, "dropped oneOf next to anyOf")
+        outside = self.node(rest, path, depth + 1)
+        alternatives = schema[key]
+        if not isinstance(alternatives, list) or outside is None:
+            self.note(path, f"dropped {key} that is not a list")
+            return outside
+        branches: list[dict[str, Any]] = []
+        for index, branch in enumerate(alternatives):
+            translated = self.node(branch, f"{path}.{key}[{index}]", depth + 1)
+            if translated == {"type": "null"}:
+                self.note(path, "dropped the null alternative (omit the argument instead)")
+            elif translated is not None and translated not in branches:
+                branches.append(translated)
+        if not branches:
+            return None if alternatives and all(b is False for b in alternatives) else outside
+        if len(branches) == 1:
+            return self.merge(outside, branches[0], path)
+        return {"anyOf": branches, **{k: v for k, v in outside.items() if k != "anyOf"}}
+
+    def merge(self, a: dict[str, Any], b: dict[str, Any], path: str) -> dict[str, Any]:
+        """Both schemas at once (``allOf``); disagreement leaves the tool out."""
+        out = dict(a)
+        for key, value in b.items():
+            if key not in out or out[key] == value:
+                out[key] = value
+            elif key == "properties":
+                properties = dict(out[key])
+                for name, sub in value.items():
+                    old = properties.get(name)
+                    properties[name] = (
+                        sub if old is None else self.merge(old, sub, _child(f"{path}.properties", name))
+                    )
+                out[key] = properties
+            elif key == "required":
+                out[key] = out[key] + [name for name in value if name not in out[key]]
+            elif key in ("description", "title"):
+                out[key] = f"{out[key]} {value}" if key == "description" else out[key]
+            else:
+                raise _Excluded(f"{path}: allOf parts disagree about {key!r}")
+        return out
+
+    def keywords(self, schema: Mapping[str, Any], path: str, depth: int) -> dict[str, Any]:
+        """A schema without ``$ref`` or combinators: keep the portable keywords."""
+        out: dict[str, Any] = {}
+        suffixes: list[str] = []
+        for key, value in schema.items():
+            if not isinstance(key, str):
+                continue
+            if key in ("description", "title", "pattern"):
+                self.keep_string(out, key, value, path)
+            elif key == "type":
+                self.type_(out, value, path)
+            elif key == "properties":
+                self.properties(out, value, path, depth)
+            elif key == "items":
+                self.items(out, value, path, depth)
+            elif key in ("enum", "const", "format", "default"):
+                self.value_keyword(out, suffixes, key, value, path)
+            elif key in _NUMBERS or key in _COUNTS:
+                self.keep_number(out, key, value, path)
+            elif key in ("$defs", "definitions"):
+                self.note(path, f"dropped {key} (each $ref to them is inlined)")
+            elif key != "required":
+                self.note(path, f"dropped unsupported keyword {key!r}")
+        self.required(out, schema.get("required"), path)
+        if out.get("type") == "array" and "items" not in out:
+            out["items"] = {}
+            self.note(path, "array without items: added items {}")
+        if suffixes:
+            text = " ".join(suffixes)
+            out["description"] = f"{out['description']} {text}" if "description" in out else text
+        return out
+
+    def keep_string(self, out: dict[str, Any], key: str, value: object, path: str) -> None:
+        if isinstance(value, str):
+            out[key] = value
+        else:
+            self.note(path, f"dropped {key} that is a JSON {json_type_name(value)}, not a string")
+
+    def keep_number(self, out: dict[str, Any], key: str, value: object, path: str) -> None:
+        is_number = isinstance(value, int | float) and not isinstance(value, bool)
+        if is_number and (key in _NUMBERS or (isinstance(value, int) and value >= 0)):
+            out[key] = value
+        else:
+            self.note(path, f"dropped {key} {value!r} (not a valid number here)")
+
+    def type_(self, out: dict[str, Any], value: object, path: str) -> None:
+        names = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+        kept = [n for n in names if isinstance(n, str) and n in _JSON_TYPES]
+        if len(kept) != len(names) or not names:
+            self.note(path, f"dropped unknown type {value!r}")
+        if len(kept) > 1 and "null" in kept:
+            kept.remove("null")
+            self.note(path, 'dropped "null" from the type list (omit the argument instead)')
+        if kept:
+            out["type"] = kept[0]
+        if len(kept) > 1:
+            self.note(path, f"kept the first type of {json.dumps(kept)}")
+
+    def properties(self, out: dict[str, Any], value: object, path: str, depth: int) -> None:
+        if not isinstance(value, Mapping):
+            self.note(path, f"dropped properties that is a JSON {json_type_name(value)}")
+            return
+        properties: dict[str, Any] = {}
+        for name, sub in value.items():
+            if not isinstance(name, str):
+                continue
+            where = _child(f"{path}.properties", name)
+            translated = self.node(sub, where, depth + 1)
+            if translated is None:
+                self.note(where, "dropped property whose schema is false")
+            else:
+                properties[name] = translated
+        out["properties"] = properties
+
+    def items(self, out: dict[str, Any], value: object, path: str, depth: int) -> None:
+        if isinstance(value, list):
+            self.note(path, "dropped tuple-form items")
+            return
+        translated = self.node(value, f"{path}.items", depth + 1)
+        if translated is None:
+            self.note(path, "dropped items: false")
+        else:
+            out["items"] = translated
+
+    def value_keyword(
+        self, out: dict[str, Any], suffixes: list[str], key: str, value: object, path: str
+    ) -> None:
+        if key == "enum" and _scalar_list(value):
+            self.nodes += len(value)  # type: ignore[arg-type]
+            out["enum"] = list(value)  # type: ignore[call-overload]
+        elif key == "const" and isinstance(value, _SCALARS):
+            out.setdefault("enum", [value])
+            self.note(path, f"const {json.dumps(value)} written as enum")
+        elif key == "format" and isinstance(value, str) and value in ALLOWED_FORMATS:
+            out["format"] = value
+        elif key == "format" and isinstance(value, str):
+            suffixes.append(f"(format: {value})")
+            self.note(path, f"dropped unsupported format {value!r}")
+        elif key == "default" and _small_json(value):
+            if value is not None:
+                suffixes.append(
+                    f"(default: {json.dumps(dict(value) if isinstance(value, Mapping) else value)})"
+                )
+            self.note(path, "moved default into the description")
+        elif key == "enum":
+            self.note(path, "dropped enum that is not a list of strings, numbers, booleans or null")
+        else:
+            self.note(path, f"dropped {key} that is a JSON {json_type_name(value)}")
+
+    def required(self, out: dict[str, Any], value: object, path: str) -> None:
+        if value is None:
+            return
+        if not isinstance(value, list):
+            self.note(path, f"dropped required that is a JSON {json_type_name(value)}")
+            return
+        names = list(dict.fromkeys(n for n in value if isinstance(n, str)))
+        if "properties" in out:
+            missing = [n for n in names if n not in out["properties"]]
+            if missing:
+                self.note(path, f"dropped required names without a property: {', '.join(missing)}")
+            names = [n for n in names if n in out["properties"]]
+        if names:
+            out["required"] = names
