@@ -208,8 +208,6 @@ def test_a_bad_eval_file_exits_2_before_anything_starts(
 
 
 def test_plan_from_file_and_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from rich.console import Console
-
     from zorkmcp._cli_eval import build_plan
     from zorkmcp.cli import build_parser
 
@@ -223,7 +221,7 @@ def test_plan_from_file_and_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     args = build_parser().parse_args(
         ["eval", str(tmp_path / "eval.toml"), "--episodes", "4", "--compare-mcp", "--game", str(zork1_path())]
     )
-    plan = build_plan(args, Settings(), Console(stderr=True))
+    plan = build_plan(args, Settings())
     assert [a.name for a in plan.arms] == ["mcp", "no-mcp"]
     assert [a.mcp for a in plan.arms] == [True, False]
     assert (plan.episodes, plan.seed, plan.max_turns, plan.concurrency) == (4, 3, 7, 2)

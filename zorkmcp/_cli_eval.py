@@ -127,7 +127,7 @@ def _arms(args: argparse.Namespace, settings: Settings, file: EvalFile | None) -
     return tuple(attrs.evolve(arm, **overrides) for arm in arms)
 
 
-def build_plan(args: argparse.Namespace, settings: Settings, err: Console) -> EvalPlan:
+def build_plan(args: argparse.Namespace, settings: Settings) -> EvalPlan:
     """The plan from the flags, the eval file and the settings; every file is checked here.
 
     Raises:
@@ -151,7 +151,6 @@ def build_plan(args: argparse.Namespace, settings: Settings, err: Console) -> Ev
         pick(args.game, "game", None),
         settings.files.game_file_path,
         settings_base=settings.source.parent if settings.source is not None else None,
-        announce=lambda line: err.print(line, highlight=False),
     )
     check_game_file(game_path)
     out = pick(args.out, "out", None)
@@ -327,8 +326,8 @@ def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
     pyproject = Path(args.pyproject) if args.pyproject else None
     if pyproject is not None and not pyproject.is_file():
         raise ConfigError(f"--pyproject {pyproject}: no such file")
-    settings = Settings.from_pyproject(pyproject)
-    plan = build_plan(args, settings, err)
+    settings = Settings.load(pyproject)  # what zorkmcp play uses: the file's, or the embedded defaults
+    plan = build_plan(args, settings)
     arms = ", ".join(arm.name for arm in plan.arms)
     console.print(
         f"[bold]zorkmcp eval[/]: arms {escape(arms)}; seeds {plan.seed}…{plan.seed + plan.episodes - 1}; "
