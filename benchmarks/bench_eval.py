@@ -103,7 +103,7 @@ def _pss(pid: int) -> int:
 
 def _sample_run(proc: subprocess.Popen[bytes]) -> dict[str, Any]:
     """Sample the run's processes until it exits: peak RSS/PSS sums and each process's last CPU."""
-    peak_rss = peak_pss = 0
+    peak_rss = peak_pss = peak_games = 0
     last_cpu: dict[int, tuple[str, float]] = {}
     while proc.poll() is None:
         table = _processes()
@@ -113,12 +113,13 @@ def _sample_run(proc: subprocess.Popen[bytes]) -> dict[str, Any]:
         for pid in pids:
             kind = last_cpu[pid][0] if pid in last_cpu else _kind(pid, proc.pid)
             last_cpu[pid] = (kind, table[pid][1])
+        peak_games = max(peak_games, sum(1 for pid in pids if last_cpu[pid][0] == "game"))
         time.sleep(SAMPLE_EVERY)
     by_kind: dict[str, float] = {}
     for kind, cpu in last_cpu.values():
         if kind in ("runner", "game"):
             by_kind[kind] = by_kind.get(kind, 0.0) + cpu
-    return {"peak_rss": peak_rss, "peak_pss": peak_pss, "cpu": by_kind}
+    return {"peak_rss": peak_rss, "peak_pss": peak_pss, "peak_games": peak_games, "cpu": by_kind}
 
 
 def _project(folder: Path) -> Path:
@@ -180,6 +181,7 @@ def _run_k(k: int, port: int, folder: Path) -> dict[str, Any]:
             "total": total_cpu * 1000 / max(turns, 1),
         },
         "rss_mb_per_episode": sampled["peak_rss"] / k / 2**20,
+        "peak_live_episodes": sampled["peak_games"],
         "pss_mb_per_episode": sampled["peak_pss"] / k / 2**20,
         "start_ms_p50": statistics.median(starts) if starts else float("nan"),
         "start_ms_p95": starts[min(len(starts) - 1, int(0.95 * len(starts)))] if starts else float("nan"),
@@ -198,7 +200,7 @@ def _row(f: dict[str, Any]) -> list[str]:
         f"{f['rss_mb_per_episode']:.0f} ({f['pss_mb_per_episode']:.0f})",
         f"{f['start_ms_p50']:.0f} / {f['start_ms_p95']:.0f}",
         f"{f['wall_s']:.1f}",
-        f"{f['episodes']} ({f['errors']} failed)",
+        f"{f['episodes']} ({f['errors']} failed, peak {f['peak_live_episodes']} live)",
     ]
 
 
@@ -235,5 +237,7 @@ def test_eval_at_scale(report: Report, tmp_path: Path) -> None:
         "targets: ≥ 0.9 × ideal at K = 64; ≤ 40 MB RSS per concurrent episode; episode start ≤ 150 ms",
         "achieved turns/s: turns after the first wave, between the first and the last turn_complete",
         "per_turn CPU: all CPU of the run's processes minus the eval process and the game servers",
+        "RSS per episode is the peak sum ÷ K; 'peak live' counts game servers alive at once (episodes start "
+        "at most one per CPU at a time, so at large K not all K are alive together)",
     ]
     report.add(section)
