@@ -86,6 +86,16 @@ class ToolCallRecord:
     """Seconds (on the trio clock)."""
     outcome: Outcome
     error_message: str | None = None
+    result_preview: str | None = None
+    """The first 200 characters of the result text (JSON for structured content) or of the error."""
+
+
+def _preview(result: ToolCallResult) -> str:
+    if result.is_error:
+        return (result.error_message or "")[:200]
+    content = result.content
+    text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False, default=str)
+    return text[:200]
 
 
 @attrs.frozen(kw_only=True)
@@ -345,6 +355,7 @@ class _Loop:
             duration=duration,
             outcome=outcome,
             error_message=result.error_message,
+            result_preview=_preview(result),
         )
         return result.timed_out
 

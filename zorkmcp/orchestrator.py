@@ -33,6 +33,8 @@ from .observability import EventRecorder, LogFiles
 if TYPE_CHECKING:
     from bridge import Bridge
 
+    from .engine import ToolCallRecord
+
 __all__ = [
     "GAME_SERVER_NAME",
     "GAME_TOOLS_FOR_AGENT",
@@ -153,6 +155,8 @@ class TurnRecord:
     game_over: bool
     victory: bool
     seconds: float
+    calls: tuple[ToolCallRecord, ...] = ()
+    """This turn's tool calls, in order (name, arguments, duration, outcome, result preview)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -441,6 +445,7 @@ class Orchestrator:
             game_over=status.game_over,
             victory=status.victory,
             seconds=time.perf_counter() - started,
+            calls=tuple(calls),
         )
         self.records.append(record)
         self.recorder.emit(
