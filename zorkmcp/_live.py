@@ -128,7 +128,7 @@ class LiveView:
             return
         yield self._render(console, width, max(12, height - 1))
 
-    def _header(self, width: int) -> Table:
+    def _header(self, width: int) -> Group:
         last = self.records[-1]
         maximum = last.max_score if last.max_score is not None else None
         grid = Table.grid(padding=(0, 1), expand=True)
@@ -149,13 +149,11 @@ class LiveView:
         where.append("  > ", style="dim")
         where.append(last.action, style="bold")
         where.append(state, style="bold red")
-        grid.add_row(where, "", "")
         scores = [r.score for r in self.records]
         label = f"score 0–{max(scores)} "
         spark = sparkline(scores, width=width - len(label) - 2)
         line = Text(label, style="dim").append(spark, style="green")
-        grid.add_row(line, "", "")
-        return grid
+        return Group(grid, where, line)
 
     def _render(self, console: Console, width: int, height: int) -> Group:
         last = self.records[-1]
