@@ -43,8 +43,10 @@ With no API key and no local base URL configured, the offline scripted model pla
 walkthrough (and says so)."""
 
 PLAY_EPILOG = """\
-progress: on a terminal a live display shows the turn, location, score, last action and tool calls;
-when stdout is not a terminal, one line per turn is printed instead, e.g.
+progress: on a terminal a live view shows the turn against the turn limit (with a bar), score and
+moves, location and last action, a score sparkline, the game's latest text, the agent's reasoning and
+the recent tool calls (name, arguments, result, duration, outcome); it fits the terminal's size and
+its last frame stays above the summary. When stdout is not a terminal, one line per turn instead, e.g.
   turn=3 score=0/350 moves=3 tool_calls=0 location="North of House" action="n"
 --quiet prints neither (only the banner and the summary).
 
