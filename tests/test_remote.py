@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
+from backends import BACKENDS, run
 from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError as SdkMCPError
+from servers.helpers import RecordingSink
+from servers.remote import TOKEN, RemoteTestServer, serve_remote
 
-from tests.backends import BACKENDS, run
-from tests.servers.helpers import RecordingSink
-from tests.servers.remote import TOKEN, RemoteTestServer, serve_remote
 from zorkmcp.errors import MCPServerStartupError
 from zorkmcp.mcp._notifications import ServerNotifications
 from zorkmcp.mcp._remote import (
