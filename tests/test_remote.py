@@ -16,12 +16,14 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import mcp_types
 import pytest
 from backends import BACKENDS, run
+from mcp.client._memory import InMemoryTransport
 from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError as SdkMCPError
 from servers.helpers import RecordingSink
-from servers.remote import TOKEN, RemoteTestServer, serve_remote
+from servers.remote import TOKEN, RemoteTestServer, build_mcp, serve_remote
 
 from zorkmcp.errors import MCPServerStartupError
 from zorkmcp.mcp._notifications import ServerNotifications
@@ -36,7 +38,7 @@ from zorkmcp.mcp._remote import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterator, Mapping
+    from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 
 pytestmark = [
     # The test server logs through the 2025 logging capability, which the SDK marks deprecated.
@@ -379,3 +381,65 @@ def test_startup_error_is_an_mcp_server_startup_error() -> None:
     assert isinstance(error, MCPServerStartupError)
     assert (error.server, error.command) == ("r", "https://h/mcp")
     assert str(error) == "Failed to start MCP server 'r': RuntimeError: boom ***\nURL: https://h/mcp"
+
+
+# --- notifications over the SDK's in-memory transport (any session, not only remote; virtual time) --
+
+
+@asynccontextmanager
+async def in_memory(
+    sink: Sink, on_stall_cancelled: Callable[[], object] = lambda: None
+) -> AsyncIterator[tuple[ClientSession, ServerNotifications]]:
+    notes = ServerNotifications("memory", sink)
+    async with (
+        InMemoryTransport(build_mcp(on_stall_cancelled)) as (read, write),
+        ClientSession(read, write, logging_callback=notes.on_log, message_handler=notes.on_message) as client,
+    ):
+        await client.initialize()
+        yield client, notes
+
+
+async def notifications_in_memory() -> None:
+    sink = Sink()
+    async with in_memory(sink) as (client, notes):
+        await client.call_tool("progress", {"steps": 1}, progress_callback=notes.progress_for("progress"))
+        await client.call_tool("change_tools", {})
+        await sink.waiter("mcp_tools_changed").wait()
+        assert notes.take_tools_changed()
+    assert [event for event, _ in sink.events] == ["mcp_tool_progress", "mcp_server_log", "mcp_tools_changed"]
+    assert sink.events[0][1] == {
+        "server": "memory",
+        "tool": "progress",
+        "progress": 1.0,
+        "total": 1.0,
+        "message": "step 1",
+    }
+    assert ("INFO", "MCP server 'memory' changed its tool list") in sink.lines
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_notifications_of_an_in_memory_session(backend: str) -> None:
+    run(backend, notifications_in_memory, virtual_time=True)
+
+
+async def test_a_stalled_call_ends_at_its_timeout_and_the_server_hears_of_it(autojump_clock: object) -> None:
+    ended = anyio.Event()
+    async with in_memory(Sink(), ended.set) as (client, _):
+        start = anyio.current_time()
+        with anyio.move_on_after(30) as scope:
+            await client.call_tool("stall", {})
+        assert scope.cancelled_caught
+        assert anyio.current_time() - start == 30
+        await ended.wait()  # the SDK sent notifications/cancelled and the server's handler ended
+        result = await client.call_tool("echo", {"text": "awake"})
+    assert result.content[0].model_dump()["text"] == "awake"
+
+
+def test_long_log_data_is_cut_short() -> None:
+    sink = Sink()
+    notes = ServerNotifications("chatty", sink)
+    params = mcp_types.LoggingMessageNotificationParams(level="error", data="x" * 2500)
+    anyio.run(notes.on_log, params)
+    fields = sink.events[0][1]
+    assert fields["data"] == "x" * 2000 + "… (500 more characters)"
+    assert sink.lines == [("ERROR", "MCP server 'chatty' [error]: " + "x" * 2000 + "… (500 more characters)")]

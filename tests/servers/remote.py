@@ -27,12 +27,13 @@ import threading
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+import anyio
 from mcp.server.mcpserver import Context, MCPServer
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, MutableMapping
+    from collections.abc import Callable, Iterator, MutableMapping
 
-__all__ = ["TOKEN", "RemoteTestServer", "serve_remote"]
+__all__ = ["TOKEN", "RemoteTestServer", "build_mcp", "serve_remote"]
 
 TOKEN = "tok-9f3c2e71-secret-value"
 """The bearer token ``/auth/...`` demands (a test greps every message for it)."""
@@ -40,7 +41,8 @@ TOKEN = "tok-9f3c2e71-secret-value"
 _Scope = dict[str, Any]
 
 
-def _build_mcp(stall_cancelled: threading.Event) -> Any:
+def build_mcp(on_stall_cancelled: Callable[[], object]) -> MCPServer:
+    """The test server's tools (any transport); ``on_stall_cancelled`` runs when a ``stall`` call ends."""
     server = MCPServer("remote-test")
 
     @server.tool()
@@ -53,9 +55,9 @@ def _build_mcp(stall_cancelled: threading.Event) -> Any:
         """Say "stalling", then never answer (until cancelled)."""
         await ctx.info("stalling", logger_name="remote-test")
         try:
-            await asyncio.Event().wait()
+            await anyio.sleep_forever()
         finally:
-            stall_cancelled.set()
+            on_stall_cancelled()
         return "unreachable"
 
     @server.tool()
@@ -179,7 +181,7 @@ def serve_remote() -> Iterator[RemoteTestServer]:
     sock.bind(("127.0.0.1", 0))
     sock.listen(128)
     control = RemoteTestServer(sock.getsockname()[1], stall_cancelled)
-    app = control.wrap(_starlette_app(_build_mcp(stall_cancelled)))
+    app = control.wrap(_starlette_app(build_mcp(stall_cancelled.set)))
     config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=1)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=asyncio.run, args=(server.serve(sockets=[sock]),), daemon=True)
