@@ -15,7 +15,8 @@ seen so far unknown (404 "Session not found", as the SDK's session manager answe
 
 Tools: ``echo(text)``, ``stall()`` (logs "stalling", then waits until cancelled), ``progress(steps)``
 (progress and log notifications, then "done"), ``change_tools()`` (adds ``extra`` and sends
-``notifications/tools/list_changed``).
+``notifications/tools/list_changed``). :func:`build_mcp` gives the same tools for the SDK's in-memory
+transport.
 """
 
 from __future__ import annotations
