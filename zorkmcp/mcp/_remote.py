@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 from contextlib import asynccontextmanager
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Final
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
@@ -41,6 +41,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError as SdkMCPError
 
+from zorkmcp.config import REMOTE_TYPES, RemoteKind, remote_kind
 from zorkmcp.errors import MCPServerStartupError
 
 if TYPE_CHECKING:
@@ -64,16 +65,6 @@ __all__ = [
     "safe_url",
 ]
 
-RemoteKind = Literal["http", "sse"]
-
-REMOTE_TYPES: Final[Mapping[str, RemoteKind]] = {
-    "http": "http",
-    "streamable-http": "http",
-    "streamableHttp": "http",
-    "sse": "sse",
-}
-"""The ``"type"`` values users paste for remote servers (Claude Code, VS Code, Cursor), by transport."""
-
 DEFAULT_CONNECT_TIMEOUT: Final = 30.0
 """Seconds to connect, write, or wait for a pooled connection (the SDK's default)."""
 DEFAULT_READ_TIMEOUT: Final = 300.0
@@ -82,23 +73,6 @@ DEFAULT_READ_TIMEOUT: Final = 300.0
 _UNKNOWN_HOST = re.compile(
     r"name or service not known|nodename nor servname|name resolution|getaddrinfo", re.I
 )
-
-
-def remote_kind(url: str, type_: str | None = None) -> RemoteKind:
-    """The transport for a remote server entry: its ``type``, else guessed from the URL (as Cursor does).
-
-    Args:
-        url: the server's ``url``.
-        type_: the entry's ``type`` (one of :data:`REMOTE_TYPES`), or ``None``.
-
-    Raises:
-        ValueError: ``type_`` is not a remote type.
-    """
-    if type_ is not None:
-        if type_ not in REMOTE_TYPES:
-            raise ValueError(f"remote server type must be one of {sorted(REMOTE_TYPES)}, got {type_!r}")
-        return REMOTE_TYPES[type_]
-    return "sse" if urlsplit(url).path.rstrip("/").endswith("/sse") else "http"
 
 
 def safe_url(url: str) -> str:
