@@ -317,8 +317,8 @@ def test_live_display_renders_on_a_terminal_and_quiet_suppresses_it(
     shown = text_of(console)
     assert text_of(err) == ""
     assert "\x1b[" in shown  # rendered for a terminal
-    for cell in ["turn", "location", "North of House", "Forest Path", "last action", "tool calls",
-                 "1 this turn", "thinking.think", "Episode summary"]:  # fmt: skip
+    for cell in ["turn 1/2", "turn 2/2", "North of House", "Forest Path", "tool calls — turn 1: 1",
+                 "thinking.think", "reasoning", "Episode summary"]:  # fmt: skip
         assert cell in shown, cell
     assert shown.count(BANNER) == 1
     assert "turn=" not in shown  # no plain progress lines on a terminal
@@ -331,7 +331,7 @@ def test_live_display_renders_on_a_terminal_and_quiet_suppresses_it(
     shown = text_of(quiet)
     assert "Episode summary" in shown
     assert shown.count(BANNER) == 1
-    assert "last action" not in shown
+    assert "tool calls —" not in shown
     assert "Forest Path" in shown  # the summary's location
     assert "North of House" not in shown
     assert "turn=" not in shown

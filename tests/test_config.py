@@ -527,21 +527,35 @@ WHERE = " (/cfg/mcp_config.json)"
             '$.mcpServers.a.lifecycle must be one of "per_turn", "per_episode", got \'per_game\' (string)',
         ),
         (
-            {"mcpServers": {"a": {"type": "http", "url": "http://x"}}},
-            '$.mcpServers.a is a remote (HTTP/SSE) server; zorkmcp starts "stdio" and "inprocess" '
-            "servers only "
-            "(run it over stdio, or remove it)",
+            {"mcpServers": {"a": {"type": "http", "url": "ftp://x/mcp"}}},
+            "$.mcpServers.a.url must be an http:// or https:// URL with a host, got ftp://…",
         ),
-        ({"servers": {"b": {"type": "sse"}}}, "$.servers.b is a remote (HTTP/SSE) server"),
+        (
+            {"servers": {"b": {"type": "sse"}}},
+            '$.servers.b.url is required for a remote server (e.g. "https://example.com/mcp")',
+        ),
+        (
+            {"servers": {"b": {"url": "http://h/mcp", "command": "npx"}}},
+            "$.servers.b.command is not used by remote (HTTP/SSE) servers (remove it)",
+        ),
+        (
+            {"servers": {"b": {"command": "python3", "headers": {"A": "b"}}}},
+            '$.servers.b.headers is only used by remote servers ("type": "http" or "sse")',
+        ),
+        (
+            {"servers": {"b": {"url": "http://h/mcp", "headers": {"X-Key": "a\r\nEvil: 1"}}}},
+            "$.servers.b.headers.X-Key must not contain line breaks (value not shown)",
+        ),
         (
             {"mcpServers": {"a": {"type": "websocket"}}},
-            '$.mcpServers.a.type must be one of "stdio", "inprocess", got \'websocket\' (string)',
+            '$.mcpServers.a.type must be one of "stdio", "inprocess", "http", "sse", "streamable-http", '
+            '"streamableHttp", "streamable_http", got \'websocket\' (string)',
         ),
         (
             {"mcpServers": {"a": {"command": "python3", "envFile": ".env"}}},
             "$.mcpServers.a has unknown key 'envFile' (allowed: type, command, args, env, cwd, module, "
             "disabled, "
-            "lifecycle, timeout, tools, autoApprove, alwaysAllow)",
+            "lifecycle, timeout, tools, url, headers, autoApprove, alwaysAllow)",
         ),
         (
             {"mcpServers": {"a": {"args": ["x"]}}},

@@ -9,11 +9,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.console import Console
-from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
 
 from . import __version__
+from ._live import Progress as _Progress
+from ._live import progress_line
 from .errors import CassetteError, ConfigError, GameError, LLMError, MCPError, MCPServerStartupError
 
 if TYPE_CHECKING:
@@ -39,8 +40,10 @@ With no API key and no local base URL configured, the offline scripted model pla
 walkthrough (and says so)."""
 
 PLAY_EPILOG = """\
-progress: on a terminal a live display shows the turn, location, score, last action and tool calls;
-when stdout is not a terminal, one line per turn is printed instead, e.g.
+progress: on a terminal a live view shows the turn against the turn limit (with a bar), score and
+moves, location and last action, a score sparkline, the game's latest text, the agent's reasoning and
+the recent tool calls (name, arguments, result, duration, outcome); it fits the terminal's size and
+its last frame stays above the summary. When stdout is not a terminal, one line per turn instead, e.g.
   turn=3 score=0/350 moves=3 tool_calls=0 location="North of House" action="n"
 --quiet prints neither (only the banner and the summary).
 
@@ -158,71 +161,6 @@ def build_parser() -> argparse.ArgumentParser:
 # -- display -----------------------------------------------------------------------------------------
 
 
-def _quote(text: str) -> str:
-    return json.dumps(" ".join(text.split()), ensure_ascii=False)
-
-
-def progress_line(record: TurnRecord) -> str:
-    """One machine-readable line per turn (``key=value``; strings JSON-quoted), printed when stdout is
-    not a terminal.
-
-    Args:
-        record: the turn just played.
-    """
-    maximum = f"/{record.max_score}" if record.max_score is not None else ""
-    line = (
-        f"turn={record.turn} score={record.score}{maximum} moves={record.moves} "
-        f"tool_calls={record.tool_calls} location={_quote(record.location)} action={_quote(record.action)}"
-    )
-    if record.game_over:
-        line += f" game_over=true victory={'true' if record.victory else 'false'}"
-    return line
-
-
-def _status_grid(record: TurnRecord) -> Table:
-    grid = Table.grid(padding=(0, 2))
-    grid.add_column(style="bold")
-    grid.add_column()
-    grid.add_column(style="bold")
-    grid.add_column()
-    maximum = f" / {record.max_score}" if record.max_score is not None else ""
-    tools = ", ".join(record.tools_used) if record.tools_used else "-"
-    grid.add_row("turn", str(record.turn), "score", f"{record.score}{maximum}  (moves {record.moves})")
-    grid.add_row("location", escape(record.location), "last action", escape(record.action[:60]))
-    grid.add_row("tool calls", f"{record.tool_calls} this turn", "tools", escape(tools))
-    return grid
-
-
-class _Progress:
-    """Per-turn progress: a rich live display on a terminal, plain lines otherwise, nothing when quiet."""
-
-    def __init__(self, console: Console, *, quiet: bool) -> None:
-        self.console = console
-        self.mode = "off" if quiet else "live" if console.is_terminal else "lines"
-        self.live: Live | None = None
-
-    def start(self) -> None:
-        if self.mode == "live":
-            waiting = Table.grid()
-            waiting.add_row("[dim]waiting for the first turn…[/]")
-            self.live = Live(
-                waiting, console=self.console, refresh_per_second=4, transient=True, redirect_stdout=False
-            )
-            self.live.start()
-
-    def turn(self, record: TurnRecord) -> None:
-        if self.live is not None:
-            self.live.update(_status_grid(record), refresh=True)
-        elif self.mode == "lines":
-            self.console.out(progress_line(record), highlight=False)
-            self.console.file.flush()
-
-    def stop(self) -> None:
-        live, self.live = self.live, None
-        if live is not None:
-            live.stop()
-
-
 def _summary_table(summary: EpisodeSummary) -> Table:
     table = Table(title="Episode summary", show_header=False)
     table.add_column("what", style="bold")
@@ -333,7 +271,7 @@ def _cmd_play(args: argparse.Namespace, console: Console, err: Console) -> int:
             highlight=False,
         )
         console.print(f"settings: {escape(origin)}", highlight=False)
-        progress.start()
+        progress.start(orchestrator.turn_limit)  # the live view
 
     def on_turn(record: TurnRecord) -> None:
         progress.turn(record)

@@ -12,8 +12,11 @@ Every problem is a :class:`~zorkmcp.errors.ConfigError` whose message names the 
 
 from __future__ import annotations
 
+from ._servers import REMOTE_TYPES as REMOTE_TYPES
 from ._servers import McpConfig as McpConfig
+from ._servers import RemoteKind as RemoteKind
 from ._servers import ServerConfig as ServerConfig
+from ._servers import remote_kind as remote_kind
 from ._settings import DEFAULT_MAX_RESULT_BYTES as DEFAULT_MAX_RESULT_BYTES
 from ._settings import EMBEDDED_MCP_CONFIG as EMBEDDED_MCP_CONFIG
 from ._settings import MAX_SECONDS as MAX_SECONDS
@@ -29,13 +32,16 @@ __all__ = [
     "DEFAULT_MAX_RESULT_BYTES",
     "EMBEDDED_MCP_CONFIG",
     "MAX_SECONDS",
+    "REMOTE_TYPES",
     "FilesSettings",
     "LLMSettings",
     "McpConfig",
     "McpSettings",
     "OrchestratorSettings",
+    "RemoteKind",
     "RetrySettings",
     "SamplingSettings",
     "ServerConfig",
     "Settings",
+    "remote_kind",
 ]

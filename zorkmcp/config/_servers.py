@@ -1,6 +1,9 @@
 """The ``mcp_config.json`` format: Claude Desktop's ``mcpServers``, ``${VAR}`` expansion, zorkmcp's keys.
 
-Read synchronously, before any event loop starts. Remote (HTTP/SSE) servers are refused.
+Read synchronously, before any event loop starts. Remote servers take the forms users paste from
+Claude Code, VS Code and Cursor: ``"type": "http"`` (or ``"streamable-http"`` / ``"streamableHttp"``)
+or ``"sse"`` with a ``"url"``, and a bare ``"url"`` (Streamable HTTP, or SSE when the path ends in
+``/sse``); ``"headers"`` are expanded like ``env``, and their values never appear in a repr.
 """
 
 from __future__ import annotations
@@ -9,9 +12,10 @@ import json
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping  # noqa: TC003 - cattrs resolves the annotations at run time
 from pathlib import Path
 from typing import Final, Literal
+from urllib.parse import urlsplit
 
 from attrs import field, frozen
 
@@ -28,9 +32,33 @@ from ._convert import (
 )
 from ._settings import MAX_SECONDS
 
-__all__ = ["McpConfig", "ServerConfig"]
+__all__ = ["REMOTE_TYPES", "McpConfig", "RemoteKind", "ServerConfig", "remote_kind"]
 
 _timeout = in_range(0, MAX_SECONDS, what="one week")
+
+ServerType = Literal["stdio", "inprocess", "http", "sse"]
+RemoteKind = Literal["http", "sse"]
+REMOTE_TYPES: Final[Mapping[str, RemoteKind]] = {
+    "http": "http",
+    "streamable-http": "http",
+    "streamableHttp": "http",
+    "streamable_http": "http",
+    "sse": "sse",
+}
+"""The ``"type"`` values users paste for remote servers (Claude Code, VS Code, Cursor), by transport."""
+
+
+def remote_kind(url: str, type_: str | None = None) -> RemoteKind:
+    """The transport of a remote server entry: its ``type``, else guessed from the URL (as Cursor does).
+
+    Raises:
+        ValueError: ``type_`` is not a remote type.
+    """
+    if type_ is not None:
+        if type_ not in REMOTE_TYPES:
+            raise ValueError(f"remote server type must be one of {sorted(REMOTE_TYPES)}, got {type_!r}")
+        return REMOTE_TYPES[type_]
+    return "sse" if urlsplit(url).path.rstrip("/").endswith("/sse") else "http"
 
 
 @frozen(kw_only=True)
@@ -38,7 +66,7 @@ class ServerConfig:
     """One entry of ``mcpServers`` (or ``servers``) in ``mcp_config.json``."""
 
     name: str
-    type: Literal["stdio", "inprocess"] = field(default="stdio", validator=one_of("stdio", "inprocess"))
+    type: ServerType = field(default="stdio", validator=one_of("stdio", "inprocess", "http", "sse"))
     command: str | None = None
     args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(factory=dict)
@@ -53,6 +81,15 @@ class ServerConfig:
     """Seconds per tool call; overrides ``tool_call_timeout_seconds``."""
     tools: tuple[str, ...] | None = None
     """Allow-list of tool names; ``None`` offers every tool."""
+    url: str | None = None
+    """The endpoint of a remote (``http`` / ``sse``) server."""
+    headers: Mapping[str, str] = field(factory=dict, repr=False)
+    """HTTP headers of a remote server (expanded; never shown: they often hold a token)."""
+
+    @property
+    def remote(self) -> bool:
+        """Whether the server is reached over HTTP (Streamable HTTP or SSE)."""
+        return self.type in ("http", "sse")
 
 
 @frozen(kw_only=True)
@@ -196,7 +233,10 @@ class McpConfig:
 
 @frozen(kw_only=True)
 class _WireServer:
-    type: Literal["stdio", "inprocess"] | None = None
+    type: (
+        Literal["stdio", "inprocess", "http", "sse", "streamable-http", "streamableHttp", "streamable_http"]
+        | None
+    ) = None
     command: str | None = None
     args: list[str] | None = None
     env: dict[str, str] | None = None
@@ -206,6 +246,8 @@ class _WireServer:
     lifecycle: Literal["per_turn", "per_episode"] = "per_turn"
     timeout: float | None = field(default=None, validator=_timeout)
     tools: list[str] | None = None
+    url: str | None = None
+    headers: dict[str, str] | None = None
     autoApprove: list[str] | None = None  # Cline's; accepted, not used
     alwaysAllow: list[str] | None = None  # Cline's; accepted, not used
 
@@ -220,15 +262,11 @@ class _WireConfig:
 
 _VAR: Final = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _MODULE_SPEC: Final = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
-_REMOTE_TYPES: Final = frozenset({"http", "sse", "streamable-http", "streamableHttp", "streamable_http"})
 _PYTHON_COMMANDS: Final = frozenset({"python", "python3"})
 
 
 def _entries(data: object, where: str) -> tuple[str, dict[str, _WireServer]]:
     """The servers' key (``mcpServers`` or ``servers``) and entries, structured."""
-    remote = _remote_servers(data)
-    if remote:
-        raise ConfigError(summarize(remote, where))
     wire = structure(data, _WireConfig, where=where, style="json")
     if wire.mcpServers is not None and wire.servers is not None:
         raise ConfigError(f'use either "mcpServers" or "servers", not both ({where})')
@@ -242,24 +280,6 @@ def _entries(data: object, where: str) -> tuple[str, dict[str, _WireServer]]:
     if not entries:
         raise ConfigError(f'no MCP servers configured: "{key}" is empty ({where})')
     return key, entries
-
-
-def _is_remote_type(value: object) -> bool:
-    return isinstance(value, str) and value in _REMOTE_TYPES
-
-
-def _remote_servers(data: object) -> list[str]:
-    """Entries written for a remote (HTTP/SSE) server, which zorkmcp cannot start."""
-    problems = []
-    for key in ("mcpServers", "servers"):
-        entries = data.get(key) if isinstance(data, Mapping) else None
-        for name, entry in entries.items() if isinstance(entries, Mapping) else ():
-            if isinstance(entry, Mapping) and ("url" in entry or _is_remote_type(entry.get("type"))):
-                problems.append(
-                    f"{json_path('$', key, str(name))} is a remote (HTTP/SSE) server; zorkmcp starts "
-                    f'"stdio" and "inprocess" servers only (run it over stdio, or remove it)'
-                )
-    return problems
 
 
 def _expand(text: str, path: str, environ: Mapping[str, str], problems: list[str] | None) -> str:
@@ -297,12 +317,22 @@ def _build_server(
         problems.append(f"{path} is not a usable server name (it is empty)")
         return None
     before = len(problems)
-    command, args, env, cwd = _expanded(entry, path, environ, None if entry.disabled else problems)
-    server_type: Literal["stdio", "inprocess"] = entry.type or "stdio"
+    sink = None if entry.disabled else problems
+    command, args, env, cwd = _expanded(entry, path, environ, sink)
+    headers = {
+        k: _expand(v, json_path(path, "headers", k), environ, sink) for k, v in (entry.headers or {}).items()
+    }
+    server_type = _server_type(entry)
     if server_type == "stdio":
         command = _check_stdio(entry, command, path, problems)
-    else:
+    elif server_type == "inprocess":
         _check_inprocess(entry, cwd, path, problems)
+    else:
+        _check_remote(entry, headers, path, problems)
+    if server_type != "http" and server_type != "sse":
+        for key in ("url", "headers"):
+            if getattr(entry, key) is not None:
+                problems.append(f'{path}.{key} is only used by remote servers ("type": "http" or "sse")')
     _check_env_keys(entry.env or {}, path, problems)
     if entry.tools is not None and not entry.tools:
         problems.append(f"{path}.tools must name at least one tool (remove it to offer every tool)")
@@ -322,7 +352,41 @@ def _build_server(
         lifecycle=entry.lifecycle,
         timeout=entry.timeout,
         tools=None if entry.tools is None else tuple(entry.tools),
+        url=entry.url,
+        headers=headers,
     )
+
+
+def _server_type(entry: _WireServer) -> ServerType:
+    """``stdio`` or ``inprocess`` as written; a remote ``type`` (or a bare ``url``) as its transport."""
+    if entry.type in ("stdio", "inprocess"):
+        return entry.type
+    if entry.type is not None or entry.url is not None:
+        return remote_kind(entry.url or "", entry.type)
+    return "stdio"
+
+
+def _check_remote(entry: _WireServer, headers: Mapping[str, str], path: str, problems: list[str]) -> None:
+    """A remote server: an http(s) URL with a host, no process keys, headers HTTP can carry."""
+    for key in ("command", "args", "env", "cwd", "module"):
+        if getattr(entry, key) is not None:
+            problems.append(f"{path}.{key} is not used by remote (HTTP/SSE) servers (remove it)")
+    url = entry.url
+    if url is None:
+        problems.append(f'{path}.url is required for a remote server (e.g. "https://example.com/mcp")')
+    else:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            problems.append(
+                f"{path}.url must be an http:// or https:// URL with a host, got {parts.scheme}://…"
+            )
+    for name, value in headers.items():
+        if not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", name):
+            problems.append(f"{json_path(path, 'headers')} has a header name HTTP cannot carry: {name!r}")
+        elif any(c in value for c in "\r\n\x00"):
+            problems.append(
+                f"{json_path(path, 'headers', name)} must not contain line breaks (value not shown)"
+            )
 
 
 def _expanded(

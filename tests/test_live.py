@@ -1,0 +1,199 @@
+"""The live view of ``zorkmcp play``: rendered on a recording console, and seen in a real terminal (tmux)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from play_support import INPROCESS_THINKING, offline_env, write_project, zork1_path
+from rich.console import Console
+
+from zorkmcp._live import LiveView, Progress, sparkline
+from zorkmcp.cli import progress_line
+from zorkmcp.engine import ToolCallRecord
+from zorkmcp.orchestrator import TurnRecord
+
+ZORKMCP = Path(sys.executable).with_name("zorkmcp")
+
+LIVING_ROOM = (
+    "Living Room\nYou are in the living room. There is a doorway to the east, a wooden door with strange "
+    "gothic lettering to the west, which appears to be nailed shut, a trophy case, and a large oriental "
+    "rug in the center of the room. Above the trophy case hangs an elvish sword of great antiquity. A "
+    "battery-powered brass lantern is on the trophy case."
+)
+
+
+def _call(turn: int) -> ToolCallRecord:
+    return ToolCallRecord(
+        id=f"call_{turn}",
+        name="thinking.think",
+        server="thinking",
+        arguments={"thought": f"Turn {turn}: the kitchen window is open, the house is next."},
+        iteration=1,
+        duration=0.25,
+        outcome="ok",
+        result_preview='{"thoughtNumber": 1, "totalThoughts": 1}',
+    )
+
+
+def _record(turn: int, score: int, *, calls: tuple[ToolCallRecord, ...] = ()) -> TurnRecord:
+    return TurnRecord(
+        turn=turn,
+        action="W",
+        reasoning="Following the scripted walkthrough: step 12 of 396 is 'W'. " * 3,
+        new_objective=None,
+        observation=LIVING_ROOM,
+        location="Living Room",
+        score=score,
+        max_score=350,
+        moves=turn,
+        tool_calls=len(calls),
+        tools_used=tuple(sorted({c.name for c in calls})),
+        game_over=False,
+        victory=False,
+        seconds=0.1,
+        calls=calls,
+    )
+
+
+def _render(width: int, height: int) -> list[str]:
+    view = LiveView(turn_limit=500)
+    for turn, score in enumerate([0, 0, 5, 5, 10, 10, 15, 15, 25, 35], start=28):
+        view.add(_record(turn, score, calls=(_call(turn), _call(turn)) if turn != 37 else ()))
+    console = Console(record=True, width=width, height=height, force_terminal=True, color_system=None)
+    console.print(view)
+    return console.export_text().splitlines()
+
+
+def test_view_fits_80x24_and_shows_the_turn() -> None:
+    lines = _render(80, 24)
+    text = "\n".join(lines)
+    assert len(lines) <= 23
+    assert max(len(line) for line in lines) <= 80
+    assert lines[0].startswith("turn 37/500")
+    assert "score 35/350" in lines[0]
+    assert "moves 37" in lines[0]
+    assert "Living Room" in lines[1]
+    assert "> W" in lines[1]
+    assert "▁▁▂▂▃▃▄▄▆█" in lines[2]
+    assert "You are in the living room." in text
+    assert "Following the scripted walkthrough" in text
+    assert "t36  ✓ thinking.think" in text
+    assert "0.25s ok" in text
+    assert "tool calls — turn 37: 0" in text
+
+
+def test_bigger_terminal_shows_more() -> None:
+    small = _render(80, 24)
+    big = _render(140, 45)
+    assert len(big) > len(small)
+    assert max(len(line) for line in big) <= 140
+    assert sum("thinking.think" in line for line in big) > sum("thinking.think" in line for line in small)
+    assert "battery-powered brass lantern is on the trophy case." in "\n".join(big)
+
+
+def test_sparkline_scales_to_the_highest_score_shown() -> None:
+    assert sparkline([0, 10, 20, 35], width=10) == "▁▃▅█"
+    assert sparkline([0, 10, 20, 35], width=2) == "▅█"
+    assert sparkline([0, 0], width=5) == "▁▁"
+    assert sparkline([0, 175], width=5, maximum=350) == "▁▅"
+
+
+def test_not_a_terminal_prints_progress_lines(tmp_path: Path) -> None:
+    out = tmp_path / "out.txt"
+    with out.open("w", encoding="utf-8") as file:
+        progress = Progress(Console(file=file, width=200), quiet=False)
+        progress.start(12)
+        progress.turn(_record(3, 5, calls=(_call(3),)))
+        progress.stop()
+    expected = 'turn=3 score=5/350 moves=3 tool_calls=1 location="Living Room" action="W"\n'
+    assert out.read_text(encoding="utf-8") == expected
+    assert progress_line(_record(3, 5, calls=(_call(3),))) + "\n" == expected
+
+
+def test_quiet_prints_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "out.txt"
+    with out.open("w", encoding="utf-8") as file:
+        progress = Progress(Console(file=file, force_terminal=True), quiet=True)
+        progress.start(12)
+        progress.turn(_record(1, 0))
+        progress.stop()
+    assert out.read_text(encoding="utf-8") == ""
+
+
+# -- in a real terminal -------------------------------------------------------------------------------
+
+
+def story_file() -> Path:
+    """Zork I, the copy that ships with the package."""
+    return zork1_path()
+
+
+def _play_in_tmux(tmp_path: Path, width: int, height: int) -> list[str]:
+    """``zorkmcp play --turns 12`` in a ``width``×``height`` tmux pane; the screen and its scrollback."""
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed: the live view cannot be checked in a real terminal")
+    game = story_file()
+    pyproject = write_project(
+        tmp_path,
+        mcp_config=INPROCESS_THINKING,
+        files={"json_log_file": str(tmp_path / "events.jsonl"), "episode_log_file": str(tmp_path / "ep.log")},
+    )
+    socket = f"zorkmcp-live-{uuid.uuid4().hex[:8]}"
+    tmux = ["tmux", "-L", socket]
+    play = f"{ZORKMCP} play --turns 12 --game {game} --pyproject {pyproject}"
+    script = f"cd {tmp_path} && {play}; {' '.join(tmux)} wait-for -S played; exec cat"
+    env = offline_env(TERM="xterm-256color")
+    env.pop("TMUX", None)
+    subprocess.run(
+        [*tmux, "new-session", "-d", "-x", str(width), "-y", str(height), script], env=env, check=True
+    )
+    try:
+        subprocess.run([*tmux, "wait-for", "played"], env=env, check=True, timeout=60)
+        pane = subprocess.run(
+            [*tmux, "capture-pane", "-p", "-S", "-200"], env=env, check=True, capture_output=True, text=True
+        )
+    finally:
+        subprocess.run([*tmux, "kill-server"], env=env, check=False)
+    return pane.stdout.rstrip("\n").splitlines()
+
+
+def _frame(lines: list[str]) -> list[str]:
+    """The live view's last frame: from the ``turn 12/12`` line to the episode summary."""
+    start = next(i for i, line in enumerate(lines) if line.startswith("turn 12/12"))
+    end = next(i for i, line in enumerate(lines) if "Episode summary" in line)
+    return lines[start:end]
+
+
+def test_live_view_in_an_80x24_terminal(tmp_path: Path) -> None:
+    lines = _play_in_tmux(tmp_path, 80, 24)
+    frame = _frame(lines)
+    text = "\n".join(frame)
+    assert max(len(line) for line in lines) <= 80
+    assert len(frame) <= 23
+    assert "score 15/350" in frame[0]
+    assert "moves 12" in frame[0]
+    assert "at Living Room  > W" in frame[1]
+    assert "score 0–15 ▁▁▁▃▃▃▃▃████" in frame[2]
+    assert "You are in the living room." in text
+    assert "step 12 of 396 is 'W'" in text
+    assert "t11  ✓ thinking.think" in text
+    assert "Turn 11: next step" not in text
+    assert "s ok" in text
+
+
+def test_live_view_in_a_120x40_terminal(tmp_path: Path) -> None:
+    lines = _play_in_tmux(tmp_path, 120, 40)
+    frame = _frame(lines)
+    text = "\n".join(frame)
+    assert max(len(line) for line in lines) <= 120
+    assert "score 15/350" in frame[0]
+    assert "[Score: 15 | Moves: 12]" in text
+    assert '{"thought": "Turn 11: next step is' in text  # 80 columns cut the arguments shorter
+    assert "t11  ✓ thinking.think" in text
+    assert "t6   ✓ thinking.think" in text
+    assert "t1   ✓ thinking.think" in text

@@ -1,0 +1,95 @@
+"""A real third-party remote MCP server: ``@modelcontextprotocol/server-everything`` over HTTP and SSE.
+
+``.ci/run`` installs it with npm into ``tests/node``; without Node.js or the package these tests are
+skipped with the reason. The server runs as a subprocess on a free port (``PORT``); the test waits
+for its "listening" line on stderr, then connects with :func:`open_remote_transport`.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+import pytest
+from mcp.client.session import ClientSession
+from servers.helpers import RecordingSink
+
+from zorkmcp.mcp._remote import RemoteKind, open_remote_pool, open_remote_transport
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+PACKAGE = Path(__file__).with_name("node") / "node_modules/@modelcontextprotocol/server-everything"
+ENTRY = PACKAGE / "dist/index.js"
+NODE = shutil.which("node")
+GUARD = 20  # seconds: a hang guard only
+
+pytestmark = [
+    pytest.mark.node,
+    pytest.mark.skipif(NODE is None, reason="Node.js is not installed"),
+    pytest.mark.skipif(
+        not ENTRY.is_file(),
+        reason="the package is not installed: "
+        "`npm install --prefix tests/node @modelcontextprotocol/server-everything` (.ci/run does)",
+    ),
+    # mcp 2.3's Streamable HTTP client leaves its GET event stream's async generators to the garbage
+    # collector when the session closes (mcp/client/streamable_http.py, handle_get_stream); not ours.
+    pytest.mark.filterwarnings("ignore:Async generator 'httpx2:ResourceWarning"),
+    pytest.mark.filterwarnings("ignore:Async generator 'httpcore2:ResourceWarning"),
+    pytest.mark.filterwarnings(
+        "ignore:Exception ignored in. <async_generator object (EventSource|Response|PoolByteStream)"
+        ":pytest.PytestUnraisableExceptionWarning"
+    ),
+]
+
+MODE = {"http": "streamableHttp", "sse": "sse"}
+ENDPOINT = {"http": "/mcp", "sse": "/sse"}
+READY = {"http": b"listening on port", "sse": b"running on port"}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@asynccontextmanager
+async def everything(kind: RemoteKind) -> AsyncIterator[str]:
+    """Run server-everything in ``kind``'s mode; yield its endpoint once it listens."""
+    assert NODE is not None
+    port = _free_port()
+    env = {"PATH": "/usr/bin:/bin", "PORT": str(port)}
+    command = [NODE, str(ENTRY), MODE[kind]]
+    async with await anyio.open_process(command, env=env, stdout=subprocess.DEVNULL) as process:
+        try:
+            assert process.stderr is not None
+            seen = b""
+            async for chunk in process.stderr:
+                seen += chunk
+                if READY[kind] in seen:
+                    break
+            assert READY[kind] in seen, seen.decode(errors="replace")
+            yield f"http://127.0.0.1:{port}{ENDPOINT[kind]}"
+        finally:
+            process.terminate()
+
+
+@pytest.mark.parametrize("kind", ["http", "sse"])
+async def test_server_everything_lists_and_echoes(kind: RemoteKind) -> None:
+    sink = RecordingSink()
+    with anyio.fail_after(GUARD):
+        async with everything(kind) as url, open_remote_pool() as pool:
+            transport = open_remote_transport(
+                name="everything", url=url, kind=kind, headers={}, pool=pool, events=sink
+            )
+            async with transport as (read, write, _), ClientSession(read, write) as client:
+                await client.initialize()
+                tools = await client.list_tools()
+                result = await client.call_tool("echo", {"message": "hello sailor"})
+    assert "echo" in [tool.name for tool in tools.tools]
+    assert result.content[0].model_dump()["text"] == "Echo: hello sailor"
