@@ -2,10 +2,11 @@
 
 On each event loop (``trio.run``, the project's runtime, and ``asyncio.run``, an asyncio host: the
 engine is written on anyio) one run opens the embedded ``think`` server twice, as a stdio subprocess
-and in process, through :func:`zorkmcp.mcp.open_toolbox`; then, interleaved (order rotated every round), the same
-``think`` call goes through ``Toolbox.call_tool`` (name resolution, liveness check, timeout scope,
-result conversion) and straight through the session's ``ClientSession.call_tool``. The "paired"
-delta is the median of per-round differences, which cancels slow stretches of the machine.
+and in process, through :func:`zorkmcp.mcp.open_toolbox`; then, interleaved (order rotated every
+round), the same ``think`` call goes through ``Toolbox.call_tool`` (name resolution, liveness
+check, timeout scope, result conversion) and straight through the session's
+``ClientSession.call_tool``. The "paired" delta is the median of per-round differences, which
+cancels slow stretches of the machine.
 """
 
 from __future__ import annotations
