@@ -97,7 +97,7 @@ REASONS = [
 def _tools(turn: int, rng: random.Random) -> list[dict[str, Any]]:
     calls = []
     for k in range(rng.choice([0, 1, 1, 2, 2, 3])):
-        name, outcome = ("think", "ok") if k % 2 == 0 else ("recall", "ok")
+        name, outcome = ("thinking.think", "ok") if k % 2 == 0 else ("thinking.recall", "ok")
         if turn == 21 and k == 0:
             outcome = "timeout"
         calls.append(

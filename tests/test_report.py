@@ -40,6 +40,7 @@ def test_episode_page_shows_header_figure_and_transcript(tmp_path: Path) -> None
     assert "open mailbox" in html
     assert "Opening the small mailbox reveals a leaflet." in html
     assert "thinking.think" in html
+    assert "thinking.thinking" not in html  # canonical names are shown as they are
     assert "[timeout" in html
     assert "new objective: find a light source" in html
     assert "2 line(s) of the log were not JSON objects and were skipped." in html

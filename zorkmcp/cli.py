@@ -1,4 +1,4 @@
-"""The ``zorkmcp`` command: ``play``, ``tools`` and ``call``."""
+"""The ``zorkmcp`` command: ``play``, ``tools``, ``call`` and ``report``."""
 
 from __future__ import annotations
 
@@ -147,11 +147,14 @@ def build_parser() -> argparse.ArgumentParser:
         description="A trio engine that lets an LLM agent use MCP tools while it plays Zork.",
     )
     parser.add_argument("--version", action="version", version=f"zorkmcp {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{play,tools,call}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{play,tools,call,report}")
     _play_parser(sub)
     from ._cli_mcp import add_mcp_subcommands
+    from ._cli_report import add_report_parser, run_report
 
     add_mcp_subcommands(sub)
+    add_report_parser(sub)
+    sub.choices["report"].set_defaults(run=run_report)
     return parser
 
 

@@ -301,9 +301,11 @@ def _tool_line(call: Any) -> str:
         return ""
     outcome = str(call.get("outcome", ""))
     duration = _num(call, "duration_ms")
-    where = f"{call.get('server')}." if call.get("server") else ""
+    name, server = str(call.get("name", "?")), call.get("server")
+    if server and not name.startswith(f"{server}."):  # turn_complete names tools canonically: server.tool
+        name = f"{server}.{name}"
     return (
-        f"<div class=tool><b>{escape(where + str(call.get('name', '?')))}</b>"
+        f"<div class=tool><b>{escape(name)}</b>"
         f"({escape(str(call.get('arguments', '')))})"
         f" → {escape(str(call.get('result', '')))} <span class='{escape(outcome)}'>[{escape(outcome or '?')}"
         f"{f', {duration:.0f} ms' if duration is not None else ''}]</span></div>"
