@@ -15,6 +15,8 @@ the order rotated, so all see the same machine. Variants (the raw SDK ones as th
   portal. After each turn, outside the measured time, the benchmark waits until the next spare is
   ready and the used session closed (a real turn waits for its LLM far longer); the time from turn
   start until then is the "spare cycle" column: turns shorter than that find no ready spare.
+* ``… on asyncio`` — the same engine code (it is written on anyio) under ``asyncio.run`` and in an
+  asyncio blocking portal, for hosts that run asyncio (not for the slow servers);
 * ``per_episode`` — the server runs for the whole episode; a turn borrows the session;
 * ``inprocess`` — the embedded server object over the SDK's memory transport, cold ``trio.run``.
 
@@ -63,7 +65,9 @@ LABELS = {
     "raw_asyncio": "raw SDK, asyncio.run (baseline)",
     "raw_trio": "raw SDK, trio.run",
     "cold": "get_action() cold: trio.run + open_turn",
+    "cold_asyncio": "cold on asyncio: asyncio.run + open_turn",
     "prewarmed": "Bridge prewarmed: open_turn(episode)",
+    "prewarmed_asyncio": "prewarmed on asyncio: open_turn(episode)",
     "per_episode": "per_episode: borrowed session",
     "inprocess": "inprocess: trio.run + open_turn",
 }
@@ -155,9 +159,11 @@ def _config(server: Server, **options: Any) -> McpConfig:
 class _Episode:
     """A ``bridge.Bridge``-style owner: a trio loop in a thread (anyio portal) with one open episode."""
 
-    def __init__(self, stack: ExitStack, manager: McpManager, *, prewarm: bool) -> None:
+    def __init__(
+        self, stack: ExitStack, manager: McpManager, *, prewarm: bool, backend: str = "trio"
+    ) -> None:
         self.manager = manager
-        self.portal: BlockingPortal = stack.enter_context(start_blocking_portal(backend="trio"))
+        self.portal: BlockingPortal = stack.enter_context(start_blocking_portal(backend=backend))
         self.episode: EpisodeServers = stack.enter_context(
             self.portal.wrap_async_context_manager(manager.open_episode(prewarm=prewarm))
         )
@@ -206,9 +212,15 @@ def _variants(
         "raw_trio": _timed(lambda: trio.run(_raw_lifecycle, params, errlog)),
         "cold": _timed(lambda: trio.run(_cold_turn, cold, restrict_keyboard_interrupt_to_checkpoints=True)),
     }
+    episodes = {"prewarmed": _Episode(stack, McpManager(_config(server), settings), prewarm=True)}
     if server.slow:
         del variants["raw_trio"]
-    episodes = {"prewarmed": _Episode(stack, McpManager(_config(server), settings), prewarm=True)}
+    else:
+        on_asyncio = McpManager(_config(server), settings)
+        variants["cold_asyncio"] = _timed(lambda: asyncio.run(_cold_turn(on_asyncio)))
+        episodes["prewarmed_asyncio"] = _Episode(
+            stack, McpManager(_config(server), settings), prewarm=True, backend="asyncio"
+        )
     if server.embedded:
         shared = McpManager(_config(server, lifecycle="per_episode"), settings)
         episodes["per_episode"] = _Episode(stack, shared, prewarm=True)
@@ -283,7 +295,7 @@ def test_per_turn_overhead(report: Report) -> None:
     section.notes = [
         *skipped,
         *(
-            [f"only {ROUNDS} rounds ($ZORKMCP_BENCH_ROUNDS); the issue asks for {MIN_ROUNDS}"]
+            [f"only {ROUNDS} rounds ($ZORKMCP_BENCH_ROUNDS); the figures want {MIN_ROUNDS}"]
             if ROUNDS < MIN_ROUNDS
             else []
         ),

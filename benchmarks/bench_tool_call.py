@@ -1,10 +1,12 @@
 """Section 2: what ``Toolbox.call_tool`` adds over a raw ``ClientSession.call_tool`` on the same session.
 
-One ``trio.run`` opens the embedded ``think`` server twice — as a stdio subprocess and in process —
-through :func:`zorkmcp.mcp.open_toolbox`; then, interleaved (order rotated every round), the same
-``think`` call goes through ``Toolbox.call_tool`` (name resolution, liveness check, timeout scope,
-result conversion) and straight through the session's ``ClientSession.call_tool``. The "paired"
-delta is the median of per-round differences, which cancels slow stretches of the machine.
+On each event loop (``trio.run``, the project's runtime, and ``asyncio.run``, an asyncio host: the
+engine is written on anyio) one run opens the embedded ``think`` server twice, as a stdio subprocess
+and in process, through :func:`zorkmcp.mcp.open_toolbox`; then, interleaved (order rotated every
+round), the same ``think`` call goes through ``Toolbox.call_tool`` (name resolution, liveness
+check, timeout scope, result conversion) and straight through the session's
+``ClientSession.call_tool``. The "paired" delta is the median of per-round differences, which
+cancels slow stretches of the machine.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import trio
 from _benchlib import THINK_ARGS, Report, Section, Stats, rounds
 
@@ -73,15 +76,18 @@ async def _measure() -> dict[str, list[float]]:
     return samples
 
 
+BACKENDS = ("trio", "asyncio")
+
+
 def test_tool_call_overhead(report: Report) -> None:
     began = time.perf_counter()
-    samples = trio.run(_measure)
+    by_backend = {"trio": trio.run(_measure), "asyncio": anyio.run(_measure, backend="asyncio")}
     section = Section(
         number=2,
         title=f"Tool-call overhead: Toolbox.call_tool vs ClientSession.call_tool, same open session "
         f"({CALLS} calls each, interleaved; ms)",
         columns=[
-            "transport",
+            "loop / transport",
             "raw p50",
             "raw p95",
             "Toolbox p50",
@@ -92,12 +98,13 @@ def test_tool_call_overhead(report: Report) -> None:
         ],
     )
     figures: dict[str, Any] = {"calls": CALLS, "warmup": WARMUP, "transports": {}}
-    for transport in SERVERS:
+    for backend, transport in ((b, t) for b in BACKENDS for t in SERVERS):
+        samples = by_backend[backend]
         raw, wrapped = samples[f"{transport}/raw"], samples[f"{transport}/toolbox"]
         raw_stats, wrapped_stats = Stats.of(raw), Stats.of(wrapped)
         paired = statistics.median(w - r for w, r in zip(wrapped, raw, strict=True))
         delta, delta_mean = wrapped_stats.p50 - raw_stats.p50, wrapped_stats.mean - raw_stats.mean
-        figures["transports"][transport] = {
+        figures["transports"][f"{backend}/{transport}"] = {
             "raw": raw_stats.as_json(raw),
             "toolbox": wrapped_stats.as_json(wrapped),
             "delta_p50_ms": round(delta, 4),
@@ -106,7 +113,7 @@ def test_tool_call_overhead(report: Report) -> None:
         }
         section.rows.append(
             [
-                transport,
+                f"{backend} / {transport}",
                 f"{raw_stats.p50:.3f}",
                 f"{raw_stats.p95:.3f}",
                 f"{wrapped_stats.p50:.3f}",

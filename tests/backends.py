@@ -25,9 +25,18 @@ import trio.testing
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-__all__ = ["BACKENDS", "run"]
+__all__ = ["AUTOJUMP_THRESHOLD", "BACKENDS", "run"]
 
 T = TypeVar("T")
+
+AUTOJUMP_THRESHOLD = 0.01
+"""Seconds of real time every task must have been blocked before the mock clock jumps.
+
+Not zero: in-process MCP servers are built in a worker thread (a factory may read files), and a
+zero threshold jumps the clock while that thread runs, so a start-up timeout would expire in virtual
+time before the server could answer. No test asserts on real time; every duration a test checks is
+still exact on this clock.
+"""
 
 BACKENDS = ("trio", "asyncio")
 """The event loops the engine supports: trio (the project's runtime) and asyncio (other hosts)."""
@@ -43,7 +52,7 @@ def run(backend: str, fn: Callable[..., Awaitable[T]], *args: Any, virtual_time:
         virtual_time: on trio, run under ``MockClock(autojump_threshold=0)``.
     """
     if backend == "trio":
-        clock = trio.testing.MockClock(autojump_threshold=0) if virtual_time else None
+        clock = trio.testing.MockClock(autojump_threshold=AUTOJUMP_THRESHOLD) if virtual_time else None
         return trio.run(functools.partial(fn, *args), clock=clock)
     if backend == "asyncio":
         return anyio.run(functools.partial(fn, *args), backend="asyncio")

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pytest
+import trio.testing
+from backends import AUTOJUMP_THRESHOLD
 from hypothesis import HealthCheck, settings
 
 from zorkmcp.game import PACKAGED_GAME
@@ -29,3 +31,9 @@ pytest_plugins = ["llm_server"]
 def zork1() -> Path:
     """The real Zork I (Microsoft's MIT release 119) that ships with the package: never missing."""
     return PACKAGED_GAME
+
+
+@pytest.fixture
+def autojump_clock() -> trio.testing.MockClock:
+    """Virtual time (see :data:`backends.AUTOJUMP_THRESHOLD` for why the threshold is not zero)."""
+    return trio.testing.MockClock(autojump_threshold=AUTOJUMP_THRESHOLD)

@@ -18,6 +18,7 @@ import engine_servers
 import trio
 import trio.testing
 from attrs import frozen
+from backends import AUTOJUMP_THRESHOLD
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from llm_server import RecordedRequest, Reply, content_reply, serve_llm, tool_call, tool_call_reply
@@ -270,7 +271,7 @@ def run_agent(script: Script, *, mcp: bool = True) -> Run:
             action = await agent.generate_action(GAME_STATE, MEMORIES, turn=script.turn)
             return action, server.requests
 
-    action, requests = trio.run(check, clock=trio.testing.MockClock(autojump_threshold=0))
+    action, requests = trio.run(check, clock=trio.testing.MockClock(autojump_threshold=AUTOJUMP_THRESHOLD))
     provider.shutdown()
     return Run(action, requests, events, exporter.get_finished_spans(), list(engine_servers.PROBE_LOG))
 

@@ -3,6 +3,7 @@ and the real loopback model; resume, a failing arm, Ctrl-C and bad eval files.""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import signal
@@ -144,7 +145,9 @@ def test_resume_plays_only_what_is_missing_or_broken(
     records = _records(run)
     assert sorted(records) == [("no-mcp", 12), ("no-mcp", 13), ("no-mcp", 14)]
     assert all(r["turns"] == 2 and r["scripted"] and r["runner"] == "local" for r in records.values())
-    assert (run / "summary.json").is_file()
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["arms"]["no-mcp"]["episodes"] == 3
+    assert (run / "report.html").read_text().startswith("<!DOCTYPE html>")
 
 
 def test_an_arm_whose_server_cannot_start_fails_its_episodes_and_the_run_goes_on(
@@ -175,7 +178,19 @@ def test_an_arm_whose_server_cannot_start_fails_its_episodes_and_the_run_goes_on
         assert records["plain", seed]["turns"] == 2
         assert "MCPServerStartupError" in records["broken", seed]["error"]
         assert "dead" in records["broken", seed]["error"]
-    assert (tmp_path / "run" / "summary.json").is_file()
+    run = tmp_path / "run"
+    summary = json.loads((run / "summary.json").read_text())
+    assert (summary["arms"]["plain"]["episodes"], summary["arms"]["plain"]["failed"]) == (2, 0)
+    assert (summary["arms"]["broken"]["episodes"], summary["arms"]["broken"]["failed"]) == (2, 2)
+    assert summary["arms"]["broken"]["mean_score"] is None
+    with (run / "summary.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert sorted((row["arm"], row["seed"]) for row in rows) == [
+        ("broken", "12"), ("broken", "13"), ("plain", "12"), ("plain", "13"),
+    ]  # fmt: skip
+    page = (run / "report.html").read_text()
+    assert "plain" in page
+    assert "broken" in page
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import trio
 import trio.testing
+from backends import AUTOJUMP_THRESHOLD
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from mcp.client import Client
@@ -201,7 +202,7 @@ def test_any_argument_gives_the_score_line_or_a_clear_tool_error(
                 assert SCORE_LINE.search(text), text
             assert not (await client.call_tool("memory", {})).is_error  # still serving
 
-    trio.run(check, clock=trio.testing.MockClock(autojump_threshold=0))
+    trio.run(check, clock=trio.testing.MockClock(autojump_threshold=AUTOJUMP_THRESHOLD))
 
 
 # -- choosing the game -----------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
+from backends import AUTOJUMP_THRESHOLD
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from llm_server import LLMServer, Reply, completion, content_reply, json_reply, serve_llm
@@ -43,7 +44,7 @@ def exchange(reply: Reply, send: Callable[[LLMClient], Awaitable[Any]]) -> tuple
             outcome.append(await send(client))
             outcome.append(server)
 
-    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=AUTOJUMP_THRESHOLD))
     return outcome[0], outcome[1]
 
 

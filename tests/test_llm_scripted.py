@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import trio
 import trio.testing
+from backends import AUTOJUMP_THRESHOLD
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from llm_server import (
@@ -211,7 +212,7 @@ def test_scripted_model_plays_the_commands_in_order(
     async def main() -> list[tuple[str, int]]:
         return [await play_turn(model, [THINK] if o else None) for o in offered]
 
-    played = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    played = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=AUTOJUMP_THRESHOLD))
     expected_actions = [*commands, *["look"] * len(offered)][: len(offered)]
     assert [action for action, _ in played] == expected_actions
     assert [calls for _, calls in played] == [

@@ -292,7 +292,7 @@ def summary_table(summary: dict[str, Any]) -> Table:
     for name, arm in summary.get("arms", {}).items():
         table.add_row(
             escape(name),
-            _fmt(arm.get("episodes")),
+            _fmt(arm.get("episodes")) + (f" ({arm['failed']} failed)" if arm.get("failed") else ""),
             f"{_fmt(arm.get('mean_score'))} ± {_fmt(arm.get('se_score'))}",
             _fmt(arm.get("win_rate")),
             _fmt(arm.get("mean_moves"), 1),
@@ -305,7 +305,7 @@ def summary_table(summary: dict[str, Any]) -> Table:
 def _report(console: Console, outcome: EvalOutcome) -> None:
     console.print(summary_table(outcome.summary))
     for c in outcome.summary.get("comparisons", []):
-        lo, hi = c.get("ci95", [None, None])
+        lo, hi = c.get("ci95") or (None, None)  # null below two scored episodes per arm
         console.print(
             f"{escape(str(c.get('a')))} − {escape(str(c.get('b')))}: mean score difference "
             f"{_fmt(c.get('diff_mean_score'))} (95% CI {_fmt(lo)} … {_fmt(hi)})",

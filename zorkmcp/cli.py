@@ -1,4 +1,4 @@
-"""The ``zorkmcp`` command: ``play``, ``tools`` and ``call``."""
+"""The ``zorkmcp`` command: ``play``, ``tools``, ``call`` and ``report``."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from .config import Settings
-    from .orchestrator import EpisodeSummary, TurnRecord
+    from .orchestrator import EpisodeSummary, Orchestrator
 
 __all__ = ["DEFAULT_SEED", "build_parser", "main", "progress_line"]
 
@@ -147,14 +147,16 @@ def build_parser() -> argparse.ArgumentParser:
         description="A trio engine that lets an LLM agent use MCP tools while it plays Zork.",
     )
     parser.add_argument("--version", action="version", version=f"zorkmcp {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{play,tools,call,eval}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{play,tools,call,eval,report}")
     _play_parser(sub)
+    from ._cli_eval import add_eval_parser
     from ._cli_mcp import add_mcp_subcommands
+    from ._cli_report import add_report_parser, run_report
 
     add_mcp_subcommands(sub)
-    from ._cli_eval import add_eval_parser
-
     add_eval_parser(sub)
+    add_report_parser(sub)
+    sub.choices["report"].set_defaults(run=run_report)
     return parser
 
 
@@ -234,6 +236,30 @@ def _load_settings(args: argparse.Namespace) -> tuple[Settings, str]:
 
 
 def _cmd_play(args: argparse.Namespace, console: Console, err: Console) -> int:
+    orchestrator, origin = _orchestrator(args)
+    orchestrator.recorder.add_listener(_TerminalNotices(err))
+    progress = _Progress(console, quiet=args.quiet)
+
+    def on_start(model: str, scripted: bool) -> None:
+        _banner(console, args, orchestrator, model=model, scripted=scripted, origin=origin)
+        progress.start(orchestrator.turn_limit)  # the live view
+
+    orchestrator.on_start = on_start
+    orchestrator.on_turn = progress.turn
+    try:
+        summary = orchestrator.run()
+    except (MCPError, LLMError):
+        if orchestrator.summary is not None:  # the episode had started: say how it ended
+            progress.stop()
+            console.print(_summary_table(orchestrator.summary))
+        raise
+    finally:
+        progress.stop()
+    return _finish(args, console, err, summary, orchestrator.settings)
+
+
+def _orchestrator(args: argparse.Namespace) -> tuple[Orchestrator, str]:
+    """Settings (validated first), the story file, and the episode's orchestrator."""
     from .game import check_game_file, resolve_game_path
     from .orchestrator import Orchestrator
 
@@ -244,12 +270,10 @@ def _cmd_play(args: argparse.Namespace, console: Console, err: Console) -> int:
         settings_base=settings.source.parent if settings.source is not None else None,
     )
     check_game_file(game_path)  # fail here, not as a game server that does not start
-    seed = args.seed if args.seed is not None else _cassette_seed(args.replay)
-    progress = _Progress(console, quiet=args.quiet)
     orchestrator = Orchestrator(
         settings,
         game_path=game_path,
-        seed=seed,
+        seed=args.seed if args.seed is not None else _cassette_seed(args.replay),
         max_turns=args.turns,
         mcp_enabled=False if args.no_mcp else None,
         model=args.model,
@@ -257,36 +281,35 @@ def _cmd_play(args: argparse.Namespace, console: Console, err: Console) -> int:
         record=Path(args.record) if args.record else None,
         replay=Path(args.replay) if args.replay else None,
     )
-    orchestrator.recorder.add_listener(_TerminalNotices(err))
+    return orchestrator, origin
 
-    def on_start(model: str, scripted: bool) -> None:
-        if args.replay:
-            console.print(f"[bold]Replaying[/] {escape(args.replay)}: no model is called.", highlight=False)
-        elif scripted:
-            console.print(_offline_banner(settings, args.base_url), highlight=False)
-        mcp = "MCP on" if orchestrator.mcp_on else "MCP off (no tools)"
-        console.print(
-            f"[bold]zorkmcp play[/]: {escape(game_path.name)}, seed {seed}, model {escape(model)}, {mcp}, "
-            f"up to {orchestrator.turn_limit} turns",
-            highlight=False,
-        )
-        console.print(f"settings: {escape(origin)}", highlight=False)
-        progress.start(orchestrator.turn_limit)  # the live view
 
-    def on_turn(record: TurnRecord) -> None:
-        progress.turn(record)
+def _banner(
+    console: Console,
+    args: argparse.Namespace,
+    orchestrator: Orchestrator,
+    *,
+    model: str,
+    scripted: bool,
+    origin: str,
+) -> None:
+    if args.replay:
+        console.print(f"[bold]Replaying[/] {escape(args.replay)}: no model is called.", highlight=False)
+    elif scripted:
+        console.print(_offline_banner(orchestrator.settings, args.base_url), highlight=False)
+    mcp = "MCP on" if orchestrator.mcp_on else "MCP off (no tools)"
+    console.print(
+        f"[bold]zorkmcp play[/]: {escape(orchestrator.game_path.name)}, seed {orchestrator.seed}, "
+        f"model {escape(model)}, {mcp}, up to {orchestrator.turn_limit} turns",
+        highlight=False,
+    )
+    console.print(f"settings: {escape(origin)}", highlight=False)
 
-    orchestrator.on_start = on_start
-    orchestrator.on_turn = on_turn
-    try:
-        summary = orchestrator.run()
-    except (MCPError, LLMError):
-        if orchestrator.summary is not None:  # the episode had started: say how it ended
-            progress.stop()
-            console.print(_summary_table(orchestrator.summary))
-        raise
-    finally:
-        progress.stop()
+
+def _finish(
+    args: argparse.Namespace, console: Console, err: Console, summary: EpisodeSummary, settings: Settings
+) -> int:
+    """The summary table, the log files, ``--summary-json``, and the exit status."""
     console.print(_summary_table(summary))
     files = settings.files
     console.print(

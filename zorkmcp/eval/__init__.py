@@ -1,13 +1,22 @@
-"""``zorkmcp eval``: many seeded episodes per arm, at once, on one machine or on Ray.
+"""``zorkmcp eval`` and ``zorkmcp report``: many seeded episodes per arm, at once, on one machine or
+on Ray; their statistics, and pages that draw them.
 
 - :class:`EvalPlan`, :class:`ArmSpec`, :func:`load_eval_file`: what to play (the TOML file and flags).
 - :func:`run_eval`: play it and write ``episodes/<arm>/seed-<N>.json``, ``summary.json``,
   ``summary.csv`` and ``report.html``.
 - :func:`play_episode` / :func:`play_episodes`: one episode, or many in one task group.
+- :func:`summarize`, :func:`write_summary_csv`: ``summary.json``'s object and ``summary.csv``.
+- :func:`welch_interval`, :func:`t_quantile`: the 95% interval for a difference of mean scores.
+- :func:`render_eval_report`, :func:`render_episode_report`: self-contained HTML pages.
 """
 
 from __future__ import annotations
 
+from ._report import render_episode_report as render_episode_report
+from ._report import render_eval_report as render_eval_report
+from ._results import ReportInputError as ReportInputError
+from ._results import read_event_log as read_event_log
+from ._results import read_run_episodes as read_run_episodes
 from ._runner import EpisodeResult as EpisodeResult
 from ._runner import EvalOutcome as EvalOutcome
 from ._runner import Progress as Progress
@@ -23,6 +32,10 @@ from ._spec import EpisodeSpec as EpisodeSpec
 from ._spec import EvalFile as EvalFile
 from ._spec import EvalPlan as EvalPlan
 from ._spec import load_eval_file as load_eval_file
+from ._stats import summarize as summarize
+from ._stats import t_quantile as t_quantile
+from ._stats import welch_interval as welch_interval
+from ._stats import write_summary_csv as write_summary_csv
 
 __all__ = [
     "ArmSpec",
@@ -32,12 +45,21 @@ __all__ = [
     "EvalOutcome",
     "EvalPlan",
     "Progress",
+    "ReportInputError",
     "collect_episodes",
     "episode_paths",
     "load_eval_file",
     "play_episode",
     "play_episodes",
     "read_episode",
+    "read_event_log",
+    "read_run_episodes",
+    "render_episode_report",
+    "render_eval_report",
     "run_eval",
+    "summarize",
+    "t_quantile",
+    "welch_interval",
     "write_episode",
+    "write_summary_csv",
 ]

@@ -472,19 +472,13 @@ def run_eval(
 
 
 def write_run_summary(run_dir: Path, episodes: list[dict[str, Any]]) -> dict[str, Any]:
-    """``summary.json``, ``summary.csv`` and ``report.html`` for the finished episodes."""
-    try:
-        from ._report import render_eval_report, summarize, write_summary_csv  # type: ignore[import-not-found,import-untyped,unused-ignore]
-    except ImportError:  # TEMPORARY until the statistics land
-        summary: dict[str, Any] = {"arms": {}, "comparisons": []}
-        for record in episodes:
-            arm = summary["arms"].setdefault(record["arm"], {"episodes": 0, "total": 0})
-            arm["episodes"] += 1
-            arm["total"] += record["score"]
-        _replace(run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
-        return summary
+    """``summary.json``, ``summary.csv`` and (when an episode finished) ``report.html``."""
+    from ._report import render_eval_report
+    from ._stats import summarize, write_summary_csv
+
     summary = summarize(episodes)
     _replace(run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
     write_summary_csv(episodes, run_dir / "summary.csv")
-    render_eval_report(run_dir)
+    if episodes:  # a run stopped before any episode finished has nothing to draw
+        render_eval_report(run_dir)
     return summary

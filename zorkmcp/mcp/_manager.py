@@ -24,19 +24,20 @@ from contextlib import asynccontextmanager, contextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn
 
-import trio
+import anyio
+import anyio.abc
+import anyio.to_thread
 from attrs import define
 
 from zorkmcp.errors import MCPServerStartupError
+from zorkmcp.observability import EventSink, NullSink
 
-from ._events import Reporter
 from ._prewarm import Spare, start_spare
 from ._session import ServerHandle, ServerSession, start_server
 from ._tools import Toolbox
 
 if TYPE_CHECKING:
     from zorkmcp.config import McpConfig, McpSettings, ServerConfig
-    from zorkmcp.observability import EventSink
 
     from ._results import ToolCallResult
 
@@ -79,11 +80,11 @@ def _reraise(exc: BaseException) -> NoReturn:
         del exc
 
 
-_StartOne = Callable[[trio.Nursery, "ServerConfig"], Awaitable[ServerHandle | None]]
+_StartOne = Callable[[anyio.abc.TaskGroup, "ServerConfig"], Awaitable[ServerHandle | None]]
 
 
 async def _start_all(
-    nursery: trio.Nursery,
+    nursery: anyio.abc.TaskGroup,
     servers: Sequence[ServerConfig],
     start_one: _StartOne,
 ) -> dict[str, ServerHandle]:
@@ -97,7 +98,7 @@ async def _start_all(
 
     order = {server.name: index for index, server in enumerate(servers)}
     try:
-        async with trio.open_nursery() as starters:
+        async with anyio.create_task_group() as starters:
             for server in servers:
                 starters.start_soon(one, server)
     except BaseExceptionGroup as group:
@@ -124,11 +125,11 @@ class EpisodeServers:
     """
 
     def __init__(
-        self, nursery: trio.Nursery, settings: McpSettings, reporter: Reporter, *, prewarm: bool = False
+        self, nursery: anyio.abc.TaskGroup, settings: McpSettings, events: EventSink, *, prewarm: bool = False
     ) -> None:
         self._nursery = nursery
         self._settings = settings
-        self._reporter = reporter
+        self._events = events
         self._handles: dict[str, ServerHandle] = {}
         self._prewarm = prewarm
         self._spares: dict[str, Spare] = {}
@@ -148,7 +149,7 @@ class EpisodeServers:
         old = self._spares.pop(server.name, None)
         if old is not None:
             old.release()
-        self._spares[server.name] = start_spare(self._nursery, server, self._settings, self._reporter)
+        self._spares[server.name] = start_spare(self._nursery, server, self._settings, self._events)
 
     def _drop_spare(self, name: str) -> None:
         spare = self._spares.pop(name, None)
@@ -169,7 +170,7 @@ class EpisodeServers:
         return Toolbox(
             [handle.session for handle in self._handles.values()],
             self._settings,
-            reporter=self._reporter,
+            events=self._events,
             apply_allow_list=False,
         )
 
@@ -217,7 +218,7 @@ class McpManager:
     def __init__(self, config: McpConfig, settings: McpSettings, *, events: EventSink | None = None) -> None:
         self.config = config
         self.settings = settings
-        self._reporter = Reporter(events)
+        self._events = events if events is not None else NullSink()
         self.turn = 0
         self._health: dict[str, _Health] = {}
         self.reset()
@@ -241,46 +242,46 @@ class McpManager:
         return [server for server in self.config.enabled_servers if not self._health[server.name].disabled]
 
     def _policy(self, *, fail_fast: bool) -> _StartOne:
-        async def start_one(nursery: trio.Nursery, server: ServerConfig) -> ServerHandle | None:
+        async def start_one(nursery: anyio.abc.TaskGroup, server: ServerConfig) -> ServerHandle | None:
             return await self._start_with_policy(nursery, server, fail_fast=fail_fast)
 
         return start_one
 
     async def _start_with_policy(
-        self, nursery: trio.Nursery, server: ServerConfig, *, fail_fast: bool
+        self, nursery: anyio.abc.TaskGroup, server: ServerConfig, *, fail_fast: bool
     ) -> ServerHandle | None:
         health = self._health[server.name]
         turn = self.turn
         health.starts += 1
         try:
-            return await start_server(nursery, server, self.settings, reporter=self._reporter)
+            return await start_server(nursery, server, self.settings, events=self._events)
         except MCPServerStartupError as first:
             health.failures += 1
-            self._reporter.emit("mcp_server_start_failed", server=server.name, turn=turn, error=str(first))
+            self._events.emit("mcp_server_start_failed", server=server.name, turn=turn, error=str(first))
             if fail_fast:
                 raise  # Requirement 6.1: the first turn fails fast
-            self._reporter.log(
+            self._events.log(
                 "WARNING", f"Turn {turn}: MCP server '{server.name}' failed to start, retrying: {first}"
             )
         health.starts += 1
         try:
-            handle = await start_server(nursery, server, self.settings, reporter=self._reporter)
+            handle = await start_server(nursery, server, self.settings, events=self._events)
         except MCPServerStartupError as second:  # Requirements 6.9, 6.10
             health.failures += 1
             self._disable(server, turn, second)
             return None
-        self._reporter.log("INFO", f"Turn {turn}: MCP server '{server.name}' retry successful")
+        self._events.log("INFO", f"Turn {turn}: MCP server '{server.name}' retry successful")
         return handle
 
     def _disable(self, server: ServerConfig, turn: int, error: MCPServerStartupError) -> None:
         """Requirements 6.9, 6.10: the retry failed too; the server is off for the rest of the episode."""
         self._health[server.name].disabled = True
-        self._reporter.log(
+        self._events.log(
             "WARNING",
             f"Turn {turn}: MCP server '{server.name}' failed again, "
             f"disabling it for the rest of the episode: {error}",
         )
-        self._reporter.emit(
+        self._events.emit(
             "mcp_disabled_fallback",
             server=server.name,
             turn=turn,
@@ -305,8 +306,8 @@ class McpManager:
         self.reset()
         servers = [s for s in self._active() if s.lifecycle == "per_episode"]
         with _plain_errors():
-            async with trio.open_nursery() as nursery:
-                episode = EpisodeServers(nursery, self.settings, self._reporter, prewarm=prewarm)
+            async with anyio.create_task_group() as nursery:
+                episode = EpisodeServers(nursery, self.settings, self._events, prewarm=prewarm)
                 try:
                     if prewarm:
                         for server in self._active():
@@ -322,11 +323,11 @@ class McpManager:
     ) -> ServerHandle | None:
         old = episode._handles.pop(server.name, None)
         if old is not None:
-            self._reporter.log(
+            self._events.log(
                 "WARNING",
                 f"Turn {self.turn}: restarting MCP server '{server.name}': {old.session.describe_death()}",
             )
-            self._reporter.emit("mcp_server_restart", server=server.name, turn=self.turn)
+            self._events.emit("mcp_server_restart", server=server.name, turn=self.turn)
             old.close()
         handle = await self._start_with_policy(episode._nursery, server, fail_fast=fail_fast)
         if handle is not None:
@@ -359,11 +360,11 @@ class McpManager:
         closing_at: float | None = None
         with _plain_errors():
             try:
-                async with trio.open_nursery() as nursery:
-                    start = trio.current_time()
+                async with anyio.create_task_group() as nursery:
+                    start = anyio.current_time()
                     handles: dict[str, ServerHandle] = {}
                     try:
-                        async with trio.open_nursery() as starters:
+                        async with anyio.create_task_group() as starters:
                             if own:
                                 starters.start_soon(self._start_into, handles, nursery, own, fail_fast)
                             for server in warm:
@@ -386,18 +387,18 @@ class McpManager:
                                 sessions.append(handles[server.name].session)
                             elif (spare := taken.get(server.name)) is not None and spare.session is not None:
                                 sessions.append(spare.session)
-                        toolbox = Toolbox(sessions, self.settings, reporter=self._reporter)
-                        toolbox.startup_seconds = trio.current_time() - start
+                        toolbox = Toolbox(sessions, self.settings, events=self._events)
+                        toolbox.startup_seconds = anyio.current_time() - start
                         yield toolbox
                     finally:
-                        closing_at = trio.current_time()
+                        closing_at = anyio.current_time()
                         if toolbox is None and episode is not None:
                             # The turn failed to start (Requirement 6.1 ends the episode): no spare
                             # waits for a next turn, and the caller sees no process left.
                             released = [*episode._release_spares(), *taken.values()]
                             for spare in taken.values():
                                 spare.release()
-                            with trio.CancelScope(shield=True), trio.move_on_after(SPARE_CLOSE_WAIT):
+                            with anyio.CancelScope(shield=True), anyio.move_on_after(SPARE_CLOSE_WAIT):
                                 for spare in released:
                                     await spare.wait_closed()
                         for spare in taken.values():
@@ -406,8 +407,8 @@ class McpManager:
                             handle.close()
             finally:
                 if toolbox is not None and closing_at is not None:
-                    toolbox.teardown_seconds = trio.current_time() - closing_at
-                    self._reporter.emit(
+                    toolbox.teardown_seconds = anyio.current_time() - closing_at
+                    self._events.emit(
                         "mcp_turn_teardown",
                         turn=self.turn,
                         servers=[s.name for s in own],
@@ -427,7 +428,7 @@ class McpManager:
         turn = self.turn
         spare = episode._spares.pop(server.name, None)
         if spare is None:
-            spare = start_spare(episode._nursery, server, self.settings, self._reporter)
+            spare = start_spare(episode._nursery, server, self.settings, self._events)
         for attempt in (1, 2):
             episode._warm(server)  # the next turn's session starts now
             try:
@@ -441,7 +442,7 @@ class McpManager:
             if spare.session is not None and spare.session.alive:
                 taken[server.name] = spare
                 if attempt == 2:
-                    self._reporter.log("INFO", f"Turn {turn}: MCP server '{server.name}' retry successful")
+                    self._events.log("INFO", f"Turn {turn}: MCP server '{server.name}' retry successful")
                 return
             spare.release()
             health.failures += 1
@@ -451,12 +452,12 @@ class McpManager:
                 server=server.name,
                 command=" ".join((server.command or "", *server.args)).strip(),
             )
-            self._reporter.emit("mcp_server_start_failed", server=server.name, turn=turn, error=str(error))
+            self._events.emit("mcp_server_start_failed", server=server.name, turn=turn, error=str(error))
             if fail_fast:
                 episode._drop_spare(server.name)
                 raise error  # Requirement 6.1: the first turn fails fast
             if attempt == 1:
-                self._reporter.log(
+                self._events.log(
                     "WARNING", f"Turn {turn}: MCP server '{server.name}' failed to start, retrying: {error}"
                 )
                 spare = episode._spares.pop(server.name)
@@ -468,7 +469,7 @@ class McpManager:
     async def _start_into(
         self,
         handles: dict[str, ServerHandle],
-        nursery: trio.Nursery,
+        nursery: anyio.abc.TaskGroup,
         servers: Sequence[ServerConfig],
         fail_fast: bool,
     ) -> None:
@@ -495,30 +496,30 @@ async def open_toolbox(
     Raises:
         MCPServerStartupError: a server did not start (the first one in ``servers`` order).
     """
-    reporter = Reporter(events)
+    events = events if events is not None else NullSink()
 
-    async def start_one(nursery: trio.Nursery, server: ServerConfig) -> ServerHandle | None:
-        return await start_server(nursery, server, settings, reporter=reporter)
+    async def start_one(nursery: anyio.abc.TaskGroup, server: ServerConfig) -> ServerHandle | None:
+        return await start_server(nursery, server, settings, events=events)
 
     toolbox: Toolbox | None = None
     closing_at: float | None = None
     with _plain_errors():
         try:
-            async with trio.open_nursery() as nursery:
-                start = trio.current_time()
+            async with anyio.create_task_group() as nursery:
+                start = anyio.current_time()
                 handles = await _start_all(nursery, servers, start_one)
                 try:
                     toolbox = Toolbox(
                         [handles[s.name].session for s in servers if s.name in handles],
                         settings,
-                        reporter=reporter,
+                        events=events,
                     )
-                    toolbox.startup_seconds = trio.current_time() - start
+                    toolbox.startup_seconds = anyio.current_time() - start
                     yield toolbox
                 finally:
-                    closing_at = trio.current_time()
+                    closing_at = anyio.current_time()
                     for handle in handles.values():
                         handle.close()
         finally:
             if toolbox is not None and closing_at is not None:
-                toolbox.teardown_seconds = trio.current_time() - closing_at
+                toolbox.teardown_seconds = anyio.current_time() - closing_at

@@ -21,18 +21,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import trio
+import anyio
+import anyio.abc
+import anyio.to_thread
 from attrs import Factory, define
 
 from zorkmcp.errors import MCPServerStartupError
 
-from ._events import logger
-from ._session import ServerSession, _only_exceptions, open_server_session
+from ._session import ServerSession, _only_exceptions, open_server_session, report_stop_failure
 
 if TYPE_CHECKING:
     from zorkmcp.config import McpSettings, ServerConfig
+    from zorkmcp.observability import EventSink
 
-    from ._events import Reporter
 
 __all__ = ["Spare", "start_spare"]
 
@@ -50,10 +51,10 @@ class Spare:
     server: ServerConfig
     session: ServerSession | None = None
     error: MCPServerStartupError | None = None
-    _ready: trio.Event = Factory(trio.Event)
-    _release: trio.Event = Factory(trio.Event)
-    _done: trio.Event = Factory(trio.Event)
-    _cancel: trio.CancelScope = Factory(trio.CancelScope)
+    _ready: anyio.Event = Factory(anyio.Event)
+    _release: anyio.Event = Factory(anyio.Event)
+    _done: anyio.Event = Factory(anyio.Event)
+    _cancel: anyio.CancelScope = Factory(anyio.CancelScope)
 
     async def wait_ready(self) -> None:
         """Wait until the session is ready or its start failed."""
@@ -80,11 +81,11 @@ class Spare:
         await self._done.wait()
 
 
-async def _own(spare: Spare, settings: McpSettings, reporter: Reporter) -> None:
+async def _own(spare: Spare, settings: McpSettings, events: EventSink) -> None:
     started = False
     try:
         with spare._cancel:
-            async with open_server_session(spare.server, settings, reporter=reporter) as session:
+            async with open_server_session(spare.server, settings, events=events) as session:
                 spare.session = session
                 started = True
                 spare._ready.set()
@@ -95,16 +96,16 @@ async def _own(spare: Spare, settings: McpSettings, reporter: Reporter) -> None:
         if not started or not _only_exceptions(exc):
             raise
         # The session already served its turn; a failure while closing it must not end the episode.
-        logger.error("MCP server '%s' failed while shutting down", spare.server.name, exc_info=exc)
+        report_stop_failure(events, spare.server.name, exc)
     finally:
         spare._ready.set()
         spare._done.set()
 
 
 def start_spare(
-    nursery: trio.Nursery, server: ServerConfig, settings: McpSettings, reporter: Reporter
+    nursery: anyio.abc.TaskGroup, server: ServerConfig, settings: McpSettings, events: EventSink
 ) -> Spare:
     """Start ``server`` in the background in a task of ``nursery``; returns at once."""
     spare = Spare(server)
-    nursery.start_soon(_own, spare, settings, reporter, name=f"zorkmcp-spare-{server.name}")
+    nursery.start_soon(_own, spare, settings, events, name=f"zorkmcp-spare-{server.name}")
     return spare

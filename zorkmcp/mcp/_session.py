@@ -22,17 +22,19 @@ import sys
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any, cast
 
+import anyio
+import anyio.abc
+import anyio.to_thread
 import mcp_types
-import trio
 from attrs import define, field
 from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError as SdkMCPError
 from mcp.shared.memory import create_client_server_memory_streams
 
 from zorkmcp.errors import MCPServerStartupError
+from zorkmcp.observability import EventSink, NullSink
 
 from ._env import build_server_env
-from ._events import Reporter, logger
 from ._stdio import ProcessInfo, open_stdio_transport
 
 if TYPE_CHECKING:
@@ -77,7 +79,7 @@ class ServerSession:
     process: ProcessInfo | None
     startup_seconds: float
     failure: str | None = None
-    _finished: trio.Event | None = field(default=None, alias="finished")
+    _finished: anyio.Event | None = field(default=None, alias="finished")
 
     @property
     def name(self) -> str:
@@ -114,8 +116,8 @@ class ServerHandle:
     """
 
     session: ServerSession
-    _stop: trio.Event = field(alias="stop")
-    _done: trio.Event = field(alias="done")
+    _stop: anyio.Event = field(alias="stop")
+    _done: anyio.Event = field(alias="done")
 
     def close(self) -> None:
         """Ask the owning task to end the session (returns at once)."""
@@ -147,7 +149,7 @@ def _hint(command: str) -> str:
 
 
 def _reason(exc: BaseException, server: ServerConfig) -> str:
-    leaves = [leaf for leaf in _leaves(exc) if not isinstance(leaf, trio.Cancelled)] or [exc]
+    leaves = [leaf for leaf in _leaves(exc) if not isinstance(leaf, anyio.get_cancelled_exc_class())] or [exc]
     leaf = leaves[0]
     if isinstance(leaf, FileNotFoundError) and server.type == "stdio":
         return f"command not found: {server.command!r}{_hint(server.command or '')}"
@@ -201,7 +203,7 @@ async def _load_factory(spec: str) -> Callable[[], Any]:
         raise ValueError(f"inprocess module must look like 'package.module:factory', got {spec!r}")
     module = sys.modules.get(module_name)
     if module is None:
-        module = await trio.to_thread.run_sync(importlib.import_module, module_name)
+        module = await anyio.to_thread.run_sync(importlib.import_module, module_name)
     target: Any = module
     for attr in attr_path.split("."):
         target = getattr(target, attr)
@@ -228,44 +230,63 @@ async def _run_inprocess(
     read: ReadStream[SessionMessage | Exception],
     write: WriteStream[SessionMessage],
     name: str,
-    finished: trio.Event,
+    finished: anyio.Event,
+    events: EventSink,
 ) -> None:
     try:
         await server.run(read, write, server.create_initialization_options(), raise_exceptions=False)
-    except Exception:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001
         # An in-process server that crashes ends its session (calls get error results), not the turn.
-        logger.exception("in-process MCP server '%s' crashed", name)
+        events.emit("mcp_server_died", server=name, reason=f"the in-process server crashed: {exc!r}")
+        events.log("ERROR", f"in-process MCP server '{name}' crashed: {exc!r}")
     finally:
         finished.set()
         await _close_quietly(write)
 
 
 async def _close_quietly(stream: WriteStream[Any]) -> None:
-    with trio.CancelScope(shield=True):
+    with anyio.CancelScope(shield=True):
         await stream.aclose()
+
+
+async def _build_inprocess(server: ServerConfig) -> Server[Any]:
+    """A fresh server object for one session, made in a worker thread (a factory may read files).
+
+    Built before the start-up deadline starts: a worker thread cannot be cancelled anyway, and the
+    deadline then bounds what it is for, the MCP handshake.
+    """
+    spec = server.module or ""
+    factory = await _load_factory(spec)
+    return _lowlevel_server(await anyio.to_thread.run_sync(factory), spec)
 
 
 @asynccontextmanager
 async def _open_inprocess_transport(
-    server: ServerConfig, finished: trio.Event
+    server: ServerConfig, lowlevel: Server[Any], finished: anyio.Event, events: EventSink
 ) -> AsyncIterator[tuple[ReadStream[SessionMessage | Exception], WriteStream[SessionMessage]]]:
-    spec = server.module or ""
-    factory = await _load_factory(spec)
-    lowlevel = _lowlevel_server(factory(), spec)  # a fresh server object per session
     async with create_client_server_memory_streams() as (client_streams, server_streams):
         client_read, client_write = client_streams
         server_read, server_write = server_streams
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(_run_inprocess, lowlevel, server_read, server_write, server.name, finished)
+        async with anyio.create_task_group() as nursery:
+            nursery.start_soon(
+                _run_inprocess, lowlevel, server_read, server_write, server.name, finished, events
+            )
             try:
                 yield client_read, client_write
             finally:
                 # EOF the server instead of cancelling it (as mcp/client/_memory.py does); bounded.
-                with trio.CancelScope(shield=True):
+                with anyio.CancelScope(shield=True):
                     await client_write.aclose()
-                    with trio.move_on_after(INPROCESS_SHUTDOWN_GRACE):
+                    with anyio.move_on_after(INPROCESS_SHUTDOWN_GRACE):
                         await finished.wait()
                 nursery.cancel_scope.cancel()
+
+
+def report_stop_failure(events: EventSink, server: str, exc: BaseException) -> None:
+    """A session that already served its turn failed while closing: an event, never a turn failure."""
+    error = f"{type(exc).__name__}: {exc}"
+    events.emit("mcp_server_stop_failed", server=server, error=error)
+    events.log("ERROR", f"MCP server '{server}' failed while shutting down: {error}")
 
 
 def _only_exceptions(exc: BaseException) -> bool:
@@ -278,7 +299,7 @@ async def open_server_session(
     server: ServerConfig,
     settings: McpSettings,
     *,
-    reporter: Reporter | None = None,
+    events: EventSink | None = None,
     base_env: Mapping[str, str] | None = None,
 ) -> AsyncIterator[ServerSession]:
     """Start one MCP server and yield its initialized session with its tools listed.
@@ -286,35 +307,38 @@ async def open_server_session(
     Args:
         server: the server's configuration (``stdio`` or ``inprocess``).
         settings: ``server_startup_timeout_seconds`` bounds spawn + initialize + tools/list.
-        reporter: where events go (``mcp_server_started``, ``mcp_server_stopped``, ``mcp_env_withheld``).
+        events: where events go (``mcp_server_started``, ``mcp_server_stopped``, ``mcp_env_withheld``).
         base_env: the environment to merge the server's ``env`` into (default ``os.environ``).
 
     Raises:
         MCPServerStartupError: the server did not start (plain, never inside an exception group).
     """
-    reporter = reporter or Reporter()
+    events = events if events is not None else NullSink()
     timeout = settings.server_startup_timeout_seconds
-    start = trio.current_time()
+    start = anyio.current_time()
     info: ProcessInfo | None = None
     session: ServerSession | None = None
     try:
-        with trio.CancelScope(deadline=start + timeout) as startup_scope:
+        lowlevel = await _build_inprocess(server) if server.type == "inprocess" else None
+        with anyio.CancelScope(deadline=anyio.current_time() + timeout) as startup_scope:
             async with AsyncExitStack() as stack:
-                finished: trio.Event | None = None
+                finished: anyio.Event | None = None
                 read: ReadStream[SessionMessage | Exception]
                 write: WriteStream[SessionMessage]
-                if server.type == "inprocess":
-                    finished = trio.Event()
-                    read, write = await stack.enter_async_context(_open_inprocess_transport(server, finished))
+                if lowlevel is not None:
+                    finished = anyio.Event()
+                    read, write = await stack.enter_async_context(
+                        _open_inprocess_transport(server, lowlevel, finished, events)
+                    )
                 else:
                     if not server.command:
                         raise ValueError("a stdio server needs a 'command'")
                     env, withheld = build_server_env(server.env, os.environ if base_env is None else base_env)
                     if withheld:
                         # Requirement 3.2: say which names were withheld, never their values.
-                        reporter.emit("mcp_env_withheld", server=server.name, names=list(withheld))
+                        events.emit("mcp_env_withheld", server=server.name, names=list(withheld))
                         names = ", ".join(withheld)
-                        reporter.log("DEBUG", f"MCP server '{server.name}': withheld variables {names}")
+                        events.log("DEBUG", f"MCP server '{server.name}': withheld variables {names}")
                     info = ProcessInfo(command=(server.command, *server.args), withheld_env=withheld)
                     read, write, _ = await stack.enter_async_context(
                         open_stdio_transport(server.command, server.args, env=env, cwd=server.cwd, info=info)
@@ -328,10 +352,10 @@ async def open_server_session(
                     client=client,
                     tools=tools,
                     process=info,
-                    startup_seconds=trio.current_time() - start,
+                    startup_seconds=anyio.current_time() - start,
                     finished=finished,
                 )
-                reporter.emit(
+                events.emit(
                     "mcp_server_started",
                     server=server.name,
                     pid=info.pid if info else None,
@@ -356,20 +380,20 @@ async def open_server_session(
                     strays_killed=info.strays_killed,
                     teardown_ms=round((info.teardown_seconds or 0.0) * 1000, 1),
                 )
-            reporter.emit("mcp_server_stopped", **fields)
+            events.emit("mcp_server_stopped", **fields)
 
 
 async def _serve(
     server: ServerConfig,
     settings: McpSettings,
-    reporter: Reporter | None,
+    events: EventSink | None,
     *,
-    task_status: trio.TaskStatus[ServerHandle] = trio.TASK_STATUS_IGNORED,
+    task_status: anyio.abc.TaskStatus[ServerHandle] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
-    stop, done = trio.Event(), trio.Event()
+    stop, done = anyio.Event(), anyio.Event()
     started = False
     try:
-        async with open_server_session(server, settings, reporter=reporter) as session:
+        async with open_server_session(server, settings, events=events) as session:
             task_status.started(ServerHandle(session, stop=stop, done=done))
             started = True
             await stop.wait()
@@ -377,17 +401,17 @@ async def _serve(
         if not started or not _only_exceptions(exc):
             raise
         # The session already ended; an error while closing it must not take down the turn.
-        logger.error("MCP server '%s' failed while shutting down", server.name, exc_info=exc)
+        report_stop_failure(events if events is not None else NullSink(), server.name, exc)
     finally:
         done.set()
 
 
 async def start_server(
-    nursery: trio.Nursery,
+    nursery: anyio.abc.TaskGroup,
     server: ServerConfig,
     settings: McpSettings,
     *,
-    reporter: Reporter | None = None,
+    events: EventSink | None = None,
 ) -> ServerHandle:
     """Start a server in a new task of ``nursery`` and return once it is ready.
 
@@ -398,10 +422,10 @@ async def start_server(
         nursery: the owner of the server's task (a turn's or an episode's nursery).
         server: what to start.
         settings: startup timeout.
-        reporter: where events go.
+        events: where events go.
 
     Raises:
         MCPServerStartupError: the server did not start.
     """
-    handle: ServerHandle = await nursery.start(_serve, server, settings, reporter)
+    handle: ServerHandle = await nursery.start(_serve, server, settings, events)
     return handle

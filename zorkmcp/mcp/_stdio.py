@@ -12,6 +12,11 @@ passed to the session as an ``Exception`` value and does not end it) and changes
   is killed at once — before the leader is reaped, so the group ID cannot have been reused by then
   (PIDs wrap within minutes on a busy machine) — and the session sees EOF, so a pending request
   fails promptly even when a leftover child still holds the stdout pipe.
+* Written on anyio, so it keeps every guarantee under trio (the project's runtime) and under an
+  asyncio host alike. The server is spawned with :class:`subprocess.Popen` in a worker thread (as
+  trio itself does) and its pipes are read and written with ``os.read``/``os.write`` and
+  ``anyio.wait_readable``/``wait_writable``: asyncio's own subprocess support on Python 3.11 reaps
+  children from a watcher thread the moment they exit, which would make the group kill below unsafe.
 * Teardown (shielded, bounded, no fixed sleeps): close stdin → wait for exit up to
   :data:`EOF_GRACE` → SIGTERM the group → wait up to :data:`TERM_GRACE` → SIGKILL the group. The
   group is always killed when the server exits (children of a server that exited cleanly), and then
@@ -33,11 +38,12 @@ import subprocess
 import sys
 from collections import deque
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
+import anyio.lowlevel
+import anyio.to_thread
 import mcp_types
-import trio
 from attrs import define, field
 from mcp.shared.message import SessionMessage
 
@@ -108,7 +114,7 @@ class ProcessInfo:
     teardown_seconds: float | None = None
     withheld_env: tuple[str, ...] = ()
     non_json_lines: int = 0
-    exited: trio.Event = field(factory=trio.Event)
+    exited: anyio.Event = field(factory=anyio.Event)
     """Set once the server process has exited, its group has been killed and it has been reaped."""
     _stderr: deque[str] = field(factory=lambda: deque(maxlen=STDERR_TAIL_LINES), alias="_stderr")
 
@@ -204,6 +210,47 @@ def kill_session_processes(token: str) -> list[int]:
     return pidfds
 
 
+class _Pipe:
+    """One end of a pipe to the server, non-blocking, read or written with anyio's fd waiting."""
+
+    def __init__(self, file: Any) -> None:
+        self._file = file
+        self.fd: int = file.fileno()
+        os.set_blocking(self.fd, False)
+        self.closed = False
+
+    async def receive_some(self) -> bytes:
+        """Up to :data:`_READ_SIZE` bytes; ``b""`` at end of file."""
+        await anyio.lowlevel.checkpoint()
+        while True:
+            if self.closed:
+                raise anyio.ClosedResourceError
+            try:
+                return os.read(self.fd, _READ_SIZE)
+            except BlockingIOError:
+                await anyio.wait_readable(self.fd)
+
+    async def send_all(self, data: bytes) -> None:
+        view = memoryview(data)
+        await anyio.lowlevel.checkpoint()
+        while view:
+            if self.closed:
+                raise anyio.ClosedResourceError
+            try:
+                view = view[os.write(self.fd, view) :]
+            except BlockingIOError:
+                await anyio.wait_writable(self.fd)
+
+    def close(self) -> None:
+        """Close the pipe, waking any task that waits on it (it then sees ``ClosedResourceError``)."""
+        if self.closed:
+            return
+        self.closed = True
+        anyio.notify_closing(self.fd)
+        with contextlib.suppress(OSError):
+            self._file.close()
+
+
 def _parse_line(line: bytes, info: ProcessInfo) -> SessionMessage | Exception | None:
     text = line.strip()
     if not text:
@@ -221,10 +268,10 @@ def _parse_line(line: bytes, info: ProcessInfo) -> SessionMessage | Exception | 
 
 
 async def _read_stdout(
-    stdout: trio.abc.ReceiveStream,
+    stdout: _Pipe,
     send: MemoryObjectSendStream[SessionMessage | Exception],
     info: ProcessInfo,
-    done: trio.Event,
+    done: anyio.Event,
 ) -> None:
     buffer = bytearray()
     scanned = 0
@@ -232,8 +279,8 @@ async def _read_stdout(
     try:
         while True:
             try:
-                chunk = await stdout.receive_some(_READ_SIZE)
-            except (trio.ClosedResourceError, trio.BrokenResourceError, OSError):
+                chunk = await stdout.receive_some()
+            except (anyio.ClosedResourceError, OSError):
                 break
             if not chunk:
                 break
@@ -259,13 +306,13 @@ async def _read_stdout(
         done.set()
 
 
-async def _read_stderr(stderr: trio.abc.ReceiveStream, info: ProcessInfo, done: trio.Event) -> None:
+async def _read_stderr(stderr: _Pipe, info: ProcessInfo, done: anyio.Event) -> None:
     buffer = bytearray()
     try:
         while True:
             try:
-                chunk = await stderr.receive_some(_READ_SIZE)
-            except (trio.ClosedResourceError, trio.BrokenResourceError, OSError):
+                chunk = await stderr.receive_some()
+            except (anyio.ClosedResourceError, OSError):
                 break
             if not chunk:
                 break
@@ -283,11 +330,11 @@ async def _read_stderr(stderr: trio.abc.ReceiveStream, info: ProcessInfo, done: 
 
 
 async def _write_stdin(
-    stdin: trio.abc.SendStream,
+    stdin: _Pipe,
     receive: MemoryObjectReceiveStream[SessionMessage],
     info: ProcessInfo,
-    reader_scope: trio.CancelScope,
-    done: trio.Event,
+    reader_scope: anyio.CancelScope,
+    done: anyio.Event,
 ) -> None:
     try:
         async with receive:
@@ -295,13 +342,13 @@ async def _write_stdin(
                 data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
                 try:
                     await stdin.send_all(data.encode())
-                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                except (anyio.ClosedResourceError, OSError):
                     break
             else:
                 return
         # The server stopped reading. If it is dying, the exit watcher ends the session; if it
         # lives on with its stdin closed, end the session here so pending requests fail now.
-        with trio.move_on_after(EXIT_DRAIN_GRACE):
+        with anyio.move_on_after(EXIT_DRAIN_GRACE):
             await info.exited.wait()
         if not info.exited.is_set():
             reader_scope.cancel()
@@ -309,32 +356,33 @@ async def _write_stdin(
         done.set()
 
 
-async def _wait_exit(process: trio.Process, pidfd: int | None) -> None:
+async def _wait_exit(process: subprocess.Popen[bytes], pidfd: int | None) -> None:
     """Return once the server has exited, **without reaping it** where a pidfd allows.
 
     While the exited leader is an unreaped zombie its PID, and so its process-group ID, cannot be
     reused; that is what makes the group kill after it safe on a machine where PIDs wrap quickly.
     """
     if pidfd is not None:
-        await trio.lowlevel.wait_readable(pidfd)
-    else:  # pragma: no cover - no pidfd (not Linux): reap, then kill the group at once
-        await process.wait()
+        await anyio.wait_readable(pidfd)  # a pidfd is readable once its process exited
+        return
+    while process.poll() is None:  # noqa: ASYNC110  # pragma: no cover - no pidfd (not Linux)
+        await anyio.sleep(0.05)
 
 
 async def _watch_exit(
-    process: trio.Process,
+    process: subprocess.Popen[bytes],
     pidfd: int | None,
     info: ProcessInfo,
-    reader_scope: trio.CancelScope,
-    reader_done: trio.Event,
+    reader_scope: anyio.CancelScope,
+    reader_done: anyio.Event,
 ) -> None:
     await _wait_exit(process, pidfd)
     # The server is gone: whatever is left of its group can only hold our pipes open. Killed before
-    # the leader is reaped (see _wait_exit), then reaped; nothing else reaps it.
+    # the leader is reaped (see _wait_exit), then reaped at once (it is a zombie: no blocking).
     _signal_group(process.pid, signal.SIGKILL)
-    info.returncode = await process.wait()
+    info.returncode = process.wait()
     info.exited.set()
-    with trio.move_on_after(EXIT_DRAIN_GRACE):
+    with anyio.move_on_after(EXIT_DRAIN_GRACE):
         await reader_done.wait()
     reader_scope.cancel()
 
@@ -342,23 +390,23 @@ async def _watch_exit(
 async def _wait_gone(pidfds: list[int], deadline: float) -> None:
     """Wait (until ``deadline``) for the processes behind ``pidfds`` to exit; always close the fds."""
     try:
-        with trio.move_on_at(deadline):
+        with anyio.CancelScope(deadline=deadline):
             for pidfd in pidfds:
-                await trio.lowlevel.wait_readable(pidfd)  # a pidfd is readable once its process exited
+                await anyio.wait_readable(pidfd)  # a pidfd is readable once its process exited
     finally:
         for pidfd in pidfds:
-            trio.lowlevel.notify_closing(pidfd)
+            anyio.notify_closing(pidfd)
             os.close(pidfd)
 
 
 async def _stop(
-    process: trio.Process,
-    stdin: trio.abc.SendStream,
+    process: subprocess.Popen[bytes],
+    stdin: _Pipe,
     info: ProcessInfo,
     write_send: MemoryObjectSendStream[SessionMessage],
-    writer_scope: trio.CancelScope,
-    writer_done: trio.Event,
-    stderr_done: trio.Event,
+    writer_scope: anyio.CancelScope,
+    writer_done: anyio.Event,
+    stderr_done: anyio.Event,
 ) -> None:
     """The bounded shutdown sequence (see the module docstring); runs shielded.
 
@@ -366,37 +414,36 @@ async def _stop(
     watcher is the only reaper and kills the group itself just before reaping, so a group ID is
     never signalled after it could have been reused.
     """
-    start = trio.current_time()
+    start = anyio.current_time()
     eof_deadline = start + EOF_GRACE
     write_send.close()  # lets the writer flush what the session already handed over, then stop
-    with trio.move_on_at(eof_deadline):
+    with anyio.CancelScope(deadline=eof_deadline):
         await writer_done.wait()
     writer_scope.cancel()
-    with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError, OSError):
-        await stdin.aclose()
-    with trio.move_on_at(eof_deadline):
+    stdin.close()
+    with anyio.CancelScope(deadline=eof_deadline):
         await info.exited.wait()
     if not info.exited.is_set():
         info.escalation = "sigterm"
         _signal_group(process.pid, signal.SIGTERM)
-        with trio.move_on_after(TERM_GRACE):
+        with anyio.move_on_after(TERM_GRACE):
             await info.exited.wait()
     if not info.exited.is_set():
         info.escalation = "sigkill"
         _signal_group(process.pid, signal.SIGKILL)
-        with trio.move_on_after(KILL_GRACE):
+        with anyio.move_on_after(KILL_GRACE):
             await info.exited.wait()
     if not info.exited.is_set():  # pragma: no cover - an unkillable (D-state) process
         logger.warning("MCP server %s (pid %d) survived SIGKILL", info.command_line, process.pid)
     # Children of a server that exited cleanly were killed with its group by the exit watcher;
     # children that called setsid are only found by the token in their environment.
-    with trio.move_on_after(KILL_GRACE):
-        pidfds = await trio.to_thread.run_sync(kill_session_processes, info.token)
+    with anyio.move_on_after(KILL_GRACE):
+        pidfds = await anyio.to_thread.run_sync(kill_session_processes, info.token)
         info.strays_killed = len(pidfds)
-        await _wait_gone(pidfds, trio.current_time() + KILL_GRACE)
-    with trio.move_on_after(STDERR_DRAIN_GRACE):
+        await _wait_gone(pidfds, anyio.current_time() + KILL_GRACE)
+    with anyio.move_on_after(STDERR_DRAIN_GRACE):
         await stderr_done.wait()
-    info.teardown_seconds = trio.current_time() - start
+    info.teardown_seconds = anyio.current_time() - start
 
 
 @asynccontextmanager
@@ -436,26 +483,35 @@ async def open_stdio_transport(
         info = ProcessInfo(command=(command, *args))
     full_env = dict(os.environ if env is None else env)
     full_env[SESSION_ENV_VAR] = info.token
-    process = await trio.lowlevel.open_process(
-        [command, *args],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=full_env,
-        cwd=cwd,
-        start_new_session=True,
-    )
+
+    def spawn() -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            [command, *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=full_env,
+            cwd=cwd,
+            start_new_session=True,
+        )
+
+    process = await anyio.to_thread.run_sync(spawn)
     # No checkpoint between the spawn and the try: a cancellation here would leak the process.
-    info.pid = process.pid
-    pidfd = _open_pidfd(process.pid)
-    stdin, stdout, stderr = process.stdin, process.stdout, process.stderr
-    assert stdin is not None
-    assert stdout is not None
-    assert stderr is not None
+    try:
+        info.pid = process.pid
+        pidfd = _open_pidfd(process.pid)
+        assert process.stdin is not None
+        assert process.stdout is not None
+        assert process.stderr is not None
+        stdin, stdout, stderr = _Pipe(process.stdin), _Pipe(process.stdout), _Pipe(process.stderr)
+    except BaseException:  # pragma: no cover - a pipe that cannot be made non-blocking
+        _signal_group(process.pid, signal.SIGKILL)
+        process.wait()
+        raise
     read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](0)
-    reader_scope, writer_scope = trio.CancelScope(), trio.CancelScope()
-    reader_done, writer_done, stderr_done = trio.Event(), trio.Event(), trio.Event()
+    reader_scope, writer_scope = anyio.CancelScope(), anyio.CancelScope()
+    reader_done, writer_done, stderr_done = anyio.Event(), anyio.Event(), anyio.Event()
 
     async def reader() -> None:
         with reader_scope:
@@ -468,34 +524,32 @@ async def open_stdio_transport(
 
     # The exit watcher is the only reaper: shielded so that a cancelled caller cannot stop it before
     # teardown has seen the server exit; teardown stops it explicitly at the very end.
-    watcher_scope = trio.CancelScope(shield=True)
+    watcher_scope = anyio.CancelScope(shield=True)
 
     async def watcher() -> None:
         with watcher_scope:
             await _watch_exit(process, pidfd, info, reader_scope, reader_done)
 
     try:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(reader)
-            nursery.start_soon(writer)
-            nursery.start_soon(_read_stderr, stderr, info, stderr_done)
-            nursery.start_soon(watcher)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(reader)
+            tasks.start_soon(writer)
+            tasks.start_soon(_read_stderr, stderr, info, stderr_done)
+            tasks.start_soon(watcher)
             try:
                 yield read_receive, write_send, info
             finally:
-                with trio.CancelScope(shield=True):
+                with anyio.CancelScope(shield=True):
                     await _stop(process, stdin, info, write_send, writer_scope, writer_done, stderr_done)
                 watcher_scope.cancel()
-                nursery.cancel_scope.cancel()
+                tasks.cancel_scope.cancel()
     finally:
-        if not info.exited.is_set():  # pragma: no cover - unkillable, or the nursery failed to open
+        if not info.exited.is_set():  # pragma: no cover - unkillable, or the task group failed to open
             _signal_group(process.pid, signal.SIGKILL)
         if pidfd is not None:
-            trio.lowlevel.notify_closing(pidfd)
+            anyio.notify_closing(pidfd)
             os.close(pidfd)
         for memory_stream in (read_send, read_receive, write_send, write_receive):
             memory_stream.close()
-        with trio.CancelScope(shield=True):
-            for pipe in (stdin, stdout, stderr):
-                with contextlib.suppress(trio.ClosedResourceError, OSError):
-                    await pipe.aclose()
+        for pipe in (stdin, stdout, stderr):
+            pipe.close()

@@ -13,12 +13,15 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import anyio
+import anyio.abc
+import anyio.to_thread
 import mcp_types
-import trio
 from attrs import frozen
 from mcp.shared.exceptions import MCPError as SdkMCPError
 
-from ._events import Reporter, logger
+from zorkmcp.observability import EventSink, NullSink
+
 from ._names import assign_wire_names, canonical_name
 from ._results import ToolCallResult, convert_call_result
 
@@ -76,7 +79,7 @@ def build_tool_infos(
     entries: Sequence[tuple[ServerConfig, Sequence[mcp_types.Tool]]],
     settings: McpSettings,
     *,
-    reporter: Reporter | None = None,
+    events: EventSink | None = None,
     apply_allow_list: bool = True,
 ) -> list[ToolInfo]:
     """Translate the listed tools of several servers into :class:`ToolInfo` (properties 33–38).
@@ -87,10 +90,10 @@ def build_tool_infos(
     Args:
         entries: each server's configuration with the tools it listed.
         settings: the global per-call timeout.
-        reporter: where warnings go.
+        events: where warnings go.
         apply_allow_list: ``False`` offers every tool regardless of ``ServerConfig.tools``.
     """
-    reporter = reporter or Reporter()
+    events = events if events is not None else NullSink()
     kept: list[tuple[ServerConfig, mcp_types.Tool]] = []
     seen: set[tuple[str, str]] = set()  # a name listed twice is offered once
     for server, tools in entries:
@@ -103,7 +106,7 @@ def build_tool_infos(
             kept.append((server, tool))
         offered = {tool for name, tool in seen if name == server.name}
         if allowed is not None and (missing := sorted(allowed - offered)):
-            reporter.log(
+            events.log(
                 "WARNING",
                 f"MCP server '{server.name}' has no tools named {', '.join(missing)} "
                 "(from its 'tools' allow-list)",
@@ -160,7 +163,7 @@ class Toolbox:
     Args:
         sessions: the started servers, in configuration order.
         settings: the result cap and the global per-call timeout.
-        reporter: where warnings and events go.
+        events: where warnings and events go.
         apply_allow_list: ``False`` offers every tool regardless of ``ServerConfig.tools``.
 
     Attributes:
@@ -174,24 +177,24 @@ class Toolbox:
         sessions: Sequence[ServerSession],
         settings: McpSettings,
         *,
-        reporter: Reporter | None = None,
+        events: EventSink | None = None,
         apply_allow_list: bool = True,
     ) -> None:
         self._settings = settings
-        self._reporter = reporter or Reporter()
+        self._events = events if events is not None else NullSink()
         self._sessions = {session.name: session for session in sessions}
         self.tools: tuple[ToolInfo, ...] = tuple(
             build_tool_infos(
                 [(s.config, s.tools) for s in sessions],
                 settings,
-                reporter=self._reporter,
+                events=self._events,
                 apply_allow_list=apply_allow_list,
             )
         )
         self._output_schemas = {(s.name, tool.name): tool.output_schema for s in sessions for tool in s.tools}
         self._table = ToolTable(self.tools)
         for name in self._table.ambiguous:
-            self._reporter.log(
+            self._events.log(
                 "WARNING", f"Tool name {name!r} is ambiguous; the LLM can still call it by wire name"
             )
         self.startup_seconds: float | None = None
@@ -255,7 +258,7 @@ class Toolbox:
         limit = info.timeout if timeout is None else timeout
         outcome: ToolCallResult | None = None
         connection_closed = False
-        with trio.move_on_after(limit if limit > 0 else math.inf) as scope:
+        with anyio.move_on_after(limit if limit > 0 else math.inf) as scope:
             try:
                 raw = await session.client.call_tool(info.tool, dict(arguments))
             except SdkMCPError as exc:
@@ -267,8 +270,8 @@ class Toolbox:
                     )
             except Exception as exc:  # noqa: BLE001
                 # Anything else the SDK raises for this call (invalid result, schema mismatch...) is a
-                # tool error for the LLM, not a reason to end the turn (seeds 000 §Error Handling).
-                logger.warning("MCP tool %s failed", info.name, exc_info=True)
+                # tool error for the LLM, not a reason to end the turn (seeds 000 §Error Handling);
+                # the engine reports it (mcp_tool_error).
                 outcome = ToolCallResult(
                     content=None,
                     is_error=True,
@@ -295,9 +298,9 @@ class Toolbox:
     async def _died(self, session: ServerSession, info: ToolInfo) -> ToolCallResult:
         session.failure = session.failure or f"the connection closed during a call to {info.name}"
         if session.process is not None:
-            with trio.move_on_after(DEATH_REPORT_GRACE):
+            with anyio.move_on_after(DEATH_REPORT_GRACE):
                 await session.process.exited.wait()
-        self._reporter.emit(
+        self._events.emit(
             "mcp_server_died", server=session.name, tool=info.name, reason=session.describe_death()
         )
         return ToolCallResult(

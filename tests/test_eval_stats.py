@@ -1,0 +1,159 @@
+"""Eval statistics: standard errors, the t quantile, Welch intervals, summary.json and summary.csv.
+
+Expected values are written out by hand: table t quantiles, and Welch intervals computed from
+the samples' means and variances with a t quantile found by integrating the t density (Simpson).
+"""
+
+from __future__ import annotations
+
+import csv
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from zorkmcp.eval import summarize, t_quantile, welch_interval, write_summary_csv
+from zorkmcp.eval._stats import standard_error
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def record(arm: str, seed: int, score: int, **extra: Any) -> dict[str, Any]:
+    base = {
+        "arm": arm,
+        "seed": seed,
+        "score": score,
+        "max_score": 350,
+        "moves": 12,
+        "turns": 10,
+        "victory": False,
+        "game_over": False,
+        "deaths": 0,
+        "tool_calls": 0,
+        "tool_errors": 0,
+        "tool_timeouts": 0,
+        "llm_requests": 10,
+        "prompt_tokens": 1000,
+        "completion_tokens": 100,
+        "wall_seconds": 30.0,
+        "scores": [score],
+        "runner": "local",
+        "pid": 7,
+        "model": "m",
+        "scripted": False,
+    }
+    return base | extra
+
+
+@pytest.mark.parametrize(
+    ("df", "expected"), [(1, 12.7062), (2, 4.3027), (4, 2.7764), (10, 2.2281), (30, 2.0423)]
+)
+def test_t_quantile_matches_the_table(df: float, expected: float) -> None:
+    assert t_quantile(0.975, df) == pytest.approx(expected, abs=1e-4)
+
+
+def test_t_quantile_fractional_df_and_lower_tail() -> None:
+    assert t_quantile(0.975, 3.2) == pytest.approx(3.0728, abs=1e-4)
+    assert t_quantile(0.025, 4) == pytest.approx(-2.7764, abs=1e-4)
+    assert t_quantile(0.5, 7) == pytest.approx(0.0, abs=1e-9)
+
+
+@pytest.mark.parametrize(("p", "df", "match"), [(0.0, 3, "p must be in"), (0.9, 0, "degrees of freedom")])
+def test_t_quantile_rejects_bad_arguments(p: float, df: float, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        t_quantile(p, df)
+
+
+def test_standard_error() -> None:
+    assert standard_error([10, 20, 30]) == pytest.approx(5.7735, abs=1e-4)
+    assert standard_error([0, 0, 30]) == pytest.approx(10.0, abs=1e-4)
+    assert standard_error([5]) is None
+
+
+def test_welch_interval_unequal_variances() -> None:
+    # var 100 and 300, n 3 each: se 11.5470, df 3.2, t 3.0728.
+    diff, lo, hi = welch_interval([10, 20, 30], [0, 0, 30]) or (0, 0, 0)
+    assert (diff, lo, hi) == pytest.approx((10.0, -25.4820, 45.4820), abs=1e-4)
+
+
+def test_welch_interval_equal_variances_has_pooled_df() -> None:
+    # var 100 each, n 3 each: df 4, se 8.1650, half width 2.7764 * 8.1650 = 22.6696.
+    diff, lo, hi = welch_interval([10, 20, 30], [0, 10, 20]) or (0, 0, 0)
+    assert (diff, lo, hi) == pytest.approx((10.0, -12.6696, 32.6696), abs=1e-4)
+
+
+def test_welch_interval_edge_cases() -> None:
+    assert welch_interval([1], [1, 2]) is None
+    assert welch_interval([5, 5], [3, 3]) == (2.0, 2.0, 2.0)
+
+
+@given(
+    st.lists(st.integers(0, 350), min_size=2, max_size=8),
+    st.lists(st.integers(0, 350), min_size=2, max_size=8),
+)
+def test_welch_interval_is_centred_on_the_difference(a: list[int], b: list[int]) -> None:
+    result = welch_interval(a, b)
+    assert result is not None
+    diff, lo, hi = result
+    assert lo <= diff <= hi
+    assert diff - lo == pytest.approx(hi - diff, abs=1e-9)
+
+
+def test_summarize_arms_and_comparison() -> None:
+    episodes = [
+        record("mcp", 1, 10, tool_calls=3, victory=True),
+        record("mcp", 2, 20, tool_calls=6),
+        record("mcp", 3, 30, tool_calls=9),
+        record("no-mcp", 1, 0),
+        record("no-mcp", 2, 0),
+        record("no-mcp", 3, 30),
+        record("no-mcp", 4, 350, error="LLMTransportError: connect timeout"),
+    ]
+    summary = summarize(episodes)
+    assert list(summary["arms"]) == ["mcp", "no-mcp"]
+    mcp, plain = summary["arms"]["mcp"], summary["arms"]["no-mcp"]
+    assert (mcp["episodes"], mcp["failed"], plain["episodes"], plain["failed"]) == (3, 0, 4, 1)
+    assert mcp["mean_score"] == pytest.approx(20.0)
+    assert mcp["se_score"] == pytest.approx(5.7735, abs=1e-4)
+    assert plain["mean_score"] == pytest.approx(10.0)  # the failed 350 is left out
+    assert plain["se_score"] == pytest.approx(10.0, abs=1e-4)
+    assert mcp["win_rate"] == pytest.approx(0.3333, abs=1e-4)
+    assert mcp["tool_calls_per_turn"] == pytest.approx(0.6)
+    assert plain["prompt_tokens"] == 4000  # tokens count every episode, failed too
+    assert mcp["mean_moves"] == pytest.approx(12.0)
+    assert mcp["mean_wall_seconds"] == pytest.approx(30.0)
+    (comparison,) = summary["comparisons"]
+    assert (comparison["a"], comparison["b"]) == ("mcp", "no-mcp")
+    assert comparison["diff_mean_score"] == pytest.approx(10.0)
+    assert comparison["ci95"] == pytest.approx([-25.4820, 45.4820], abs=1e-4)
+
+
+def test_summarize_one_comparison_per_pair_in_arm_order() -> None:
+    episodes = [record(arm, 1, 5) for arm in ("c", "a", "b")]
+    summary = summarize(episodes)
+    pairs = [(c["a"], c["b"]) for c in summary["comparisons"]]
+    assert pairs == [("c", "a"), ("c", "b"), ("a", "b")]
+    assert summary["arms"]["c"]["se_score"] is None
+    assert all(c["ci95"] is None for c in summary["comparisons"])
+
+
+def test_summarize_an_arm_of_failures_only() -> None:
+    summary = summarize([record("x", 1, 5, error="boom"), record("y", 1, 5), record("y", 2, 7)])
+    x = summary["arms"]["x"]
+    assert (x["episodes"], x["failed"], x["mean_score"], x["win_rate"]) == (1, 1, None, None)
+    assert summary["comparisons"][0]["diff_mean_score"] is None
+
+
+def test_summary_csv_has_one_row_per_episode(tmp_path: Path) -> None:
+    path = tmp_path / "summary.csv"
+    write_summary_csv([record("mcp", 1, 10), record("no-mcp", 1, 0, error="boom")], path)
+    with path.open(encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["arm"], r["seed"], r["score"], r["error"]) for r in rows] == [
+        ("mcp", "1", "10", ""),
+        ("no-mcp", "1", "0", "boom"),
+    ]
+    assert "scores" not in rows[0]
+    assert rows[0]["prompt_tokens"] == "1000"

@@ -1,0 +1,171 @@
+"""HTML reports: one episode's event log and an eval run folder, and ``zorkmcp report``'s exits."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+from typing import TYPE_CHECKING
+
+import pytest
+from report_data import episode_events, write_events, write_run
+
+from zorkmcp._cli_report import add_report_parser, run_report
+from zorkmcp.eval import ReportInputError, render_episode_report, render_eval_report
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def assert_self_contained(html: str) -> None:
+    assert html.startswith("<!DOCTYPE html>")
+    assert not re.search(r"(src|href)=\"(?!data:)", html), "every asset must be inline"
+    assert "http://" not in html
+    assert "https://" not in html
+
+
+def test_episode_page_shows_header_figure_and_transcript(tmp_path: Path) -> None:
+    log = write_events(tmp_path / "events.jsonl", episode_events(), bad_lines=2)
+    out = render_episode_report(log, tmp_path / "page.html")
+    html = out.read_text(encoding="utf-8")
+    assert_self_contained(html)
+    assert "zork1: episode ep-7f3a" in html
+    assert "stopped: max_turns" in html
+    assert "45 / 350" in html
+    assert "qwen3-30b-a3b" in html
+    assert html.count("data:image/png;base64,") == 1
+    assert html.count("<tr>") == 31  # header + 30 turns
+    assert "open mailbox" in html
+    assert "Opening the small mailbox reveals a leaflet." in html
+    assert "thinking.think" in html
+    assert "thinking.thinking" not in html  # canonical names are shown as they are
+    assert "[timeout" in html
+    assert "new objective: find a light source" in html
+    assert "2 line(s) of the log were not JSON objects and were skipped." in html
+
+
+def test_untrusted_text_is_escaped(tmp_path: Path) -> None:
+    events = episode_events()
+    events[1]["observation"] = "<img src=x onerror=alert(1)>"
+    events[1]["tools"] = [{"name": "t<b>", "arguments": "<script>", "result": "&", "outcome": "ok"}]
+    html = render_episode_report(write_events(tmp_path / "e.jsonl", events), tmp_path / "p.html").read_text()
+    assert "<script>" not in html
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in html  # in a reasoning string
+    assert "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert "t&lt;b&gt;" in html
+
+
+def test_old_log_without_optional_fields(tmp_path: Path) -> None:
+    lines = [
+        {"event_type": "episode_start", "episode_id": "old", "turn": 0, "timestamp": "t"},
+        {"event_type": "llm_retry", "episode_id": "old", "turn": 1, "timestamp": "t", "attempt": 2},
+        {"event_type": "turn_complete", "episode_id": "old", "turn": 1, "action": "look", "score": 0},
+        {"event_type": "turn_complete", "episode_id": "old", "turn": 2, "action": "north", "tool_calls": 2},
+    ]
+    html = render_episode_report(write_events(tmp_path / "e.jsonl", lines), tmp_path / "p.html").read_text()
+    assert "unfinished (no episode_complete)" in html
+    assert "2 call(s)" in html
+    assert "north" in html
+
+
+def two_episode_log(tmp_path: Path) -> Path:
+    return write_events(tmp_path / "two.jsonl", episode_events("run-a", 1) + episode_events("run-b", 2))
+
+
+def test_several_episodes_need_an_id(tmp_path: Path) -> None:
+    log = two_episode_log(tmp_path)
+    with pytest.raises(
+        ReportInputError, match=r"holds 2 episodes; pick one with --episode ID \(run-a, run-b\)"
+    ):
+        render_episode_report(log, tmp_path / "p.html")
+    with pytest.raises(ReportInputError, match=r"no episode 'run-c'; the log holds: run-a, run-b"):
+        render_episode_report(log, tmp_path / "p.html", "run-c")
+    html = render_episode_report(log, tmp_path / "p.html", "run-b").read_text()
+    assert "episode run-b" in html
+    assert "seed 2" in html
+
+
+def test_missing_log_and_empty_log(tmp_path: Path) -> None:
+    with pytest.raises(ReportInputError, match=r"nope\.jsonl: no such file"):
+        render_episode_report(tmp_path / "nope.jsonl", tmp_path / "p.html")
+    empty = write_events(tmp_path / "e.jsonl", [{"event_type": "llm_retry", "episode_id": "x"}], bad_lines=1)
+    with pytest.raises(ReportInputError, match=r"e\.jsonl: no episode records"):
+        render_episode_report(empty, tmp_path / "p.html")
+
+
+def test_eval_page(tmp_path: Path) -> None:
+    write_run(tmp_path)
+    (tmp_path / "episodes" / "mcp" / "seed-9.json").write_text("{broken", encoding="utf-8")
+    html = render_eval_report(tmp_path).read_text(encoding="utf-8")
+    assert_self_contained(html)
+    assert html.count("data:image/png;base64,") == 3
+    assert "10 episodes" in html
+    assert "1 episode file(s) could not be read" in html
+    assert "mcp − no-mcp" in html
+    assert "95% CI (Welch)" in html
+    assert "excluded from score statistics" in html
+    assert html.index("<td>mcp</td>") < html.index("<td>no-mcp</td>")
+
+
+def test_eval_page_follows_the_summary_arm_order(tmp_path: Path) -> None:
+    write_run(tmp_path, seeds=2, failed=False)
+    (tmp_path / "summary.json").write_text(json.dumps({"arms": {"no-mcp": {}, "mcp": {}}}))
+    html = render_eval_report(tmp_path, tmp_path / "other.html").read_text(encoding="utf-8")
+    assert html.index("<td>no-mcp</td>") < html.index("<td>mcp</td>")
+    assert "no-mcp − mcp" in html
+    assert not (tmp_path / "report.html").exists()
+
+
+def test_not_a_run_folder(tmp_path: Path) -> None:
+    with pytest.raises(ReportInputError, match="not an eval run folder"):
+        render_eval_report(tmp_path)
+    (tmp_path / "episodes" / "mcp").mkdir(parents=True)
+    with pytest.raises(ReportInputError, match="no readable episodes"):
+        render_eval_report(tmp_path)
+
+
+def report(*argv: str) -> int:
+    parser = argparse.ArgumentParser(prog="zorkmcp")
+    add_report_parser(parser.add_subparsers(dest="command", required=True))
+    return run_report(parser.parse_args(["report", *argv]))
+
+
+def test_cli_events_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = write_events(tmp_path / "events.jsonl", episode_events())
+    assert report(str(log)) == 0
+    assert (tmp_path / "report.html").is_file()
+    assert report(str(log), "-o", str(tmp_path / "x.html")) == 0
+    assert "episode ep-7f3a" in (tmp_path / "x.html").read_text(encoding="utf-8")
+    assert "wrote" in capsys.readouterr().out
+
+
+def test_cli_bad_input_exits_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = two_episode_log(tmp_path)
+    assert report(str(log)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "run-a, run-b" in err
+    assert report(str(tmp_path / "missing.jsonl")) == 2
+    assert "missing.jsonl: no such file" in capsys.readouterr().err
+    assert report(str(log), "--episode", "run-a") == 0
+
+
+def test_cli_run_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_run(tmp_path, seeds=2, failed=False)
+    assert report(str(tmp_path)) == 0
+    assert "mcp − no-mcp" in (tmp_path / "report.html").read_text(encoding="utf-8")
+    out = tmp_path / "ep.html"
+    assert report(str(tmp_path), "--episode", "mcp/seed-2", "-o", str(out)) == 0
+    assert "episode mcp-s2" in out.read_text(encoding="utf-8")
+    assert report(str(tmp_path), "--episode", "no-mcp-s1", "-o", str(out)) == 0
+    assert "episode no-mcp-s1" in out.read_text(encoding="utf-8")
+    capsys.readouterr()
+    assert report(str(tmp_path), "--episode", "mcp/seed-7") == 2
+    assert "no episode 'mcp/seed-7'" in capsys.readouterr().err
+
+
+def test_import_does_not_load_matplotlib() -> None:
+    code = "import sys, zorkmcp.eval, zorkmcp._cli_report; print('matplotlib' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout == "False\n"

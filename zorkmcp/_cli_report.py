@@ -1,0 +1,71 @@
+"""``zorkmcp report``: draw an episode's event log, or an eval run folder, as one HTML page.
+
+Exit status: 0 the page was written; 2 bad input (a missing or unreadable file, no episode, an
+unknown or missing ``--episode``), said in one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+__all__ = ["REPORT_HELP", "add_report_parser", "run_report"]
+
+REPORT_HELP = """\
+Draw one self-contained HTML page (figures inline, no external files).
+
+PATH is either a JSON-lines event log (zorkmcp play's [tool.zorkgpt.files] json_log_file, or an eval
+episode's seed-<N>.events.jsonl): the page shows the header (game, model, seed, result), score and
+tool calls per turn, and the transcript (action, game text, reasoning, tool calls); or an eval run
+folder (zorkmcp eval --out DIR): the page shows score over turns per arm, final scores, tool calls
+per turn, mean ± standard error per arm and Welch 95% intervals between arms."""
+
+
+def add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``report`` subcommand to the ``zorkmcp`` parser's subcommands."""
+    p = sub.add_parser(
+        "report",
+        help="draw an event log or an eval run as an HTML page",
+        description=REPORT_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("path", metavar="PATH", help="an events .jsonl file or an eval run folder")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE.html",
+        help="the page to write (default: report.html next to the log, or inside the run folder)",
+    )
+    p.add_argument(
+        "--episode",
+        metavar="ID",
+        help="the episode to draw: an episode_id of the log (needed when it holds several); in a run "
+        "folder, <arm>/seed-<N> or an episode_id",
+    )
+
+
+def _render(path: Path, output: Path | None, episode: str | None) -> Path:
+    from .eval._report import find_episode_events, render_episode_report, render_eval_report
+
+    if path.is_dir():
+        if episode is None:
+            return render_eval_report(path, output)
+        events = find_episode_events(path, episode)
+        picked = None if events.name == f"{Path(episode).name}.events.jsonl" else episode
+        return render_episode_report(events, output or path / "report.html", picked)
+    return render_episode_report(path, output or path.with_name("report.html"), episode)
+
+
+def run_report(args: argparse.Namespace) -> int:
+    """Run ``zorkmcp report``; 0 when the page is written, 2 on bad input (one line on stderr)."""
+    from .eval._results import ReportInputError
+
+    output = Path(args.output) if args.output else None
+    try:
+        written = _render(Path(args.path), output, args.episode)
+    except ReportInputError as exc:
+        print(f"zorkmcp report: {exc}", file=sys.stderr)
+        return 2
+    print(f"zorkmcp report: wrote {written}")
+    return 0

@@ -1,0 +1,418 @@
+"""Self-contained HTML reports: one for an eval run, one for a single episode's event log.
+
+Each page is one file: figures are PNGs inline as base64 ``data:`` URIs, the style sheet is inline,
+nothing is fetched. Every piece of text from a log (game text, model output, tool arguments and
+results) is HTML-escaped. matplotlib (Agg backend) is imported inside the drawing functions, so
+importing this module stays cheap; every figure is closed after use.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import math
+from html import escape
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ._results import (
+    EpisodeEvents,
+    ReportInputError,
+    find_episode_events,
+    read_event_log,
+    read_run_episodes,
+)
+from ._stats import group_by_arm, summarize, write_summary_csv
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+__all__ = [
+    "ReportInputError",
+    "find_episode_events",
+    "render_episode_report",
+    "render_eval_report",
+    "summarize",
+    "write_summary_csv",
+]
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d2330;margin:0;
+ background:#f6f7f9}
+main{max-width:1180px;margin:0 auto;padding:24px 28px 48px}
+h1{font-size:22px;margin:0 0 4px}
+h2{font-size:17px;margin:28px 0 10px;border-bottom:1px solid #dde1e8;padding-bottom:4px}
+.sub{color:#5b6474;margin:0 0 12px}.note{color:#5b6474;font-size:13px}.warn{color:#9a3412;font-weight:600}
+.cards{display:flex;flex-wrap:wrap;gap:10px;margin:14px 0}
+.card{background:#fff;border:1px solid #dde1e8;border-radius:8px;padding:8px 14px;min-width:110px}
+.card b{display:block;font-size:18px}.card span{color:#5b6474;font-size:12px}
+figure{margin:0;background:#fff;border:1px solid #dde1e8;border-radius:8px;padding:8px}
+figure img{width:100%;height:auto;display:block}
+.grid{display:grid;grid-template-columns:1fr 1fr;gap:12px}
+table{border-collapse:collapse;width:100%;background:#fff;font-size:13px}
+th,td{border:1px solid #dde1e8;padding:5px 8px;text-align:left;vertical-align:top}
+th{background:#eef1f5}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+td pre{margin:0;white-space:pre-wrap;word-break:break-word;
+ font:12px/1.4 ui-monospace,Menlo,Consolas,monospace}
+.tool{font:12px ui-monospace,Menlo,Consolas,monospace;margin:2px 0}
+.tool span{white-space:nowrap}
+.ok{color:#166534}.error,.timeout,.invalid_arguments{color:#b91c1c}.skipped{color:#6b7280}
+.obj{color:#1d4ed8;font-size:12px}
+"""
+
+
+def _fmt(value: Any, digits: int = 2) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}" if math.isfinite(value) else "–"
+    return escape(str(value))
+
+
+def _page(title: str, body: str) -> str:
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{escape(title)}</title><style>{_CSS}</style></head>"
+        f"<body><main>{body}</main></body></html>\n"
+    )
+
+
+def _img(fig: Figure, alt: str) -> str:
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    try:
+        fig.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
+    finally:
+        plt.close(fig)
+    data = base64.b64encode(buffer.getvalue()).decode("ascii")
+    return f'<figure><img alt="{escape(alt)}" src="data:image/png;base64,{data}"></figure>'
+
+
+def _figure(width: float = 5.6, height: float = 3.2) -> tuple[Figure, Axes]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(width, height))
+    ax.grid(True, alpha=0.3)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    return fig, ax
+
+
+def _write(path: Path, text: str) -> Path:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ReportInputError(f"{path}: cannot be written ({exc.strerror or exc})") from None
+    return path
+
+
+def _cards(items: list[tuple[str, str]]) -> str:
+    return (
+        '<div class="cards">'
+        + "".join(f"<div class='card'><b>{v}</b><span>{k}</span></div>" for k, v in items)
+        + "</div>"
+    )
+
+
+# --- eval run -----------------------------------------------------------------------------------
+
+
+def _padded_scores(records: list[dict[str, Any]]) -> list[list[float]]:
+    """Per-turn score lists, each held at its final value up to the longest episode."""
+    curves = [[float(s) for s in r.get("scores") or []] for r in records if not r.get("error")]
+    curves = [c for c in curves if c]
+    length = max((len(c) for c in curves), default=0)
+    return [c + [c[-1]] * (length - len(c)) for c in curves]
+
+
+def _score_curves_img(arms: dict[str, list[dict[str, Any]]]) -> str:
+    fig, ax = _figure(11.2, 3.4)
+    for i, (name, records) in enumerate(arms.items()):
+        curves = _padded_scores(records)
+        if not curves:
+            continue
+        turns = range(1, len(curves[0]) + 1)
+        columns = list(zip(*curves, strict=True))
+        color = f"C{i}"
+        ax.fill_between(turns, [min(c) for c in columns], [max(c) for c in columns], color=color, alpha=0.18)
+        ax.plot(
+            turns, [sum(c) / len(c) for c in columns], color=color, lw=2, label=f"{name} (n={len(curves)})"
+        )
+    ax.set(xlabel="turn", ylabel="score", title="Score over turns: mean, band = min–max")
+    ax.legend(loc="upper left", frameon=False)
+    return _img(fig, "score over turns per arm")
+
+
+def _strip_img(arms: dict[str, list[dict[str, Any]]], value: Any, ylabel: str, title: str) -> str:
+    import random
+
+    fig, ax = _figure()
+    data = [[v for r in rs if not r.get("error") and (v := value(r)) is not None] for rs in arms.values()]
+    positions = range(1, len(data) + 1)
+    ax.boxplot(data, positions=positions, widths=0.5, showfliers=False, medianprops={"color": "#1d2330"})
+    jitter = random.Random(0)  # noqa: S311 - plot jitter, not security
+    for i, values in enumerate(data):
+        xs = [i + 1 + jitter.uniform(-0.12, 0.12) for _ in values]
+        ax.scatter(xs, values, color=f"C{i}", s=28, alpha=0.85, zorder=3)
+    ax.set_xticks(list(positions), [str(name) for name in arms])
+    ax.set(ylabel=ylabel, title=title)
+    return _img(fig, title)
+
+
+def _tool_rate(record: dict[str, Any]) -> float | None:
+    calls, turns = record.get("tool_calls"), record.get("turns")
+    if isinstance(calls, int | float) and isinstance(turns, int | float) and turns > 0:
+        return float(calls) / float(turns)
+    return None
+
+
+def _arm_table(summary: dict[str, Any]) -> str:
+    head = (
+        "<tr><th>arm</th><th>episodes</th><th>failed</th><th>mean score ± se</th><th>min–max</th>"
+        "<th>win rate</th><th>mean moves</th><th>tool calls / turn</th><th>tool errors / timeouts</th>"
+        "<th>tokens in / out</th><th>mean wall s</th></tr>"
+    )
+    rows = []
+    for name, arm in summary["arms"].items():
+        win = arm.get("win_rate")
+        rows.append(
+            f"<tr><td>{escape(name)}</td><td class=n>{_fmt(arm['episodes'])}</td>"
+            f"<td class=n>{_fmt(arm['failed'])}</td>"
+            f"<td class=n>{_fmt(arm['mean_score'])} ± {_fmt(arm['se_score'])}</td>"
+            f"<td class=n>{_fmt(arm['min_score'], 0)}–{_fmt(arm['max_score'], 0)}</td>"
+            f"<td class=n>{'–' if win is None else f'{win:.0%}'}</td>"
+            f"<td class=n>{_fmt(arm['mean_moves'], 1)}</td>"
+            f"<td class=n>{_fmt(arm['tool_calls_per_turn'])}</td>"
+            f"<td class=n>{_fmt(arm['tool_errors'])} / {_fmt(arm['tool_timeouts'])}</td>"
+            f"<td class=n>{arm['prompt_tokens']:,} / {arm['completion_tokens']:,}</td>"
+            f"<td class=n>{_fmt(arm['mean_wall_seconds'], 1)}</td></tr>"
+        )
+    return f"<table>{head}{''.join(rows)}</table>"
+
+
+def _comparison_table(summary: dict[str, Any]) -> str:
+    if not summary["comparisons"]:
+        return "<p class=note>One arm: nothing to compare.</p>"
+    rows = []
+    for c in summary["comparisons"]:
+        ci = c.get("ci95")
+        interval = f"{_fmt(ci[0])} … {_fmt(ci[1])}" if ci else "– (needs ≥ 2 scored episodes per arm)"
+        rows.append(
+            f"<tr><td>{escape(c['a'])} − {escape(c['b'])}</td>"
+            f"<td class=n>{_fmt(c['diff_mean_score'])}</td><td class=n>{interval}</td></tr>"
+        )
+    return (
+        "<table><tr><th>comparison</th><th>difference of mean scores</th><th>95% CI (Welch)</th></tr>"
+        + "".join(rows)
+        + "</table>"
+    )
+
+
+def _eval_header(run_dir: Path, episodes: list[dict[str, Any]], bad: int) -> str:
+    models = sorted({str(r.get("model")) for r in episodes if r.get("model")})
+    seeds = sorted({r["seed"] for r in episodes if isinstance(r.get("seed"), int)})
+    seed_text = f"{seeds[0]}–{seeds[-1]}" if seeds else "–"
+    text = (
+        f"<h1>zorkmcp eval: {escape(run_dir.name)}</h1><p class=sub>{len(episodes)} episodes · "
+        f"model {escape(', '.join(models) or '–')} · seeds {seed_text}</p>"
+    )
+    if bad:
+        text += f"<p class=warn>{bad} episode file(s) could not be read and are left out.</p>"
+    return text
+
+
+def render_eval_report(run_dir: Path, out_path: Path | None = None) -> Path:
+    """Write ``run_dir/report.html`` (or ``out_path``) for an eval run folder and return its path.
+
+    Raises:
+        ReportInputError: the folder holds no readable episode record, or the page cannot be written.
+    """
+    run_dir = Path(run_dir)
+    episodes, bad = read_run_episodes(run_dir)
+    summary = summarize(episodes)
+    arms = group_by_arm(episodes)
+    score_ceiling = summary["arms"][next(iter(arms))].get("game_max_score")
+    final_title = "Final score per episode" + (f" (of {score_ceiling:.0f})" if score_ceiling else "")
+    body = (
+        _eval_header(run_dir, episodes, bad)
+        + "<h2>Arms</h2>"
+        + _arm_table(summary)
+        + "<p class=note>Failed episodes (with an error) are counted but excluded from score statistics. "
+        "se = sample standard deviation / √n.</p><h2>Comparisons</h2>"
+        + _comparison_table(summary)
+        + "<p class=note>Welch's t interval: Welch–Satterthwaite degrees of freedom, Student t quantile.</p>"
+        + "<h2>Figures</h2>"
+        + _score_curves_img(arms)
+        + "<p class=note>An episode that ended early holds its final score for the remaining turns.</p>"
+        + '<div class="grid">'
+        + _strip_img(arms, lambda r: r.get("score"), "score", final_title)
+        + _strip_img(arms, _tool_rate, "tool calls / turn", "Tool calls per turn, per episode")
+        + "</div>"
+    )
+    target = run_dir / "report.html" if out_path is None else Path(out_path)
+    return _write(target, _page(f"zorkmcp eval {run_dir.name}", body))
+
+
+# --- one episode ---------------------------------------------------------------------------------
+
+
+def _num(record: dict[str, Any], key: str) -> float | None:
+    value = record.get(key)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _turn_number(record: dict[str, Any], index: int) -> int:
+    value = record.get("turn")
+    return value if isinstance(value, int) else index + 1
+
+
+def _episode_img(episode: EpisodeEvents) -> str:
+    turns = [_turn_number(t, i) for i, t in enumerate(episode.turns)]
+    fig, ax = _figure(11.2, 3.0)
+    scored = [
+        (n, s) for n, t in zip(turns, episode.turns, strict=True) if (s := _num(t, "score")) is not None
+    ]
+    if scored:
+        ax.step([n for n, _ in scored], [s for _, s in scored], where="post", color="C0", lw=2, label="score")
+    ax.set_ylim(bottom=0, top=max((s for _, s in scored), default=0) * 1.15 + 1)
+    ax.set(xlabel="turn", ylabel="score")
+    ax.yaxis.label.set_color("C0")
+    tools = ax.twinx()
+    calls = [_num(t, "tool_calls") or 0.0 for t in episode.turns]
+    tools.bar(turns, calls, color="C1", alpha=0.3, width=0.7, label="tool calls")
+    tools.set_ylabel("tool calls in the turn")
+    tools.yaxis.label.set_color("C1")
+    tools.spines["top"].set_visible(False)
+    ax.set_zorder(tools.get_zorder() + 1)
+    ax.patch.set_visible(False)
+    ax.set_title("Score (line) and tool calls (bars) per turn")
+    return _img(fig, "score and tool calls per turn")
+
+
+def _tool_line(call: Any) -> str:
+    if not isinstance(call, dict):
+        return ""
+    outcome = str(call.get("outcome", ""))
+    duration = _num(call, "duration_ms")
+    name, server = str(call.get("name", "?")), call.get("server")
+    if server and not name.startswith(f"{server}."):  # turn_complete names tools canonically: server.tool
+        name = f"{server}.{name}"
+    return (
+        f"<div class=tool><b>{escape(name)}</b>"
+        f"({escape(str(call.get('arguments', '')))})"
+        f" → {escape(str(call.get('result', '')))} <span class='{escape(outcome)}'>[{escape(outcome or '?')}"
+        f"{f', {duration:.0f} ms' if duration is not None else ''}]</span></div>"
+    )
+
+
+def _transcript(episode: EpisodeEvents) -> str:
+    rows = []
+    for i, t in enumerate(episode.turns):
+        reasoning = escape(str(t.get("reasoning") or ""))
+        if t.get("new_objective"):
+            reasoning += f"<div class=obj>new objective: {escape(str(t['new_objective']))}</div>"
+        tools = t.get("tools")
+        if isinstance(tools, list) and tools:
+            tool_html = "".join(_tool_line(c) for c in tools)
+        else:
+            count = t.get("tool_calls")
+            tool_html = f"<span class=note>{_fmt(count) + ' call(s)' if count else 'none'}</span>"
+        flags = " ".join(k.replace("_", " ") for k in ("game_over", "victory") if t.get(k))
+        if t.get("game_error"):
+            flags += f" error: {escape(str(t['game_error']))}"
+        rows.append(
+            f"<tr><td class=n>{_turn_number(t, i)}</td><td><b>{escape(str(t.get('action', '')))}</b>"
+            f"<div class=note>{escape(str(t.get('location') or ''))}</div></td>"
+            f"<td class=n>{_fmt(t.get('score'))}</td><td><pre>{escape(str(t.get('observation') or ''))}</pre>"
+            f"{f'<div class=warn>{flags}</div>' if flags else ''}</td>"
+            f"<td>{reasoning}</td><td>{tool_html}</td></tr>"
+        )
+    head = (
+        "<tr><th>turn</th><th>action</th><th>score</th><th>game text</th>"
+        "<th>reasoning</th><th>tool calls</th></tr>"
+    )
+    return f"<table>{head}{''.join(rows)}</table>"
+
+
+def _result_text(end: dict[str, Any] | None, last: dict[str, Any]) -> str:
+    if end is None:
+        return "unfinished (no episode_complete)"
+    if end.get("error"):
+        return f"failed: {end['error']}"
+    if end.get("victory"):
+        return "victory"
+    if end.get("game_over"):
+        return "game over"
+    return f"stopped: {end.get('stopped') or 'turn limit'}"
+
+
+def _limits(start: dict[str, Any]) -> str:
+    parts = [str(start["game_file"])] if start.get("game_file") else []
+    if isinstance(start.get("max_turns"), int):
+        parts.append(f"at most {start['max_turns']} turns")
+    return " · ".join(parts) or "no episode_start record"
+
+
+def _episode_header(episode: EpisodeEvents, bad: int, events_path: Path) -> str:
+    start, end = episode.start or {}, episode.complete
+    last = episode.turns[-1] if episode.turns else {}
+    info = end or last
+    max_score = (end or {}).get("max_score", start.get("max_score"))
+    model = start.get("model") or (end or {}).get("model")
+    if start.get("scripted") or (end or {}).get("scripted"):
+        model = f"{model or ''} (scripted)".strip()
+    mcp = start.get("mcp_enabled")
+    text = (
+        f"<h1>{escape(str(start.get('game') or 'zorkmcp episode'))}: "
+        f"episode {escape(episode.episode_id)}</h1>"
+        f"<p class=sub>{escape(str(events_path))} · seed {_fmt(start.get('seed'))} · "
+        f"MCP {_fmt(mcp) if isinstance(mcp, bool) else '–'} · {escape(_limits(start))}</p>"
+        + _cards(
+            [
+                ("result", escape(_result_text(end, last))),
+                ("score", f"{_fmt(info.get('score'))} / {_fmt(max_score)}"),
+                (
+                    "turns / moves",
+                    f"{_fmt(info.get('turns', len(episode.turns)))} / {_fmt(info.get('moves'))}",
+                ),
+                (
+                    "tool calls",
+                    _fmt(info.get("tool_calls", sum(_num(t, "tool_calls") or 0 for t in episode.turns))),
+                ),
+                ("model", _fmt(model)),
+            ]
+        )
+    )
+    if bad:
+        text += f"<p class=warn>{bad} line(s) of the log were not JSON objects and were skipped.</p>"
+    return text
+
+
+def render_episode_report(events_path: Path, out_path: Path, episode_id: str | None = None) -> Path:
+    """Write one episode of a JSON-lines event log as a self-contained HTML page; return ``out_path``.
+
+    Args:
+        events_path: the event log.
+        out_path: the page to write.
+        episode_id: which episode; ``None`` takes the only one.
+
+    Raises:
+        ReportInputError: the log is missing or unreadable, holds no episode, holds several and
+            ``episode_id`` is ``None``, does not hold ``episode_id``, or the page cannot be written.
+    """
+    events_path, out_path = Path(events_path), Path(out_path)
+    log = read_event_log(events_path)
+    episode = log.pick(episode_id)
+    body = _episode_header(episode, log.bad_lines, events_path)
+    if episode.turns:
+        body += _episode_img(episode) + "<h2>Transcript</h2>" + _transcript(episode)
+    else:
+        body += "<p class=note>No turn_complete records: nothing to draw.</p>"
+    return _write(out_path, _page(f"zorkmcp episode {episode.episode_id}", body))

@@ -1,0 +1,233 @@
+"""Statistics of an eval run: per-arm means with standard errors, and Welch intervals between arms.
+
+The 95% interval for a difference of two means is Welch's t interval: the Welch–Satterthwaite
+degrees of freedom and the Student t quantile, found by bisection on the t distribution's CDF
+(the regularized incomplete beta function, evaluated by its continued fraction). No scipy.
+
+Failed episodes (records with ``error``) are counted per arm but left out of every score figure.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+    from pathlib import Path
+
+__all__ = [
+    "CSV_COLUMNS",
+    "group_by_arm",
+    "mean",
+    "standard_error",
+    "summarize",
+    "t_quantile",
+    "welch_interval",
+    "write_summary_csv",
+]
+
+CSV_COLUMNS = (
+    "arm",
+    "seed",
+    "score",
+    "max_score",
+    "moves",
+    "turns",
+    "victory",
+    "game_over",
+    "deaths",
+    "tool_calls",
+    "tool_errors",
+    "tool_timeouts",
+    "llm_requests",
+    "prompt_tokens",
+    "completion_tokens",
+    "wall_seconds",
+    "runner",
+    "pid",
+    "model",
+    "scripted",
+    "error",
+)
+"""The columns of ``summary.csv``, one row per episode, in this order."""
+
+
+def mean(values: Sequence[float]) -> float | None:
+    """The arithmetic mean, or ``None`` for no values."""
+    return sum(values) / len(values) if values else None
+
+
+def standard_error(values: Sequence[float]) -> float | None:
+    """Sample standard deviation over ``sqrt(n)``; ``None`` below two values."""
+    n = len(values)
+    if n < 2:
+        return None
+    m = sum(values) / n
+    return math.sqrt(sum((v - m) ** 2 for v in values) / (n - 1) / n)
+
+
+def _beta_continued_fraction(a: float, b: float, x: float) -> float:
+    # Lentz's method for the continued fraction of the incomplete beta function.
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    result = d
+    for m in range(1, 500):
+        for numerator in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
+            d = 1.0 + numerator * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + numerator / c
+            c = c if abs(c) > tiny else tiny
+            result *= c * d
+        if abs(c * d - 1.0) < 1e-15:
+            break
+    return result
+
+
+def _regularized_beta(a: float, b: float, x: float) -> float:
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    log_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    if x < (a + 1.0) / (a + b + 2.0):
+        return math.exp(log_front) * _beta_continued_fraction(a, b, x) / a
+    return 1.0 - math.exp(log_front) * _beta_continued_fraction(b, a, 1.0 - x) / b
+
+
+def _t_cdf(t: float, df: float) -> float:
+    tail = 0.5 * _regularized_beta(df / 2.0, 0.5, df / (df + t * t))
+    return 1.0 - tail if t >= 0 else tail
+
+
+def t_quantile(p: float, df: float) -> float:
+    """The ``p`` quantile of Student's t distribution with ``df`` degrees of freedom (> 0, may be fractional).
+
+    Raises:
+        ValueError: ``p`` outside (0, 1) or ``df`` not positive.
+    """
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"p must be in (0, 1), got {p}")
+    if not df > 0.0:
+        raise ValueError(f"degrees of freedom must be > 0, got {df}")
+    if p < 0.5:
+        return -t_quantile(1.0 - p, df)
+    lo, hi = 0.0, 1.0
+    while _t_cdf(hi, df) < p:
+        lo, hi = hi, hi * 2.0
+    for _ in range(200):
+        mid = (lo + hi) / 2.0
+        if _t_cdf(mid, df) < p:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-12 * max(1.0, hi):
+            break
+    return (lo + hi) / 2.0
+
+
+def welch_interval(
+    a: Sequence[float], b: Sequence[float], level: float = 0.95
+) -> tuple[float, float, float] | None:
+    """``(mean(a) - mean(b), low, high)``: Welch's t interval for the difference of two means.
+
+    ``None`` when either sample has fewer than two values. When both samples have no spread the
+    interval is the difference itself.
+    """
+    if len(a) < 2 or len(b) < 2:
+        return None
+    se_a, se_b = standard_error(a), standard_error(b)
+    assert se_a is not None
+    assert se_b is not None
+    diff = sum(a) / len(a) - sum(b) / len(b)
+    va, vb = se_a**2, se_b**2
+    if va + vb == 0.0:
+        return diff, diff, diff
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    half = t_quantile(0.5 + level / 2.0, df) * math.sqrt(va + vb)
+    return diff, diff - half, diff + half
+
+
+def _numbers(records: Iterable[dict[str, Any]], key: str) -> list[float]:
+    return [float(r[key]) for r in records if isinstance(r.get(key), int | float)]
+
+
+def _arm_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
+    ok = [r for r in records if not r.get("error")]
+    scores = _numbers(ok, "score")
+    turns = sum(_numbers(ok, "turns"))
+    return {
+        "episodes": len(records),
+        "failed": len(records) - len(ok),
+        "scored": len(scores),
+        "mean_score": mean(scores),
+        "se_score": standard_error(scores),
+        "min_score": min(scores) if scores else None,
+        "max_score": max(scores) if scores else None,
+        "game_max_score": max(_numbers(ok, "max_score"), default=None),
+        "win_rate": mean([1.0 if r.get("victory") else 0.0 for r in ok]),
+        "mean_moves": mean(_numbers(ok, "moves")),
+        "mean_turns": mean(_numbers(ok, "turns")),
+        "mean_deaths": mean(_numbers(ok, "deaths")),
+        "tool_calls_per_turn": sum(_numbers(ok, "tool_calls")) / turns if turns else None,
+        "tool_errors": int(sum(_numbers(records, "tool_errors"))),
+        "tool_timeouts": int(sum(_numbers(records, "tool_timeouts"))),
+        "llm_requests": int(sum(_numbers(records, "llm_requests"))),
+        "prompt_tokens": int(sum(_numbers(records, "prompt_tokens"))),
+        "completion_tokens": int(sum(_numbers(records, "completion_tokens"))),
+        "mean_wall_seconds": mean(_numbers(ok, "wall_seconds")),
+    }
+
+
+def group_by_arm(episodes: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Episode records by arm, arms in the order they first appear."""
+    arms: dict[str, list[dict[str, Any]]] = {}
+    for record in episodes:
+        arms.setdefault(str(record.get("arm", "")), []).append(record)
+    return arms
+
+
+def summarize(episodes: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """``summary.json``'s object: per-arm figures and one comparison per pair of arms.
+
+    Arms come in the order they first appear in ``episodes``; each comparison's ``a`` is the
+    earlier arm. Failed episodes (with ``error``) count in ``episodes`` and ``failed`` and in the
+    token and tool-error totals, never in score, win-rate, moves or tool-calls-per-turn figures.
+    ``se_score`` and ``ci95`` are ``null`` below two scored episodes.
+    """
+    arms = group_by_arm(episodes)
+    scores = {name: _numbers([r for r in rs if not r.get("error")], "score") for name, rs in arms.items()}
+    names = list(arms)
+    comparisons = []
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            interval = welch_interval(scores[a], scores[b])
+            ma, mb = mean(scores[a]), mean(scores[b])
+            comparisons.append(
+                {
+                    "a": a,
+                    "b": b,
+                    "diff_mean_score": ma - mb if ma is not None and mb is not None else None,
+                    "ci95": [interval[1], interval[2]] if interval is not None else None,
+                    "method": "Welch t interval (Welch–Satterthwaite df)",
+                }
+            )
+    return {
+        "arms": {name: _arm_summary(records) for name, records in arms.items()},
+        "comparisons": comparisons,
+        "note": "failed episodes (with an error) are counted but excluded from score statistics",
+    }
+
+
+def write_summary_csv(episodes: Iterable[dict[str, Any]], path: Path) -> None:
+    """``summary.csv``: one row per episode, the columns of :data:`CSV_COLUMNS` (blank when absent)."""
+    with path.open("w", encoding="utf-8", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS, extrasaction="ignore")
+        writer.writeheader()
+        for record in episodes:
+            writer.writerow({key: record.get(key, "") for key in CSV_COLUMNS})
