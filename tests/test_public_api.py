@@ -11,7 +11,15 @@ import pytest
 import bridge
 import zorkmcp
 
-PACKAGES = ["zorkmcp", "zorkmcp.mcp", "zorkmcp.llm", "zorkmcp.game", "zorkmcp.config", "zorkmcp.eval", "bridge"]
+PACKAGES = [
+    "zorkmcp",
+    "zorkmcp.mcp",
+    "zorkmcp.llm",
+    "zorkmcp.game",
+    "zorkmcp.config",
+    "zorkmcp.eval",
+    "bridge",
+]
 
 
 @pytest.mark.parametrize("package", PACKAGES)
