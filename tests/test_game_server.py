@@ -22,7 +22,7 @@ from mcp.types import CallToolResult, TextContent
 
 from zorkmcp.errors import GameError
 from zorkmcp.game import PACKAGED_GAME, GameState, ZorkGame, walkthrough
-from zorkmcp.game.server import SERVER_NAME, build_server, create_server, main
+from zorkmcp.game.server import SERVER_NAME, TOOL_LISTINGS, build_server, create_server, main
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -281,3 +281,51 @@ async def test_stdio_subprocess_plays_real_zork() -> None:
             assert text_of(await client.call_tool("inventory", {})) == "Inventory: You are empty-handed."
         errlog.seek(0)
         assert "Traceback" not in errlog.read()
+
+
+async def test_the_stdlib_server_lists_what_the_sdk_server_lists(server: MCPServer) -> None:
+    """The default stdio server (standard library) and build_server (the SDK) offer the same tools."""
+    async with Client(server) as client:
+        listed = [
+            tool.model_dump(by_alias=True, exclude_none=True) for tool in (await client.list_tools()).tools
+        ]
+    assert listed == [dict(listing) for listing in TOOL_LISTINGS]
+    assert listed[0]["inputSchema"] == {
+        "type": "object",
+        "properties": {
+            "action": {
+                "description": "The command to play, e.g. 'north' or 'take lamp'.",
+                "title": "Action",
+                "type": "string",
+            }
+        },
+        "required": ["action"],
+        "title": "play_actionArguments",
+    }
+
+
+@pytest.mark.parametrize("variant", [[], ["--sdk"]])
+async def test_both_stdio_variants_answer_alike(variant: list[str]) -> None:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "zorkmcp.game.server", "--game", str(zork1_path()), "--seed", "12", *variant],
+        cwd=str(REPO),
+    )
+    with tempfile.TemporaryFile("w+") as errlog:
+        async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
+            empty = await client.call_tool("play_action", {"action": ""})
+            status = await client.call_tool("status", {})
+    assert empty.is_error
+    assert text_of(empty) == (
+        "Error executing tool play_action: action is empty: type a command such as 'look' or 'north'"
+    )
+    assert json.loads(text_of(status)) == {
+        "game": "zork1",
+        "location": "West of House",
+        "score": 0,
+        "max_score": 350,
+        "moves": 0,
+        "game_over": False,
+        "victory": False,
+        "died": False,
+    }

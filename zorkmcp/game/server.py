@@ -1,7 +1,11 @@
 """The game MCP server (seeds 003): one game of real Zork per server process.
 
-Run it as ``python -m zorkmcp.game.server [--game PATH] [--seed N]``; it speaks MCP over stdio,
-so any MCP client can play (Claude Desktop too). Tools:
+Run it as ``python -m zorkmcp.game.server [--game PATH] [--seed N] [--sdk]``; it speaks MCP over
+stdio, so any MCP client can play (Claude Desktop too). By default it is served on the standard
+library's JSON-RPC loop (:mod:`zorkmcp.servers._stdio_jsonrpc`): importing the MCP SDK and pydantic
+costs about 0.6 s of CPU and 35 MB per process, and ``zorkmcp eval`` starts one game server per
+episode. ``--sdk`` serves the same tools with the SDK's ``MCPServer`` (:func:`build_server`, also
+what :func:`create_server` returns for ``inprocess`` use); a test keeps the two listings equal. Tools:
 
 * ``play_action(action)``: play a command; the game's text, ``+N points! (Total: T)`` when points
   were gained, ``[Score: S | Moves: M]``, and ``GAME OVER`` when the game ended.
@@ -28,28 +32,27 @@ import argparse
 import json
 import os
 import sys
-from typing import TYPE_CHECKING, Annotated
-
-import anyio
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
-from pydantic import Field
+from typing import TYPE_CHECKING, Annotated, Any
 
 from .. import __version__
-from ..config import Settings
 from ..errors import ConfigError, GameError
+from ..servers._stdio_jsonrpc import JsonRpcServer, StdioTool
 from ._paths import resolve_game_path
 from ._state import GameState
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
+
+    from mcp.server.mcpserver import MCPServer
 
 __all__ = [
     "SERVER_NAME",
+    "TOOL_LISTINGS",
     "build_server",
+    "build_stdio_server",
     "create_server",
     "main",
+    "open_game",
 ]
 
 SERVER_NAME = "Text Adventure Server"  # seeds 003 §Server Initialization
@@ -58,6 +61,91 @@ _INSTRUCTIONS = (
     "A game of Zork (a text adventure). Play commands with play_action ('north', 'take lamp', "
     "'open mailbox'); memory, get_map and inventory report the state without playing a move."
 )
+
+
+_DESCRIPTIONS: dict[str, str] = {
+    "play_action": (
+        "Play one game command (e.g. 'north', 'take lamp', 'open mailbox') and return the game's "
+        "response, points gained, the score and moves, and GAME OVER when the game has ended."
+    ),
+    "memory": (
+        "Summary of the game: location, score, moves, the last 5 actions with their results, "
+        "and the current observation. Does not play a move."
+    ),
+    "get_map": (
+        "Map of the explored locations and the exits learned from movement commands; "
+        "[Current] marks where the player is. Does not play a move."
+    ),
+    "inventory": "The items the player carries. Does not play a move.",
+    "status": (
+        "The game's state as JSON: game, location, score, max_score, moves, game_over, victory "
+        "(the game was won) and died (the last action killed the player). Does not play a move."
+    ),
+}
+_ACTION_DESCRIPTION = "The command to play, e.g. 'north' or 'take lamp'."
+_READ_ONLY: dict[str, bool] = {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False}
+_PLAYS: dict[str, bool] = {"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False}
+
+
+def _listing(name: str) -> dict[str, object]:
+    properties: dict[str, object] = {}
+    schema: dict[str, object] = {"type": "object", "properties": properties, "title": f"{name}Arguments"}
+    if name == "play_action":
+        properties["action"] = {"description": _ACTION_DESCRIPTION, "title": "Action", "type": "string"}
+        schema["required"] = ["action"]
+    annotations = _PLAYS if name == "play_action" else _READ_ONLY
+    return {
+        "name": name,
+        "description": _DESCRIPTIONS[name],
+        "inputSchema": schema,
+        "annotations": annotations,
+    }
+
+
+TOOL_LISTINGS: tuple[dict[str, object], ...] = tuple(_listing(name) for name in _DESCRIPTIONS)
+"""``tools/list`` of the game server, exactly as the SDK's ``MCPServer`` lists :func:`build_server`."""
+
+
+def build_stdio_server(state: GameState) -> JsonRpcServer:
+    """The game's tools on the standard library's JSON-RPC loop (the default of ``main``).
+
+    Args:
+        state: the game it plays.
+    """
+
+    def play(arguments: Mapping[str, object]) -> str:
+        action = arguments.get("action")
+        if not isinstance(action, str):
+            raise GameError("action must be a string, e.g. 'north'")
+        return state.play_action(action)
+
+    runs: dict[str, Callable[[Mapping[str, object]], str]] = {
+        "play_action": play,
+        "memory": lambda _: state.get_memory(),
+        "get_map": lambda _: state.get_map(),
+        "inventory": lambda _: state.get_inventory(),
+        "status": lambda _: json.dumps(state.get_status()),
+    }
+
+    def tool(listing: dict[str, Any]) -> StdioTool:
+        name, run = listing["name"], runs[listing["name"]]
+
+        def function(arguments: Mapping[str, Any]) -> tuple[str, bool]:
+            try:
+                return run(arguments), False
+            except GameError as exc:  # the SDK server's wording for a ToolError
+                return f"Error executing tool {name}: {exc}", True
+
+        return StdioTool(
+            name=name,
+            description=listing["description"],
+            input_schema=listing["inputSchema"],
+            annotations=listing["annotations"],
+            function=function,
+        )
+
+    tools = [tool(dict(listing)) for listing in TOOL_LISTINGS]
+    return JsonRpcServer(tools, name=SERVER_NAME, version=__version__, instructions=_INSTRUCTIONS)
 
 
 def build_server(state: GameState) -> MCPServer:
@@ -69,32 +157,36 @@ def build_server(state: GameState) -> MCPServer:
     Returns:
         The server, ready for ``run_stdio_async`` or an in-memory client.
     """
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.types import ToolAnnotations
+    from pydantic import Field
+
     server = MCPServer(SERVER_NAME, instructions=_INSTRUCTIONS, version=__version__, log_level="WARNING")
     read_only = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 
     # The tools are async and call the game inline: a step takes tens of microseconds, and
     # running them on the event loop serialises them (Jericho is not thread-safe).
-    @server.tool(
-        description=(
-            "Play one game command (e.g. 'north', 'take lamp', 'open mailbox') and return the game's "
-            "response, points gained, the score and moves, and GAME OVER when the game has ended."
-        ),
-        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False),
-        structured_output=False,
-    )
-    async def play_action(
-        action: Annotated[str, Field(description="The command to play, e.g. 'north' or 'take lamp'.")],
-    ) -> str:
+    async def play_action(action: str) -> str:
         try:
             return state.play_action(action)
         except GameError as exc:
             raise ToolError(str(exc)) from exc
 
+    # Real objects, not strings: the SDK evaluates string annotations in this module's globals,
+    # where the lazily imported pydantic ``Field`` is not.
+    play_action.__annotations__ = {
+        "action": Annotated[str, Field(description=_ACTION_DESCRIPTION)],
+        "return": str,
+    }
+    server.tool(
+        description=_DESCRIPTIONS["play_action"],
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False),
+        structured_output=False,
+    )(play_action)
+
     @server.tool(
-        description=(
-            "Summary of the game: location, score, moves, the last 5 actions with their results, "
-            "and the current observation. Does not play a move."
-        ),
+        description=_DESCRIPTIONS["memory"],
         annotations=read_only,
         structured_output=False,
     )
@@ -102,10 +194,7 @@ def build_server(state: GameState) -> MCPServer:
         return state.get_memory()
 
     @server.tool(
-        description=(
-            "Map of the explored locations and the exits learned from movement commands; "
-            "[Current] marks where the player is. Does not play a move."
-        ),
+        description=_DESCRIPTIONS["get_map"],
         annotations=read_only,
         structured_output=False,
     )
@@ -113,7 +202,7 @@ def build_server(state: GameState) -> MCPServer:
         return state.get_map()
 
     @server.tool(
-        description="The items the player carries. Does not play a move.",
+        description=_DESCRIPTIONS["inventory"],
         annotations=read_only,
         structured_output=False,
     )
@@ -121,10 +210,7 @@ def build_server(state: GameState) -> MCPServer:
         return state.get_inventory()
 
     @server.tool(
-        description=(
-            "The game's state as JSON: game, location, score, max_score, moves, game_over, victory "
-            "(the game was won) and died (the last action killed the player). Does not play a move."
-        ),
+        description=_DESCRIPTIONS["status"],
         annotations=read_only,
         structured_output=False,
     )
@@ -150,15 +236,24 @@ def create_server(game_path: str | None = None, seed: int | None = None) -> MCPS
         GameError: no playable game file, or ``ZORKMCP_GAME_SEED`` is not a non-negative integer.
         ConfigError: ``./pyproject.toml`` is unusable (read only when ``game_path`` is ``None``).
     """
+    return build_server(open_game(game_path, seed))
+
+
+def open_game(game_path: str | None = None, seed: int | None = None) -> GameState:
+    """The game a server plays (see :func:`create_server` for the arguments and errors)."""
     if seed is None:
         seed = _seed_from_env(os.environ)
-    settings = Settings.from_pyproject() if game_path is None else None
+    settings = None
+    if game_path is None:  # only then: reading the settings costs the config package's imports
+        from ..config import Settings
+
+        settings = Settings.from_pyproject()
     path = resolve_game_path(
         game_path,
         settings.files.game_file_path if settings is not None else None,
         settings_base=settings.source.parent if settings is not None and settings.source else None,
     )
-    return build_server(GameState.open(path, seed=seed))
+    return GameState.open(path, seed=seed)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -182,13 +277,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--seed", type=_non_negative_int, help="the interpreter's RNG seed (default: ZORKMCP_GAME_SEED)"
     )
+    parser.add_argument(
+        "--sdk", action="store_true", help="serve with the MCP SDK's server (slower to start; same tools)"
+    )
     args = parser.parse_args(argv)
     try:
-        server = create_server(args.game, args.seed)
+        state = open_game(args.game, args.seed)
     except (GameError, ConfigError) as exc:
         print(f"zorkmcp game server: {exc}", file=sys.stderr)
         return 2
-    anyio.run(server.run_stdio_async, backend="trio")
+    if args.sdk:
+        import anyio
+
+        anyio.run(build_server(state).run_stdio_async, backend="trio")
+    else:
+        build_stdio_server(state).serve(sys.stdin.buffer, sys.stdout.buffer)
     return 0
 
 

@@ -1,7 +1,7 @@
 """A minimal MCP server over stdio, standard library only.
 
 Importing any part of the MCP SDK costs 1.0-1.9 s here; a server that is spawned once per
-turn cannot afford that (issue 6, item 2). This loop speaks just enough of MCP for tool
+turn cannot afford that. This loop speaks just enough of MCP for tool
 servers: newline-delimited JSON-RPC 2.0 on stdin/stdout with ``initialize``,
 ``notifications/initialized``, ``ping``, ``tools/list``, ``tools/call`` and
 ``notifications/cancelled`` (ignored: every tool here answers at once).
@@ -49,18 +49,28 @@ ToolFunction = Callable[[Mapping[str, Any]], tuple[str, bool]]
 class StdioTool:
     """One tool the server offers: its MCP listing and the function that runs it."""
 
-    __slots__ = ("description", "function", "input_schema", "name")
+    __slots__ = ("annotations", "description", "function", "input_schema", "name")
 
     def __init__(
-        self, *, name: str, description: str, input_schema: Mapping[str, Any], function: ToolFunction
+        self,
+        *,
+        name: str,
+        description: str,
+        input_schema: Mapping[str, Any],
+        function: ToolFunction,
+        annotations: Mapping[str, Any] | None = None,
     ) -> None:
         self.name = name
         self.description = description
         self.input_schema = input_schema
         self.function = function
+        self.annotations = annotations
 
     def listing(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description, "inputSchema": dict(self.input_schema)}
+        listing = {"name": self.name, "description": self.description, "inputSchema": dict(self.input_schema)}
+        if self.annotations is not None:
+            listing["annotations"] = dict(self.annotations)
+        return listing
 
 
 class _RpcError(Exception):

@@ -1,4 +1,4 @@
-"""The embedded reasoning server: one ``think`` tool (issue 2 §4).
+"""The embedded reasoning server: one ``think`` tool.
 
 Two ways to run the same tool from the same core (:mod:`._thinking_core`):
 
