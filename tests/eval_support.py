@@ -17,15 +17,36 @@ from zorkmcp.episode import GAME_SERVER_NAME, GAME_TOOLS_FOR_AGENT
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["inprocess_game"]
+__all__ = ["inprocess_game", "prebuild"]
+
+_BUILT: dict[int, Any] = {}
+
+
+def prebuild(*seeds: int) -> None:
+    """Build the seeded servers now (synchronously), so that starting them takes no real time.
+
+    The MCP layer builds in-process servers in a worker thread; a slow build would let the mock
+    clock jump while an episode waits for it.
+    """
+    from zorkmcp.game.server import create_server
+
+    for seed in seeds:
+        _BUILT[seed] = create_server(str(ZORK1_Z3), seed)
+
+
+def _server(seed: int) -> Any:
+    built = _BUILT.pop(seed, None)
+    if built is not None:
+        return built
+    from zorkmcp.game.server import create_server
+
+    return create_server(str(ZORK1_Z3), seed)
 
 
 def __getattr__(name: str) -> Callable[[], Any]:
     if not name.startswith("seed_"):
         raise AttributeError(name)
-    from zorkmcp.game.server import create_server
-
-    return partial(create_server, str(ZORK1_Z3), int(name.removeprefix("seed_")))
+    return partial(_server, int(name.removeprefix("seed_")))
 
 
 def inprocess_game(seed: int) -> ServerConfig:

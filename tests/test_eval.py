@@ -11,6 +11,7 @@ import subprocess
 import sys
 from typing import TYPE_CHECKING, Any
 
+import eval_support
 import pytest
 import trio
 from eval_support import inprocess_game
@@ -40,8 +41,18 @@ def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
+@pytest.fixture
+def autojump_clock() -> trio.testing.MockClock:
+    """Virtual time that jumps once every task has been blocked for 50 ms of real time.
+
+    The MCP layer builds in-process servers in a worker thread (even a prebuilt one is a thread
+    hop); with a threshold of 0 the clock could jump while an episode waits for it.
+    """
+    return trio.testing.MockClock(autojump_threshold=0.05)
+
+
 def _spec(seed: int, base_url: str, turns: int = 3) -> EpisodeSpec:
-    import eval_support  # noqa: F401 -- imported here, so the in-process server loads without a thread
+    eval_support.prebuild(seed)
 
     return EpisodeSpec(
         arm="a",

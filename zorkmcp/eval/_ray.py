@@ -28,14 +28,14 @@ LOCAL = "local"
 
 def play_in_worker(spec: EpisodeSpec) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """One episode in a Ray worker: its own trio loop and HTTP pool; returns the record and events."""
-    import trio
+    from .._bridge import run_trio  # the project's trio loop, with its Ctrl-C contract
 
     async def main() -> EpisodeResult:
         url = endpoint_of(spec)
         async with open_http_pools([url] if url else [], concurrency=1) as pools:
             return await play_episode(spec, pools, runner="ray")
 
-    result = trio.run(main)
+    result = run_trio(main)
     return result.record, result.events
 
 
