@@ -430,33 +430,8 @@ def run_eval(
     pending = [spec for spec in specs if spec.key not in done]
     plan.out.mkdir(parents=True, exist_ok=True)
     interrupted = False
-    on_start = progress.started if progress is not None else None
-    on_done = progress.finished if progress is not None else None
     try:
-        if ray is not None:
-            from ._ray import play_on_ray
-
-            play_on_ray(
-                pending,
-                plan.out,
-                concurrency=plan.concurrency,
-                address=ray,
-                on_start=on_start,
-                on_done=on_done,
-            )
-        else:
-            from .._bridge import run_trio
-
-            run_trio(
-                partial(
-                    play_episodes,
-                    pending,
-                    plan.out,
-                    concurrency=plan.concurrency,
-                    on_start=on_start,
-                    on_done=on_done,
-                )
-            )
+        _play(pending, plan, ray, progress)
     except KeyboardInterrupt:
         interrupted = True
     episodes = collect_episodes(plan)
@@ -468,6 +443,26 @@ def run_eval(
         resumed=len(done),
         interrupted=interrupted,
         summary=summary,
+    )
+
+
+def _play(pending: list[EpisodeSpec], plan: EvalPlan, ray: str | None, progress: Progress | None) -> None:
+    """Play ``pending`` in this process (one trio loop) or as Ray tasks; Ctrl-C raises KeyboardInterrupt."""
+    on_start = progress.started if progress is not None else None
+    on_done = progress.finished if progress is not None else None
+    if ray is not None:
+        from ._ray import play_on_ray
+
+        play_on_ray(
+            pending, plan.out, concurrency=plan.concurrency, address=ray, on_start=on_start, on_done=on_done
+        )
+        return
+    from .._bridge import run_trio
+
+    run_trio(
+        partial(
+            play_episodes, pending, plan.out, concurrency=plan.concurrency, on_start=on_start, on_done=on_done
+        )
     )
 
 
