@@ -35,16 +35,19 @@ from zorkmcp.errors import MCPServerStartupError
 from zorkmcp.observability import EventSink, NullSink
 
 from ._env import build_server_env
+from ._notifications import ServerNotifications
+from ._remote import RemoteStatus, open_remote_pool, open_remote_transport, remote_startup_error
 from ._stdio import ProcessInfo, open_stdio_transport
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Mapping
 
+    import httpx2
     from mcp.client._transport import ReadStream, WriteStream
     from mcp.server.lowlevel import Server
     from mcp.shared.message import SessionMessage
 
-    from zorkmcp.config import McpSettings, ServerConfig
+    from zorkmcp.config import McpSettings, RemoteKind, ServerConfig
 
 __all__ = [
     "INPROCESS_SHUTDOWN_GRACE",
@@ -69,8 +72,10 @@ class ServerSession:
         client: the SDK session (initialized).
         tools: the server's tools as listed at startup (before the allow-list).
         process: the subprocess (``None`` for ``inprocess`` servers).
-        startup_seconds: spawn + initialize + tools/list.
+        startup_seconds: spawn (or connect) + initialize + tools/list.
         failure: why the connection is unusable, once it is.
+        notes: the server's notifications as events (logs, progress, a changed tool list).
+        remote: what the HTTP layer saw (remote servers only; ``session_expired`` after a 404).
     """
 
     config: ServerConfig
@@ -80,6 +85,8 @@ class ServerSession:
     startup_seconds: float
     failure: str | None = None
     _finished: anyio.Event | None = field(default=None, alias="finished")
+    notes: ServerNotifications | None = None
+    remote: RemoteStatus | None = None
 
     @property
     def name(self) -> str:
@@ -294,6 +301,162 @@ def _only_exceptions(exc: BaseException) -> bool:
     return all(isinstance(leaf, Exception) for leaf in _leaves(exc))
 
 
+_Streams = tuple["ReadStream[SessionMessage | Exception]", "WriteStream[SessionMessage]"]
+
+
+@define(kw_only=True, eq=False)
+class _Opening:
+    """What a start-up knows so far (for its error message): the process, the HTTP status."""
+
+    info: ProcessInfo | None = None
+    status: RemoteStatus | None = None
+    finished: anyio.Event | None = None
+
+
+async def _enter_stdio(
+    stack: AsyncExitStack,
+    server: ServerConfig,
+    opening: _Opening,
+    events: EventSink,
+    base_env: Mapping[str, str],
+) -> _Streams:
+    if not server.command:
+        raise ValueError("a stdio server needs a 'command'")
+    env, withheld = build_server_env(server.env, base_env)
+    if withheld:
+        # Requirement 3.2: say which names were withheld, never their values.
+        events.emit("mcp_env_withheld", server=server.name, names=list(withheld))
+        events.log("DEBUG", f"MCP server '{server.name}': withheld variables {', '.join(withheld)}")
+    opening.info = ProcessInfo(command=(server.command, *server.args), withheld_env=withheld)
+    read, write, _ = await stack.enter_async_context(
+        open_stdio_transport(server.command, server.args, env=env, cwd=server.cwd, info=opening.info)
+    )
+    return read, write
+
+
+async def _enter_remote(
+    stack: AsyncExitStack,
+    server: ServerConfig,
+    opening: _Opening,
+    events: EventSink,
+    pool: httpx2.AsyncBaseTransport | None,
+) -> _Streams:
+    if pool is None:  # no owner lent one: this session owns its pool
+        pool = await stack.enter_async_context(open_remote_pool())
+    read, write, opening.status = await stack.enter_async_context(
+        open_remote_transport(
+            name=server.name,
+            url=server.url or "",
+            kind=cast("RemoteKind", server.type),
+            headers=server.headers,
+            pool=pool,
+            events=events,
+        )
+    )
+    return read, write
+
+
+async def _enter_transport(
+    stack: AsyncExitStack,
+    server: ServerConfig,
+    lowlevel: Server[Any] | None,
+    opening: _Opening,
+    events: EventSink,
+    options: _Options,
+) -> _Streams:
+    if lowlevel is not None:
+        opening.finished = anyio.Event()
+        return await stack.enter_async_context(
+            _open_inprocess_transport(server, lowlevel, opening.finished, events)
+        )
+    if server.remote:
+        return await _enter_remote(stack, server, opening, events, options.pool)
+    return await _enter_stdio(stack, server, opening, events, options.base_env)
+
+
+@define(kw_only=True, frozen=True)
+class _Options:
+    base_env: Mapping[str, str]
+    pool: httpx2.AsyncBaseTransport | None
+
+
+def _failure(
+    server: ServerConfig, opening: _Opening, exc: BaseException | None, reason: str | None
+) -> MCPServerStartupError:
+    if server.remote:
+        return remote_startup_error(
+            exc or TimeoutError(reason),
+            name=server.name,
+            url=server.url or "",
+            headers=server.headers,
+            status=opening.status,
+            reason=reason,
+        )
+    if reason is None:
+        reason = _reason(exc, server) if exc is not None else "unknown failure"
+    return _startup_error(server, opening.info, reason)
+
+
+def _started(server: ServerConfig, session: ServerSession, events: EventSink) -> None:
+    info = session.process
+    events.emit(
+        "mcp_server_started",
+        server=server.name,
+        pid=info.pid if info else None,
+        startup_ms=round(session.startup_seconds * 1000, 1),
+        tools=[tool.name for tool in session.tools],
+    )
+
+
+def _stopped(server: ServerConfig, info: ProcessInfo | None, events: EventSink) -> None:
+    fields: dict[str, Any] = {"server": server.name}
+    if info is not None:
+        fields.update(
+            pid=info.pid,
+            exit_status=info.returncode,
+            escalation=info.escalation,
+            strays_killed=info.strays_killed,
+            teardown_ms=round((info.teardown_seconds or 0.0) * 1000, 1),
+        )
+    events.emit("mcp_server_stopped", **fields)
+
+
+@asynccontextmanager
+async def _connect(
+    server: ServerConfig,
+    lowlevel: Server[Any] | None,
+    opening: _Opening,
+    events: EventSink,
+    options: _Options,
+) -> AsyncIterator[ServerSession]:
+    """Transport, ``ClientSession``, initialize, ``tools/list`` (the caller bounds the time)."""
+    start = anyio.current_time()
+    notes = ServerNotifications(server.name, events)
+    async with AsyncExitStack() as stack:
+        read, write = await _enter_transport(stack, server, lowlevel, opening, events, options)
+        client = await stack.enter_async_context(
+            ClientSession(
+                read,
+                write,
+                client_info=_CLIENT_INFO,
+                logging_callback=notes.on_log,
+                message_handler=notes.on_message,
+            )
+        )
+        await client.initialize()  # property 8: the handshake comes before discovery
+        tools = await _list_all_tools(client)
+        yield ServerSession(
+            config=server,
+            client=client,
+            tools=tools,
+            process=opening.info,
+            startup_seconds=anyio.current_time() - start,
+            finished=opening.finished,
+            notes=notes,
+            remote=opening.status,
+        )
+
+
 @asynccontextmanager
 async def open_server_session(
     server: ServerConfig,
@@ -301,86 +464,45 @@ async def open_server_session(
     *,
     events: EventSink | None = None,
     base_env: Mapping[str, str] | None = None,
+    pool: httpx2.AsyncBaseTransport | None = None,
 ) -> AsyncIterator[ServerSession]:
     """Start one MCP server and yield its initialized session with its tools listed.
 
     Args:
-        server: the server's configuration (``stdio`` or ``inprocess``).
-        settings: ``server_startup_timeout_seconds`` bounds spawn + initialize + tools/list.
-        events: where events go (``mcp_server_started``, ``mcp_server_stopped``, ``mcp_env_withheld``).
+        server: the server's configuration (``stdio``, ``inprocess``, or remote ``http`` / ``sse``).
+        settings: ``server_startup_timeout_seconds`` bounds connect or spawn + initialize + tools/list.
+        events: where events go (``mcp_server_started``, ``mcp_server_stopped``, ``mcp_env_withheld``,
+            and the server's notifications).
         base_env: the environment to merge the server's ``env`` into (default ``os.environ``).
+        pool: a remote server's connection pool from :func:`~zorkmcp.mcp._remote.open_remote_pool`,
+            owned by the episode; without one the session opens (and closes) its own.
 
     Raises:
         MCPServerStartupError: the server did not start (plain, never inside an exception group).
     """
     events = events if events is not None else NullSink()
     timeout = settings.server_startup_timeout_seconds
-    start = anyio.current_time()
-    info: ProcessInfo | None = None
+    options = _Options(base_env=os.environ if base_env is None else base_env, pool=pool)
+    opening = _Opening()
     session: ServerSession | None = None
     try:
         lowlevel = await _build_inprocess(server) if server.type == "inprocess" else None
         with anyio.CancelScope(deadline=anyio.current_time() + timeout) as startup_scope:
-            async with AsyncExitStack() as stack:
-                finished: anyio.Event | None = None
-                read: ReadStream[SessionMessage | Exception]
-                write: WriteStream[SessionMessage]
-                if lowlevel is not None:
-                    finished = anyio.Event()
-                    read, write = await stack.enter_async_context(
-                        _open_inprocess_transport(server, lowlevel, finished, events)
-                    )
-                else:
-                    if not server.command:
-                        raise ValueError("a stdio server needs a 'command'")
-                    env, withheld = build_server_env(server.env, os.environ if base_env is None else base_env)
-                    if withheld:
-                        # Requirement 3.2: say which names were withheld, never their values.
-                        events.emit("mcp_env_withheld", server=server.name, names=list(withheld))
-                        names = ", ".join(withheld)
-                        events.log("DEBUG", f"MCP server '{server.name}': withheld variables {names}")
-                    info = ProcessInfo(command=(server.command, *server.args), withheld_env=withheld)
-                    read, write, _ = await stack.enter_async_context(
-                        open_stdio_transport(server.command, server.args, env=env, cwd=server.cwd, info=info)
-                    )
-                client = await stack.enter_async_context(ClientSession(read, write, client_info=_CLIENT_INFO))
-                await client.initialize()  # property 8: the handshake comes before discovery
-                tools = await _list_all_tools(client)
+            async with _connect(server, lowlevel, opening, events, options) as session:
                 startup_scope.deadline = math.inf
-                session = ServerSession(
-                    config=server,
-                    client=client,
-                    tools=tools,
-                    process=info,
-                    startup_seconds=anyio.current_time() - start,
-                    finished=finished,
-                )
-                events.emit(
-                    "mcp_server_started",
-                    server=server.name,
-                    pid=info.pid if info else None,
-                    startup_ms=round(session.startup_seconds * 1000, 1),
-                    tools=[tool.name for tool in tools],
-                )
+                _started(server, session, events)
                 yield session
         if session is None:  # only the startup deadline gets here
-            raise _startup_error(server, info, f"no answer to initialize and tools/list within {timeout:g}s")
+            raise _failure(
+                server, opening, None, f"no answer to initialize and tools/list within {timeout:g}s"
+            )
     except BaseException as exc:
         if session is not None or isinstance(exc, MCPServerStartupError) or not _only_exceptions(exc):
             raise
-        raise _startup_error(server, info, _reason(exc, server)) from exc
+        raise _failure(server, opening, exc, None) from exc
     finally:
         if session is not None:
-            fields: dict[str, Any] = {"server": server.name}
-            if info is not None:
-                fields.update(
-                    pid=info.pid,
-                    exit_status=info.returncode,
-                    escalation=info.escalation,
-                    strays_killed=info.strays_killed,
-                    teardown_ms=round((info.teardown_seconds or 0.0) * 1000, 1),
-                )
-            events.emit("mcp_server_stopped", **fields)
+            _stopped(server, opening.info, events)
 
 
 async def _serve(
