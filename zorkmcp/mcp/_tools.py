@@ -1,8 +1,11 @@
 """The toolbox of one turn: every tool of every server, in OpenAI format, callable by name.
 
 Translation (seeds 000 §Server Discovery and Appendix; properties 33–38): each MCP tool becomes
-``{"type": "function", "function": {"name", "description", "parameters"}}`` with ``input_schema`` as
-``parameters`` unchanged and a missing description as ``""``. The ``name`` the LLM sees is the
+``{"type": "function", "function": {"name", "description", "parameters"}}`` with ``input_schema``
+translated into the portable subset every OpenAI-compatible endpoint accepts as ``parameters``
+(:func:`~zorkmcp.mcp._schema.translate_schema`: a schema already in that subset is offered
+unchanged; a tool whose schema cannot be made acceptable is left out with an ``mcp_tool_excluded``
+event) and a missing description as ``""``. The ``name`` the LLM sees is the
 wire-safe name (see :mod:`._names`); the canonical ``server.tool`` is what logs, events and
 :meth:`Toolbox.call_tool` use, and :meth:`Toolbox.call_tool` accepts both.
 """
@@ -24,6 +27,7 @@ from zorkmcp.observability import EventSink, NullSink
 
 from ._names import assign_wire_names, canonical_name
 from ._results import ToolCallResult, convert_call_result
+from ._schema import translate_schema
 
 if TYPE_CHECKING:
     from zorkmcp.config import McpSettings, ServerConfig
@@ -50,7 +54,8 @@ class ToolInfo:
         server: the server's name in ``mcp_config.json``.
         tool: the tool's name on its server.
         description: the tool's description (``""`` when it has none).
-        parameters: the tool's ``input_schema`` (property 36).
+        parameters: the tool's ``input_schema`` in the portable subset (property 36: unchanged when
+            it already is in it).
         timeout: the effective per-call timeout in seconds (the server's ``timeout`` or
             ``tool_call_timeout_seconds``).
     """
@@ -111,7 +116,8 @@ def build_tool_infos(
                 f"MCP server '{server.name}' has no tools named {', '.join(missing)} "
                 "(from its 'tools' allow-list)",
             )
-    wire = assign_wire_names((server.name, tool.name) for server, tool in kept)
+    portable = _portable(kept, events)
+    wire = assign_wire_names((server.name, tool.name) for server, tool, _ in portable)
     return [
         ToolInfo(
             name=canonical_name(server.name, tool.name),
@@ -119,11 +125,31 @@ def build_tool_infos(
             server=server.name,
             tool=tool.name,
             description=tool.description or "",
-            parameters=dict(tool.input_schema),
+            parameters=parameters,
             timeout=server.timeout if server.timeout is not None else settings.tool_call_timeout_seconds,
         )
-        for server, tool in kept
+        for server, tool, parameters in portable
     ]
+
+
+def _portable(
+    kept: Sequence[tuple[ServerConfig, mcp_types.Tool]], events: EventSink
+) -> list[tuple[ServerConfig, mcp_types.Tool, dict[str, Any]]]:
+    """Each tool with its schema translated; a tool whose schema cannot be is left out, with an event."""
+    offered: list[tuple[ServerConfig, mcp_types.Tool, dict[str, Any]]] = []
+    for server, tool in kept:
+        translation = translate_schema(tool.input_schema)
+        if translation.parameters is None:
+            reason = translation.excluded or "the input schema cannot be offered"
+            events.emit("mcp_tool_excluded", server=server.name, tool=tool.name, reason=reason)
+            events.log(
+                "WARNING",
+                f"MCP tool '{canonical_name(server.name, tool.name)}' left out: {reason} "
+                "(zorkmcp tools --lint explains)",
+            )
+            continue
+        offered.append((server, tool, translation.parameters))
+    return offered
 
 
 class ToolTable:
