@@ -53,6 +53,7 @@ __all__ = [
     "INPROCESS_SHUTDOWN_GRACE",
     "ServerHandle",
     "ServerSession",
+    "list_all_tools",
     "open_server_session",
     "start_server",
 ]
@@ -191,7 +192,8 @@ def _startup_error(server: ServerConfig, info: ProcessInfo | None, reason: str) 
     )
 
 
-async def _list_all_tools(client: ClientSession) -> tuple[mcp_types.Tool, ...]:
+async def list_all_tools(client: ClientSession) -> tuple[mcp_types.Tool, ...]:
+    """Every tool of an initialized session, following ``nextCursor`` (at most 100 pages)."""
     tools: list[mcp_types.Tool] = []
     cursor: str | None = None
     for _ in range(_MAX_TOOL_PAGES):
@@ -444,7 +446,7 @@ async def _connect(
             )
         )
         await client.initialize()  # property 8: the handshake comes before discovery
-        tools = await _list_all_tools(client)
+        tools = await list_all_tools(client)
         yield ServerSession(
             config=server,
             client=client,

@@ -28,6 +28,7 @@ from zorkmcp.observability import EventSink, NullSink
 from ._names import assign_wire_names, canonical_name
 from ._results import ToolCallResult, convert_call_result
 from ._schema import translate_schema
+from ._session import list_all_tools
 
 if TYPE_CHECKING:
     from zorkmcp.config import McpSettings, ServerConfig
@@ -209,12 +210,20 @@ class Toolbox:
         self._settings = settings
         self._events = events if events is not None else NullSink()
         self._sessions = {session.name: session for session in sessions}
-        self.tools: tuple[ToolInfo, ...] = tuple(
+        self._apply_allow_list = apply_allow_list
+        self.tools: tuple[ToolInfo, ...] = ()
+        self._rebuild()
+        self.startup_seconds: float | None = None
+        self.teardown_seconds: float | None = None
+
+    def _rebuild(self) -> None:
+        sessions = list(self._sessions.values())
+        self.tools = tuple(
             build_tool_infos(
                 [(s.config, s.tools) for s in sessions],
-                settings,
+                self._settings,
                 events=self._events,
-                apply_allow_list=apply_allow_list,
+                apply_allow_list=self._apply_allow_list,
             )
         )
         self._output_schemas = {(s.name, tool.name): tool.output_schema for s in sessions for tool in s.tools}
@@ -223,8 +232,34 @@ class Toolbox:
             self._events.log(
                 "WARNING", f"Tool name {name!r} is ambiguous; the LLM can still call it by wire name"
             )
-        self.startup_seconds: float | None = None
-        self.teardown_seconds: float | None = None
+
+    async def refresh_if_changed(self) -> bool:
+        """List the tools again of every server that sent ``notifications/tools/list_changed``.
+
+        The engine calls this before each LLM request of a turn. A server that fails to answer (or
+        takes longer than ``server_startup_timeout_seconds``) keeps its previous list.
+
+        Returns:
+            Whether any server's list was listed again (the tool table is then rebuilt).
+        """
+        changed = [s for s in self._sessions.values() if s.notes is not None and s.notes.take_tools_changed()]
+        for session in changed:
+            await self._relist(session)
+        if changed:
+            self._rebuild()
+        return bool(changed)
+
+    async def _relist(self, session: ServerSession) -> None:
+        limit = self._settings.server_startup_timeout_seconds
+        try:
+            with anyio.fail_after(limit):
+                session.tools = await list_all_tools(session.client)
+        except Exception as exc:  # noqa: BLE001 - a failed refresh keeps the old list, never ends the turn
+            self._events.log(
+                "WARNING",
+                f"MCP server '{session.name}' changed its tool list but listing it again failed "
+                f"({type(exc).__name__}: {exc}); keeping the previous list",
+            )
 
     @property
     def servers(self) -> tuple[str, ...]:
@@ -282,11 +317,12 @@ class Toolbox:
                 content=None, is_error=True, error_message=f"Tool call failed: {session.describe_death()}"
             )
         limit = info.timeout if timeout is None else timeout
+        progress = session.notes.progress_for(info.tool) if session.notes is not None else None
         outcome: ToolCallResult | None = None
         connection_closed = False
         with anyio.move_on_after(limit if limit > 0 else math.inf) as scope:
             try:
-                raw = await session.client.call_tool(info.tool, dict(arguments))
+                raw = await session.client.call_tool(info.tool, dict(arguments), progress_callback=progress)
             except SdkMCPError as exc:
                 if exc.code == mcp_types.CONNECTION_CLOSED:
                     connection_closed = True
