@@ -93,3 +93,16 @@ async def test_a_stalled_remote_call_times_out_and_the_server_hears_of_it(remote
             await anyio.to_thread.run_sync(remote.stall_cancelled.wait, GUARD)
     assert result.timed_out
     assert result.error_message == "Tool call timed out after 0.5s"
+
+
+async def test_an_expired_session_is_renewed_once_and_the_call_retried(remote: RemoteTestServer) -> None:
+    sink = RecordingSink()
+    with anyio.fail_after(GUARD):
+        async with open_toolbox([_server(remote, "http")], McpSettings(), events=sink) as toolbox:
+            first = await toolbox.call_tool("web.echo", {"text": "one"})
+            remote.expire_sessions()
+            second = await toolbox.call_tool("web.echo", {"text": "two"})
+            third = await toolbox.call_tool("web.echo", {"text": "three"})
+    assert [first.content, second.content, third.content] == ["one", "two", "three"]
+    assert [fields for event, fields in sink.events if event == "mcp_session_renewed"] == [{"server": "web"}]
+    assert ("INFO", "MCP server 'web': the session expired; a new one is open") in sink.lines

@@ -19,7 +19,7 @@ import importlib
 import math
 import os
 import sys
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager, nullcontext
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
@@ -40,7 +40,7 @@ from ._remote import RemoteStatus, open_remote_pool, open_remote_transport, remo
 from ._stdio import ProcessInfo, open_stdio_transport
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable, Mapping
+    from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 
     import httpx2
     from mcp.client._transport import ReadStream, WriteStream
@@ -88,6 +88,7 @@ class ServerSession:
     _finished: anyio.Event | None = field(default=None, alias="finished")
     notes: ServerNotifications | None = None
     remote: RemoteStatus | None = None
+    _reconnect: Callable[[], Awaitable[bool]] | None = field(default=None, alias="reconnect")
 
     @property
     def name(self) -> str:
@@ -102,6 +103,16 @@ class ServerSession:
         if self.process is not None:
             return self.process.running
         return self._finished is None or not self._finished.is_set()
+
+    async def renew(self) -> bool:
+        """A remote session the server forgot (HTTP 404): open a new one, once; whether it worked.
+
+        The task that owns the connection opens it; calls made meanwhile wait. Stdio and in-process
+        sessions cannot be renewed (``False``).
+        """
+        if self._reconnect is None:
+            return False
+        return await self._reconnect()
 
     def describe_death(self) -> str:
         """A sentence for an error result: which server is gone and what it said last."""
@@ -341,10 +352,8 @@ async def _enter_remote(
     server: ServerConfig,
     opening: _Opening,
     events: EventSink,
-    pool: httpx2.AsyncBaseTransport | None,
+    pool: httpx2.AsyncBaseTransport,
 ) -> _Streams:
-    if pool is None:  # no owner lent one: this session owns its pool
-        pool = await stack.enter_async_context(open_remote_pool())
     read, write, opening.status = await stack.enter_async_context(
         open_remote_transport(
             name=server.name,
@@ -371,8 +380,6 @@ async def _enter_transport(
         return await stack.enter_async_context(
             _open_inprocess_transport(server, lowlevel, opening.finished, events)
         )
-    if server.remote:
-        return await _enter_remote(stack, server, opening, events, options.pool)
     return await _enter_stdio(stack, server, opening, events, options.base_env)
 
 
@@ -423,6 +430,113 @@ def _stopped(server: ServerConfig, info: ProcessInfo | None, events: EventSink) 
     events.emit("mcp_server_stopped", **fields)
 
 
+def _client_session(read: Any, write: Any, notes: ServerNotifications) -> ClientSession:
+    return ClientSession(
+        read, write, client_info=_CLIENT_INFO, logging_callback=notes.on_log, message_handler=notes.on_message
+    )
+
+
+@define(kw_only=True, eq=False)
+class _Reconnect:
+    """The link between a remote session's callers and the task that owns its connection."""
+
+    session: ServerSession | None = None
+    request: anyio.Event = field(factory=anyio.Event)
+    done: anyio.Event = field(factory=anyio.Event)
+    closing: bool = False
+
+    async def __call__(self) -> bool:
+        """Open a new MCP session in the owning task (after an expiry); whether it worked."""
+        if self.closing or self.session is None or self.session.failure is not None:
+            return False
+        self.done = anyio.Event()
+        self.request.set()
+        await self.done.wait()
+        return self.session.failure is None
+
+
+async def _hold_remote(
+    server: ServerConfig,
+    opening: _Opening,
+    events: EventSink,
+    options: _Options,
+    notes: ServerNotifications,
+    link: _Reconnect,
+    *,
+    task_status: anyio.abc.TaskStatus[ClientSession],
+) -> None:
+    """Own a remote server's connection; open a fresh MCP session each time ``link`` asks for one."""
+    first = True
+    async with open_remote_pool() if options.pool is None else nullcontext(options.pool) as pool:
+        while not link.closing:
+            link.request = anyio.Event()
+            try:
+                async with AsyncExitStack() as stack:
+                    read, write = await _enter_remote(stack, server, opening, events, pool)
+                    client = await stack.enter_async_context(_client_session(read, write, notes))
+                    await client.initialize()
+                    if first:
+                        task_status.started(client)
+                        first = False
+                    else:
+                        _reconnected(link, client, opening, events)
+                    await link.request.wait()
+            except Exception as exc:
+                if first:
+                    raise
+                _reconnect_failed(link, server, exc, opening, events)
+                return
+
+
+def _reconnected(link: _Reconnect, client: ClientSession, opening: _Opening, events: EventSink) -> None:
+    assert link.session is not None
+    link.session.client = client
+    link.session.remote = opening.status
+    events.emit("mcp_session_renewed", server=link.session.name)
+    events.log("INFO", f"MCP server '{link.session.name}': the session expired; a new one is open")
+    link.done.set()
+
+
+def _reconnect_failed(
+    link: _Reconnect, server: ServerConfig, exc: Exception, opening: _Opening, events: EventSink
+) -> None:
+    error = remote_startup_error(
+        exc, name=server.name, url=server.url or "", headers=server.headers, status=opening.status
+    )
+    reason = str(error).splitlines()[0].removeprefix(f"Failed to start MCP server '{server.name}': ")
+    if link.session is not None:
+        link.session.failure = f"a new session after the old one expired failed: {reason}"
+    events.log("ERROR", f"MCP server '{server.name}': {reason}")
+    link.done.set()
+
+
+@asynccontextmanager
+async def _connect_remote(
+    server: ServerConfig, opening: _Opening, events: EventSink, options: _Options
+) -> AsyncIterator[ServerSession]:
+    start = anyio.current_time()
+    notes = ServerNotifications(server.name, events)
+    link = _Reconnect()
+    async with anyio.create_task_group() as owner:
+        client = await owner.start(_hold_remote, server, opening, events, options, notes, link)
+        try:
+            tools = await list_all_tools(client)
+            link.session = ServerSession(
+                config=server,
+                client=client,
+                tools=tools,
+                process=None,
+                startup_seconds=anyio.current_time() - start,
+                notes=notes,
+                remote=opening.status,
+                reconnect=link,
+            )
+            yield link.session
+        finally:
+            link.closing = True  # the owner leaves its session normally (Streamable HTTP: DELETE)
+            link.request.set()
+
+
 @asynccontextmanager
 async def _connect(
     server: ServerConfig,
@@ -432,19 +546,15 @@ async def _connect(
     options: _Options,
 ) -> AsyncIterator[ServerSession]:
     """Transport, ``ClientSession``, initialize, ``tools/list`` (the caller bounds the time)."""
+    if server.remote:
+        async with _connect_remote(server, opening, events, options) as session:
+            yield session
+        return
     start = anyio.current_time()
     notes = ServerNotifications(server.name, events)
     async with AsyncExitStack() as stack:
         read, write = await _enter_transport(stack, server, lowlevel, opening, events, options)
-        client = await stack.enter_async_context(
-            ClientSession(
-                read,
-                write,
-                client_info=_CLIENT_INFO,
-                logging_callback=notes.on_log,
-                message_handler=notes.on_message,
-            )
-        )
+        client = await stack.enter_async_context(_client_session(read, write, notes))
         await client.initialize()  # property 8: the handshake comes before discovery
         tools = await list_all_tools(client)
         yield ServerSession(
@@ -455,7 +565,6 @@ async def _connect(
             startup_seconds=anyio.current_time() - start,
             finished=opening.finished,
             notes=notes,
-            remote=opening.status,
         )
 
 

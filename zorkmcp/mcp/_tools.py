@@ -31,6 +31,8 @@ from ._schema import translate_schema
 from ._session import list_all_tools
 
 if TYPE_CHECKING:
+    from mcp.shared.dispatcher import ProgressFnT
+
     from zorkmcp.config import McpSettings, ServerConfig
 
     from ._session import ServerSession
@@ -151,6 +153,18 @@ def _portable(
             continue
         offered.append((server, tool, translation.parameters))
     return offered
+
+
+async def _call_renewing(
+    session: ServerSession, tool: str, arguments: dict[str, Any], progress: ProgressFnT | None
+) -> mcp_types.CallToolResult:
+    """Call ``tool``; when a remote server forgot the session (HTTP 404), open a new one and retry once."""
+    try:
+        return await session.client.call_tool(tool, arguments, progress_callback=progress)
+    except SdkMCPError:
+        if session.remote is None or not session.remote.session_expired or not await session.renew():
+            raise
+    return await session.client.call_tool(tool, arguments, progress_callback=progress)
 
 
 class ToolTable:
@@ -322,13 +336,14 @@ class Toolbox:
         connection_closed = False
         with anyio.move_on_after(limit if limit > 0 else math.inf) as scope:
             try:
-                raw = await session.client.call_tool(info.tool, dict(arguments), progress_callback=progress)
+                raw = await _call_renewing(session, info.tool, dict(arguments), progress)
             except SdkMCPError as exc:
                 if exc.code == mcp_types.CONNECTION_CLOSED:
                     connection_closed = True
                 else:
+                    message = session.describe_death() if session.failure is not None else exc.message
                     outcome = ToolCallResult(
-                        content=None, is_error=True, error_message=f"Tool call failed: {exc.message}"
+                        content=None, is_error=True, error_message=f"Tool call failed: {message}"
                     )
             except Exception as exc:  # noqa: BLE001
                 # Anything else the SDK raises for this call (invalid result, schema mismatch...) is a
