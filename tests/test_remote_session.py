@@ -19,6 +19,7 @@ from zorkmcp._cli_mcp import cmd_call, cmd_tools
 from zorkmcp.config import McpSettings, ServerConfig
 from zorkmcp.errors import MCPServerStartupError
 from zorkmcp.mcp import open_server_session
+from zorkmcp.mcp._remote import open_remote_pool
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -143,3 +144,13 @@ def test_a_refused_token_exits_1_naming_server_url_and_header(
     assert remote.url("/auth/mcp") in out.err
     assert "(HTTP 401 Unauthorized); headers sent: Authorization" in out.err
     assert "not-the-token-4711" not in out.out + out.err
+
+
+async def test_sessions_borrow_a_pool_and_leave_it_open(remote: RemoteTestServer) -> None:
+    server = ServerConfig(name="web", type="http", url=remote.url("/mcp"))
+    with anyio.fail_after(GUARD):
+        async with open_remote_pool() as pool:
+            for text in ("one", "two"):  # per_turn: a fresh MCP session each turn, one pool
+                async with open_server_session(server, McpSettings(), pool=pool) as session:
+                    result = await session.client.call_tool("echo", {"text": text})
+                    assert result.content[0].model_dump()["text"] == text

@@ -620,13 +620,14 @@ async def _serve(
     server: ServerConfig,
     settings: McpSettings,
     events: EventSink | None,
+    pool: httpx2.AsyncBaseTransport | None,
     *,
     task_status: anyio.abc.TaskStatus[ServerHandle] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     stop, done = anyio.Event(), anyio.Event()
     started = False
     try:
-        async with open_server_session(server, settings, events=events) as session:
+        async with open_server_session(server, settings, events=events, pool=pool) as session:
             task_status.started(ServerHandle(session, stop=stop, done=done))
             started = True
             await stop.wait()
@@ -645,6 +646,7 @@ async def start_server(
     settings: McpSettings,
     *,
     events: EventSink | None = None,
+    pool: httpx2.AsyncBaseTransport | None = None,
 ) -> ServerHandle:
     """Start a server in a new task of ``nursery`` and return once it is ready.
 
@@ -656,9 +658,10 @@ async def start_server(
         server: what to start.
         settings: startup timeout.
         events: where events go.
+        pool: a remote server's connection pool, owned by the caller (see :func:`open_server_session`).
 
     Raises:
         MCPServerStartupError: the server did not start.
     """
-    handle: ServerHandle = await nursery.start(_serve, server, settings, events)
+    handle: ServerHandle = await nursery.start(_serve, server, settings, events, pool)
     return handle
