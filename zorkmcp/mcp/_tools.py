@@ -43,6 +43,10 @@ DEATH_REPORT_GRACE = 0.2
 """When a server dies mid-call: how long to wait for its exit status to put it in the error."""
 
 
+_CONNECTION_CLOSED = ToolCallResult(content=None, is_error=True, error_message="the connection closed")
+"""A sentinel: the server's connection closed during the call (the caller reports the death)."""
+
+
 def _seconds(value: float) -> str:
     return f"{value:g}"
 
@@ -331,36 +335,10 @@ class Toolbox:
                 content=None, is_error=True, error_message=f"Tool call failed: {session.describe_death()}"
             )
         limit = info.timeout if timeout is None else timeout
-        progress = session.notes.progress_for(info.tool) if session.notes is not None else None
         outcome: ToolCallResult | None = None
-        connection_closed = False
         with anyio.move_on_after(limit if limit > 0 else math.inf) as scope:
-            try:
-                raw = await _call_renewing(session, info.tool, dict(arguments), progress)
-            except SdkMCPError as exc:
-                if exc.code == mcp_types.CONNECTION_CLOSED:
-                    connection_closed = True
-                else:
-                    message = session.describe_death() if session.failure is not None else exc.message
-                    outcome = ToolCallResult(
-                        content=None, is_error=True, error_message=f"Tool call failed: {message}"
-                    )
-            except Exception as exc:  # noqa: BLE001
-                # Anything else the SDK raises for this call (invalid result, schema mismatch...) is a
-                # tool error for the LLM, not a reason to end the turn (seeds 000 §Error Handling);
-                # the engine reports it (mcp_tool_error).
-                outcome = ToolCallResult(
-                    content=None,
-                    is_error=True,
-                    error_message=f"Tool call failed: {type(exc).__name__}: {exc}",
-                )
-            else:
-                outcome = convert_call_result(
-                    raw,
-                    max_bytes=self._settings.max_result_bytes,
-                    output_schema=self._output_schemas.get((info.server, info.tool)),
-                )
-        if connection_closed:
+            outcome = await self._attempt(session, info, arguments)
+        if outcome is _CONNECTION_CLOSED:
             return await self._died(session, info)
         if outcome is not None:
             return outcome
@@ -370,6 +348,31 @@ class Toolbox:
             is_error=True,
             error_message=f"Tool call timed out after {_seconds(limit)}s",
             timed_out=True,
+        )
+
+    async def _attempt(
+        self, session: ServerSession, info: ToolInfo, arguments: Mapping[str, Any]
+    ) -> ToolCallResult:
+        """One call (renewing an expired remote session once); :data:`_CONNECTION_CLOSED` if it closed."""
+        progress = session.notes.progress_for(info.tool) if session.notes is not None else None
+        try:
+            raw = await _call_renewing(session, info.tool, dict(arguments), progress)
+        except SdkMCPError as exc:
+            if exc.code == mcp_types.CONNECTION_CLOSED:
+                return _CONNECTION_CLOSED
+            message = session.describe_death() if session.failure is not None else exc.message
+            return ToolCallResult(content=None, is_error=True, error_message=f"Tool call failed: {message}")
+        except Exception as exc:  # noqa: BLE001
+            # Anything else the SDK raises for this call (invalid result, schema mismatch...) is a
+            # tool error for the LLM, not a reason to end the turn (seeds 000 §Error Handling);
+            # the engine reports it (mcp_tool_error).
+            return ToolCallResult(
+                content=None, is_error=True, error_message=f"Tool call failed: {type(exc).__name__}: {exc}"
+            )
+        return convert_call_result(
+            raw,
+            max_bytes=self._settings.max_result_bytes,
+            output_schema=self._output_schemas.get((info.server, info.tool)),
         )
 
     async def _died(self, session: ServerSession, info: ToolInfo) -> ToolCallResult:
