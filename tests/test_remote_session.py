@@ -16,9 +16,9 @@ from servers.helpers import RecordingSink
 from servers.remote import TOKEN, RemoteTestServer, serve_remote
 
 from zorkmcp._cli_mcp import cmd_call, cmd_tools
-from zorkmcp.config import McpSettings, ServerConfig
+from zorkmcp.config import McpConfig, McpSettings, ServerConfig
 from zorkmcp.errors import MCPServerStartupError
-from zorkmcp.mcp import open_server_session
+from zorkmcp.mcp import McpManager, open_server_session
 from zorkmcp.mcp._remote import open_remote_pool
 
 if TYPE_CHECKING:
@@ -154,3 +154,19 @@ async def test_sessions_borrow_a_pool_and_leave_it_open(remote: RemoteTestServer
                 async with open_server_session(server, McpSettings(), pool=pool) as session:
                     result = await session.client.call_tool("echo", {"text": text})
                     assert result.content[0].model_dump()["text"] == text
+
+
+async def test_a_refused_remote_server_follows_the_start_up_rule(remote: RemoteTestServer) -> None:
+    server = ServerConfig(name="web", type="http", url=remote.url("/forbidden/mcp"))
+    sink = RecordingSink()
+    manager = McpManager(McpConfig(servers=(server,)), McpSettings(), events=sink)
+    with anyio.fail_after(GUARD):
+        with pytest.raises(MCPServerStartupError):  # the first turn fails fast
+            async with manager.open_turn():
+                raise AssertionError("the server started")
+        async with manager.open_turn() as toolbox:  # a later turn: retried once, then disabled
+            assert toolbox.tools == ()
+    assert manager.is_server_disabled("web")
+    disabled = [fields for event, fields in sink.events if event == "mcp_disabled_fallback"]
+    assert [fields["server"] for fields in disabled] == ["web"]
+    assert "HTTP 403 Forbidden" in disabled[0]["error"]
