@@ -170,3 +170,14 @@ async def test_a_refused_remote_server_follows_the_start_up_rule(remote: RemoteT
     disabled = [fields for event, fields in sink.events if event == "mcp_disabled_fallback"]
     assert [fields["server"] for fields in disabled] == ["web"]
     assert "HTTP 403 Forbidden" in disabled[0]["error"]
+
+
+async def test_a_per_episode_remote_server_runs_on_the_episode(remote: RemoteTestServer) -> None:
+    server = ServerConfig(name="web", type="http", url=remote.url("/mcp"), lifecycle="per_episode")
+    manager = McpManager(McpConfig(servers=(server,)), McpSettings())
+    with anyio.fail_after(GUARD):
+        async with manager.open_episode() as episode:
+            for text in ("one", "two"):
+                async with manager.open_turn(episode) as toolbox:
+                    result = await toolbox.call_tool("web.echo", {"text": text})
+                    assert result.content == text
