@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._bridge import run_trio
+from ._cli_lint import lint_report, render_lint_report
 from .config import McpConfig, Settings
 from .errors import ConfigError, MCPServerStartupError
-from .mcp import ToolCallResult, ToolInfo, open_toolbox
+from .mcp import Toolbox, ToolCallResult, ToolInfo, open_toolbox
+from .mcp._names import canonical_name
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -84,26 +86,47 @@ def _print_table(tools: list[ToolInfo]) -> None:
     Console().print(table)
 
 
-def cmd_tools(config_path: Path | None, pyproject: Path | None, as_json: bool) -> int:
+def _listed_schemas(toolbox: Toolbox) -> list[tuple[str, dict[str, Any] | None]]:
+    """Every tool the servers listed (after each ``tools`` allow-list), with its raw input schema."""
+    pairs: list[tuple[str, dict[str, Any] | None]] = []
+    for server in toolbox.servers:
+        session = toolbox.session(server)
+        if session is None:
+            continue
+        allowed = session.config.tools
+        for tool in session.tools:
+            if allowed is None or tool.name in allowed:
+                pairs.append((canonical_name(server, tool.name), tool.input_schema))
+    return pairs
+
+
+def cmd_tools(config_path: Path | None, pyproject: Path | None, as_json: bool, *, lint: bool = False) -> int:
     """Start the configured servers, print every tool, shut them down.
 
     Args:
         config_path: ``mcp_config.json`` (default: the configured ``config_file``).
         pyproject: settings file (default: ``./pyproject.toml``).
         as_json: print a JSON list of objects with ``name`` (canonical), ``wire_name``, ``server``,
-            ``description`` and ``parameters`` instead of a table.
+            ``description`` and ``parameters`` instead of a table (with ``lint``: the lint report).
+        lint: print, per tool, what schema translation changed and what it left out, and why.
 
     Returns:
         The exit code (0, 1 when a server did not start, 2 for a configuration error).
     """
 
     def tools(settings: Settings, config: McpConfig) -> int:
-        async def main() -> list[ToolInfo]:
+        async def main() -> tuple[list[ToolInfo], list[tuple[str, dict[str, Any] | None]]]:
             async with open_toolbox(config.enabled_servers, settings.mcp) as toolbox:
-                return list(toolbox.tools)
+                return list(toolbox.tools), _listed_schemas(toolbox)
 
-        infos = run_trio(main)
-        if as_json:
+        infos, schemas = run_trio(main)
+        if lint:
+            report = lint_report(schemas)
+            if as_json:
+                print(json.dumps(report, indent=2, ensure_ascii=False))
+            else:
+                print("\n".join(render_lint_report(report)))
+        elif as_json:
             print(json.dumps([_tool_json(info) for info in infos], indent=2, ensure_ascii=False))
         else:
             _print_table(infos)
@@ -201,7 +224,13 @@ def add_mcp_subcommands(subparsers: argparse._SubParsersAction[argparse.Argument
         dest="as_json",
         help="print a JSON list of {name, wire_name, server, description, parameters}",
     )
-    tools.set_defaults(run=lambda args: cmd_tools(args.config, args.pyproject, args.as_json))
+    tools.add_argument(
+        "--lint",
+        action="store_true",
+        help="per tool, what schema translation changed for the LLM endpoint and what it left out, and why "
+        "(with --json: a list of {tool, status, changes, excluded, parameters})",
+    )
+    tools.set_defaults(run=lambda args: cmd_tools(args.config, args.pyproject, args.as_json, lint=args.lint))
 
     call = subparsers.add_parser(
         "call",

@@ -65,7 +65,11 @@ Outcome = Literal["ok", "error", "timeout", "skipped", "invalid_arguments"]
 
 
 class ToolSource(Protocol):
-    """What the engine needs from a toolbox (``zorkmcp.mcp.Toolbox`` is one)."""
+    """What the engine needs from a toolbox (``zorkmcp.mcp.Toolbox`` is one).
+
+    Optional: ``async def refresh_if_changed(self) -> bool``, awaited before each LLM request; when
+    it returns ``True`` the tools are read again (a server changed its tool list).
+    """
 
     @property
     def tools(self) -> Sequence[ToolInfo]: ...
@@ -240,6 +244,9 @@ class _Loop:
             self.events.log("INFO", f"Turn {self.options.turn}: MCP session started (max {limit} iterations)")
         while self.iterations < self.options.max_tool_iterations:
             self.iterations += 1
+            refresh = getattr(self.toolbox, "refresh_if_changed", None)  # optional: a changed tool list
+            if refresh is not None and await refresh() and self.toolbox is not None:
+                tools = self.toolbox.openai_tools()
             response = await self._complete(tools=tools or None, tool_choice="auto" if tools else None)
             if response.tool_calls:
                 await self._run_batch(response)

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import ToolListChangedNotification
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, MutableMapping
@@ -74,7 +75,8 @@ def build_mcp(on_stall_cancelled: Callable[[], object]) -> MCPServer:
         """Add the tool ``extra`` and tell the client its tool list changed."""
         if "extra" not in {tool.name for tool in await server.list_tools()}:
             server.add_tool(lambda: "extra!", name="extra", description="Added at run time.")
-        await ctx.session.send_tool_list_changed()
+        # Related to this request: sent on its stream before the answer, so a client has it by then.
+        await ctx.session.send_notification(ToolListChangedNotification(), related_request_id=ctx.request_id)
         return "changed"
 
     return server

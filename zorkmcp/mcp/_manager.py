@@ -20,7 +20,7 @@ the nurseries inside :meth:`McpManager.open_turn` and :meth:`McpManager.open_epi
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -33,10 +33,13 @@ from zorkmcp.errors import MCPServerStartupError
 from zorkmcp.observability import EventSink, NullSink
 
 from ._prewarm import Spare, start_spare
+from ._remote import open_remote_pool
 from ._session import ServerHandle, ServerSession, start_server
 from ._tools import Toolbox
 
 if TYPE_CHECKING:
+    import httpx2
+
     from zorkmcp.config import McpConfig, McpSettings, ServerConfig
 
     from ._results import ToolCallResult
@@ -133,6 +136,7 @@ class EpisodeServers:
         self._handles: dict[str, ServerHandle] = {}
         self._prewarm = prewarm
         self._spares: dict[str, Spare] = {}
+        self._pools: dict[str, httpx2.AsyncBaseTransport] = {}  # remote servers' pools, per episode
 
     @property
     def prewarm(self) -> bool:
@@ -241,20 +245,28 @@ class McpManager:
     def _active(self) -> list[ServerConfig]:
         return [server for server in self.config.enabled_servers if not self._health[server.name].disabled]
 
-    def _policy(self, *, fail_fast: bool) -> _StartOne:
+    def _policy(
+        self, *, fail_fast: bool, pools: Mapping[str, httpx2.AsyncBaseTransport] | None = None
+    ) -> _StartOne:
         async def start_one(nursery: anyio.abc.TaskGroup, server: ServerConfig) -> ServerHandle | None:
-            return await self._start_with_policy(nursery, server, fail_fast=fail_fast)
+            pool = pools.get(server.name) if pools is not None else None
+            return await self._start_with_policy(nursery, server, fail_fast=fail_fast, pool=pool)
 
         return start_one
 
     async def _start_with_policy(
-        self, nursery: anyio.abc.TaskGroup, server: ServerConfig, *, fail_fast: bool
+        self,
+        nursery: anyio.abc.TaskGroup,
+        server: ServerConfig,
+        *,
+        fail_fast: bool,
+        pool: httpx2.AsyncBaseTransport | None = None,
     ) -> ServerHandle | None:
         health = self._health[server.name]
         turn = self.turn
         health.starts += 1
         try:
-            return await start_server(nursery, server, self.settings, events=self._events)
+            return await start_server(nursery, server, self.settings, events=self._events, pool=pool)
         except MCPServerStartupError as first:
             health.failures += 1
             self._events.emit("mcp_server_start_failed", server=server.name, turn=turn, error=str(first))
@@ -265,7 +277,7 @@ class McpManager:
             )
         health.starts += 1
         try:
-            handle = await start_server(nursery, server, self.settings, events=self._events)
+            handle = await start_server(nursery, server, self.settings, events=self._events, pool=pool)
         except MCPServerStartupError as second:  # Requirements 6.9, 6.10
             health.failures += 1
             self._disable(server, turn, second)
@@ -306,14 +318,18 @@ class McpManager:
         self.reset()
         servers = [s for s in self._active() if s.lifecycle == "per_episode"]
         with _plain_errors():
-            async with anyio.create_task_group() as nursery:
+            async with AsyncExitStack() as pools, anyio.create_task_group() as nursery:
                 episode = EpisodeServers(nursery, self.settings, self._events, prewarm=prewarm)
+                for server in servers:  # one pool per remote server; its sessions close before it
+                    if server.remote:
+                        episode._pools[server.name] = await pools.enter_async_context(open_remote_pool())
                 try:
                     if prewarm:
                         for server in self._active():
                             if server.lifecycle == "per_turn":
                                 episode._warm(server)
-                    episode._handles.update(await _start_all(nursery, servers, self._policy(fail_fast=True)))
+                    policy = self._policy(fail_fast=True, pools=episode._pools)
+                    episode._handles.update(await _start_all(nursery, servers, policy))
                     yield episode
                 finally:
                     episode._close_all()
@@ -329,7 +345,8 @@ class McpManager:
             )
             self._events.emit("mcp_server_restart", server=server.name, turn=self.turn)
             old.close()
-        handle = await self._start_with_policy(episode._nursery, server, fail_fast=fail_fast)
+        pool = episode._pools.get(server.name)
+        handle = await self._start_with_policy(episode._nursery, server, fail_fast=fail_fast, pool=pool)
         if handle is not None:
             episode._handles[server.name] = handle
         return handle

@@ -35,6 +35,7 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING, Final
 from urllib.parse import urlsplit, urlunsplit
 
+import anyio.to_thread
 import httpx2
 from attrs import define
 from mcp.client.sse import sse_client
@@ -121,8 +122,12 @@ class _BorrowedPool(httpx2.AsyncBaseTransport):
 
 @asynccontextmanager
 async def open_remote_pool() -> AsyncIterator[httpx2.AsyncBaseTransport]:
-    """One HTTP connection pool for one remote server, for as long as the ``async with`` lasts."""
-    async with httpx2.AsyncHTTPTransport() as pool:
+    """One HTTP connection pool for one remote server, for as long as the ``async with`` lasts.
+
+    Built in a worker thread: the pool's TLS context reads the CA bundle from disk (~20 ms), which
+    would otherwise stall every task of the loop (a prewarming session stalled the turn it served).
+    """
+    async with await anyio.to_thread.run_sync(httpx2.AsyncHTTPTransport) as pool:
         yield pool
 
 

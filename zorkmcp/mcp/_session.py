@@ -19,7 +19,7 @@ import importlib
 import math
 import os
 import sys
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager, nullcontext
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
@@ -35,21 +35,25 @@ from zorkmcp.errors import MCPServerStartupError
 from zorkmcp.observability import EventSink, NullSink
 
 from ._env import build_server_env
+from ._notifications import ServerNotifications
+from ._remote import RemoteStatus, open_remote_pool, open_remote_transport, remote_startup_error
 from ._stdio import ProcessInfo, open_stdio_transport
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable, Mapping
+    from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 
+    import httpx2
     from mcp.client._transport import ReadStream, WriteStream
     from mcp.server.lowlevel import Server
     from mcp.shared.message import SessionMessage
 
-    from zorkmcp.config import McpSettings, ServerConfig
+    from zorkmcp.config import McpSettings, RemoteKind, ServerConfig
 
 __all__ = [
     "INPROCESS_SHUTDOWN_GRACE",
     "ServerHandle",
     "ServerSession",
+    "list_all_tools",
     "open_server_session",
     "start_server",
 ]
@@ -69,8 +73,10 @@ class ServerSession:
         client: the SDK session (initialized).
         tools: the server's tools as listed at startup (before the allow-list).
         process: the subprocess (``None`` for ``inprocess`` servers).
-        startup_seconds: spawn + initialize + tools/list.
+        startup_seconds: spawn (or connect) + initialize + tools/list.
         failure: why the connection is unusable, once it is.
+        notes: the server's notifications as events (logs, progress, a changed tool list).
+        remote: what the HTTP layer saw (remote servers only; ``session_expired`` after a 404).
     """
 
     config: ServerConfig
@@ -80,6 +86,9 @@ class ServerSession:
     startup_seconds: float
     failure: str | None = None
     _finished: anyio.Event | None = field(default=None, alias="finished")
+    notes: ServerNotifications | None = None
+    remote: RemoteStatus | None = None
+    _reconnect: Callable[[], Awaitable[bool]] | None = field(default=None, alias="reconnect")
 
     @property
     def name(self) -> str:
@@ -94,6 +103,16 @@ class ServerSession:
         if self.process is not None:
             return self.process.running
         return self._finished is None or not self._finished.is_set()
+
+    async def renew(self) -> bool:
+        """A remote session the server forgot (HTTP 404): open a new one, once; whether it worked.
+
+        The task that owns the connection opens it; calls made meanwhile wait. Stdio and in-process
+        sessions cannot be renewed (``False``).
+        """
+        if self._reconnect is None:
+            return False
+        return await self._reconnect()
 
     def describe_death(self) -> str:
         """A sentence for an error result: which server is gone and what it said last."""
@@ -184,7 +203,8 @@ def _startup_error(server: ServerConfig, info: ProcessInfo | None, reason: str) 
     )
 
 
-async def _list_all_tools(client: ClientSession) -> tuple[mcp_types.Tool, ...]:
+async def list_all_tools(client: ClientSession) -> tuple[mcp_types.Tool, ...]:
+    """Every tool of an initialized session, following ``nextCursor`` (at most 100 pages)."""
     tools: list[mcp_types.Tool] = []
     cursor: str | None = None
     for _ in range(_MAX_TOOL_PAGES):
@@ -294,6 +314,260 @@ def _only_exceptions(exc: BaseException) -> bool:
     return all(isinstance(leaf, Exception) for leaf in _leaves(exc))
 
 
+_Streams = tuple["ReadStream[SessionMessage | Exception]", "WriteStream[SessionMessage]"]
+
+
+@define(kw_only=True, eq=False)
+class _Opening:
+    """What a start-up knows so far (for its error message): the process, the HTTP status."""
+
+    info: ProcessInfo | None = None
+    status: RemoteStatus | None = None
+    finished: anyio.Event | None = None
+
+
+async def _enter_stdio(
+    stack: AsyncExitStack,
+    server: ServerConfig,
+    opening: _Opening,
+    events: EventSink,
+    base_env: Mapping[str, str],
+) -> _Streams:
+    if not server.command:
+        raise ValueError("a stdio server needs a 'command'")
+    env, withheld = build_server_env(server.env, base_env)
+    if withheld:
+        # Requirement 3.2: say which names were withheld, never their values.
+        events.emit("mcp_env_withheld", server=server.name, names=list(withheld))
+        events.log("DEBUG", f"MCP server '{server.name}': withheld variables {', '.join(withheld)}")
+    opening.info = ProcessInfo(command=(server.command, *server.args), withheld_env=withheld)
+    read, write, _ = await stack.enter_async_context(
+        open_stdio_transport(server.command, server.args, env=env, cwd=server.cwd, info=opening.info)
+    )
+    return read, write
+
+
+async def _enter_remote(
+    stack: AsyncExitStack,
+    server: ServerConfig,
+    opening: _Opening,
+    events: EventSink,
+    pool: httpx2.AsyncBaseTransport,
+) -> _Streams:
+    read, write, opening.status = await stack.enter_async_context(
+        open_remote_transport(
+            name=server.name,
+            url=server.url or "",
+            kind=cast("RemoteKind", server.type),
+            headers=server.headers,
+            pool=pool,
+            events=events,
+        )
+    )
+    return read, write
+
+
+async def _enter_transport(
+    stack: AsyncExitStack,
+    server: ServerConfig,
+    lowlevel: Server[Any] | None,
+    opening: _Opening,
+    events: EventSink,
+    options: _Options,
+) -> _Streams:
+    if lowlevel is not None:
+        opening.finished = anyio.Event()
+        return await stack.enter_async_context(
+            _open_inprocess_transport(server, lowlevel, opening.finished, events)
+        )
+    return await _enter_stdio(stack, server, opening, events, options.base_env)
+
+
+@define(kw_only=True, frozen=True)
+class _Options:
+    base_env: Mapping[str, str]
+    pool: httpx2.AsyncBaseTransport | None
+
+
+def _failure(
+    server: ServerConfig, opening: _Opening, exc: BaseException | None, reason: str | None
+) -> MCPServerStartupError:
+    if server.remote:
+        return remote_startup_error(
+            exc or TimeoutError(reason),
+            name=server.name,
+            url=server.url or "",
+            headers=server.headers,
+            status=opening.status,
+            reason=reason,
+        )
+    if reason is None:
+        reason = _reason(exc, server) if exc is not None else "unknown failure"
+    return _startup_error(server, opening.info, reason)
+
+
+def _started(server: ServerConfig, session: ServerSession, events: EventSink) -> None:
+    info = session.process
+    events.emit(
+        "mcp_server_started",
+        server=server.name,
+        pid=info.pid if info else None,
+        startup_ms=round(session.startup_seconds * 1000, 1),
+        tools=[tool.name for tool in session.tools],
+    )
+
+
+def _stopped(server: ServerConfig, info: ProcessInfo | None, events: EventSink) -> None:
+    fields: dict[str, Any] = {"server": server.name}
+    if info is not None:
+        fields.update(
+            pid=info.pid,
+            exit_status=info.returncode,
+            escalation=info.escalation,
+            strays_killed=info.strays_killed,
+            teardown_ms=round((info.teardown_seconds or 0.0) * 1000, 1),
+        )
+    events.emit("mcp_server_stopped", **fields)
+
+
+def _client_session(read: Any, write: Any, notes: ServerNotifications) -> ClientSession:
+    return ClientSession(
+        read, write, client_info=_CLIENT_INFO, logging_callback=notes.on_log, message_handler=notes.on_message
+    )
+
+
+@define(kw_only=True, eq=False)
+class _Reconnect:
+    """The link between a remote session's callers and the task that owns its connection."""
+
+    session: ServerSession | None = None
+    request: anyio.Event = field(factory=anyio.Event)
+    done: anyio.Event = field(factory=anyio.Event)
+    closing: bool = False
+
+    async def __call__(self) -> bool:
+        """Open a new MCP session in the owning task (after an expiry); whether it worked."""
+        if self.closing or self.session is None or self.session.failure is not None:
+            return False
+        self.done = anyio.Event()
+        self.request.set()
+        await self.done.wait()
+        return self.session.failure is None
+
+
+async def _hold_remote(
+    server: ServerConfig,
+    opening: _Opening,
+    events: EventSink,
+    options: _Options,
+    notes: ServerNotifications,
+    link: _Reconnect,
+    *,
+    task_status: anyio.abc.TaskStatus[ClientSession],
+) -> None:
+    """Own a remote server's connection; open a fresh MCP session each time ``link`` asks for one."""
+    first = True
+    async with open_remote_pool() if options.pool is None else nullcontext(options.pool) as pool:
+        while not link.closing:
+            link.request = anyio.Event()
+            try:
+                async with AsyncExitStack() as stack:
+                    read, write = await _enter_remote(stack, server, opening, events, pool)
+                    client = await stack.enter_async_context(_client_session(read, write, notes))
+                    await client.initialize()
+                    if first:
+                        task_status.started(client)
+                        first = False
+                    else:
+                        _reconnected(link, client, opening, events)
+                    await link.request.wait()
+            except Exception as exc:
+                if first:
+                    raise
+                _reconnect_failed(link, server, exc, opening, events)
+                return
+
+
+def _reconnected(link: _Reconnect, client: ClientSession, opening: _Opening, events: EventSink) -> None:
+    assert link.session is not None
+    link.session.client = client
+    link.session.remote = opening.status
+    events.emit("mcp_session_renewed", server=link.session.name)
+    events.log("INFO", f"MCP server '{link.session.name}': the session expired; a new one is open")
+    link.done.set()
+
+
+def _reconnect_failed(
+    link: _Reconnect, server: ServerConfig, exc: Exception, opening: _Opening, events: EventSink
+) -> None:
+    error = remote_startup_error(
+        exc, name=server.name, url=server.url or "", headers=server.headers, status=opening.status
+    )
+    reason = str(error).splitlines()[0].removeprefix(f"Failed to start MCP server '{server.name}': ")
+    if link.session is not None:
+        link.session.failure = f"a new session after the old one expired failed: {reason}"
+    events.log("ERROR", f"MCP server '{server.name}': {reason}")
+    link.done.set()
+
+
+@asynccontextmanager
+async def _connect_remote(
+    server: ServerConfig, opening: _Opening, events: EventSink, options: _Options
+) -> AsyncIterator[ServerSession]:
+    start = anyio.current_time()
+    notes = ServerNotifications(server.name, events)
+    link = _Reconnect()
+    async with anyio.create_task_group() as owner:
+        client = await owner.start(_hold_remote, server, opening, events, options, notes, link)
+        try:
+            tools = await list_all_tools(client)
+            link.session = ServerSession(
+                config=server,
+                client=client,
+                tools=tools,
+                process=None,
+                startup_seconds=anyio.current_time() - start,
+                notes=notes,
+                remote=opening.status,
+                reconnect=link,
+            )
+            yield link.session
+        finally:
+            link.closing = True  # the owner leaves its session normally (Streamable HTTP: DELETE)
+            link.request.set()
+
+
+@asynccontextmanager
+async def _connect(
+    server: ServerConfig,
+    lowlevel: Server[Any] | None,
+    opening: _Opening,
+    events: EventSink,
+    options: _Options,
+) -> AsyncIterator[ServerSession]:
+    """Transport, ``ClientSession``, initialize, ``tools/list`` (the caller bounds the time)."""
+    if server.remote:
+        async with _connect_remote(server, opening, events, options) as session:
+            yield session
+        return
+    start = anyio.current_time()
+    notes = ServerNotifications(server.name, events)
+    async with AsyncExitStack() as stack:
+        read, write = await _enter_transport(stack, server, lowlevel, opening, events, options)
+        client = await stack.enter_async_context(_client_session(read, write, notes))
+        await client.initialize()  # property 8: the handshake comes before discovery
+        tools = await list_all_tools(client)
+        yield ServerSession(
+            config=server,
+            client=client,
+            tools=tools,
+            process=opening.info,
+            startup_seconds=anyio.current_time() - start,
+            finished=opening.finished,
+            notes=notes,
+        )
+
+
 @asynccontextmanager
 async def open_server_session(
     server: ServerConfig,
@@ -301,99 +575,59 @@ async def open_server_session(
     *,
     events: EventSink | None = None,
     base_env: Mapping[str, str] | None = None,
+    pool: httpx2.AsyncBaseTransport | None = None,
 ) -> AsyncIterator[ServerSession]:
     """Start one MCP server and yield its initialized session with its tools listed.
 
     Args:
-        server: the server's configuration (``stdio`` or ``inprocess``).
-        settings: ``server_startup_timeout_seconds`` bounds spawn + initialize + tools/list.
-        events: where events go (``mcp_server_started``, ``mcp_server_stopped``, ``mcp_env_withheld``).
+        server: the server's configuration (``stdio``, ``inprocess``, or remote ``http`` / ``sse``).
+        settings: ``server_startup_timeout_seconds`` bounds connect or spawn + initialize + tools/list.
+        events: where events go (``mcp_server_started``, ``mcp_server_stopped``, ``mcp_env_withheld``,
+            and the server's notifications).
         base_env: the environment to merge the server's ``env`` into (default ``os.environ``).
+        pool: a remote server's connection pool from :func:`~zorkmcp.mcp._remote.open_remote_pool`,
+            owned by the episode; without one the session opens (and closes) its own.
 
     Raises:
         MCPServerStartupError: the server did not start (plain, never inside an exception group).
     """
     events = events if events is not None else NullSink()
     timeout = settings.server_startup_timeout_seconds
-    start = anyio.current_time()
-    info: ProcessInfo | None = None
+    options = _Options(base_env=os.environ if base_env is None else base_env, pool=pool)
+    opening = _Opening()
     session: ServerSession | None = None
     try:
         lowlevel = await _build_inprocess(server) if server.type == "inprocess" else None
         with anyio.CancelScope(deadline=anyio.current_time() + timeout) as startup_scope:
-            async with AsyncExitStack() as stack:
-                finished: anyio.Event | None = None
-                read: ReadStream[SessionMessage | Exception]
-                write: WriteStream[SessionMessage]
-                if lowlevel is not None:
-                    finished = anyio.Event()
-                    read, write = await stack.enter_async_context(
-                        _open_inprocess_transport(server, lowlevel, finished, events)
-                    )
-                else:
-                    if not server.command:
-                        raise ValueError("a stdio server needs a 'command'")
-                    env, withheld = build_server_env(server.env, os.environ if base_env is None else base_env)
-                    if withheld:
-                        # Requirement 3.2: say which names were withheld, never their values.
-                        events.emit("mcp_env_withheld", server=server.name, names=list(withheld))
-                        names = ", ".join(withheld)
-                        events.log("DEBUG", f"MCP server '{server.name}': withheld variables {names}")
-                    info = ProcessInfo(command=(server.command, *server.args), withheld_env=withheld)
-                    read, write, _ = await stack.enter_async_context(
-                        open_stdio_transport(server.command, server.args, env=env, cwd=server.cwd, info=info)
-                    )
-                client = await stack.enter_async_context(ClientSession(read, write, client_info=_CLIENT_INFO))
-                await client.initialize()  # property 8: the handshake comes before discovery
-                tools = await _list_all_tools(client)
+            async with _connect(server, lowlevel, opening, events, options) as session:
                 startup_scope.deadline = math.inf
-                session = ServerSession(
-                    config=server,
-                    client=client,
-                    tools=tools,
-                    process=info,
-                    startup_seconds=anyio.current_time() - start,
-                    finished=finished,
-                )
-                events.emit(
-                    "mcp_server_started",
-                    server=server.name,
-                    pid=info.pid if info else None,
-                    startup_ms=round(session.startup_seconds * 1000, 1),
-                    tools=[tool.name for tool in tools],
-                )
+                _started(server, session, events)
                 yield session
         if session is None:  # only the startup deadline gets here
-            raise _startup_error(server, info, f"no answer to initialize and tools/list within {timeout:g}s")
+            raise _failure(
+                server, opening, None, f"no answer to initialize and tools/list within {timeout:g}s"
+            )
     except BaseException as exc:
         if session is not None or isinstance(exc, MCPServerStartupError) or not _only_exceptions(exc):
             raise
-        raise _startup_error(server, info, _reason(exc, server)) from exc
+        raise _failure(server, opening, exc, None) from exc
     finally:
         if session is not None:
-            fields: dict[str, Any] = {"server": server.name}
-            if info is not None:
-                fields.update(
-                    pid=info.pid,
-                    exit_status=info.returncode,
-                    escalation=info.escalation,
-                    strays_killed=info.strays_killed,
-                    teardown_ms=round((info.teardown_seconds or 0.0) * 1000, 1),
-                )
-            events.emit("mcp_server_stopped", **fields)
+            _stopped(server, opening.info, events)
 
 
 async def _serve(
     server: ServerConfig,
     settings: McpSettings,
     events: EventSink | None,
+    pool: httpx2.AsyncBaseTransport | None,
     *,
     task_status: anyio.abc.TaskStatus[ServerHandle] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     stop, done = anyio.Event(), anyio.Event()
     started = False
     try:
-        async with open_server_session(server, settings, events=events) as session:
+        async with open_server_session(server, settings, events=events, pool=pool) as session:
             task_status.started(ServerHandle(session, stop=stop, done=done))
             started = True
             await stop.wait()
@@ -412,6 +646,7 @@ async def start_server(
     settings: McpSettings,
     *,
     events: EventSink | None = None,
+    pool: httpx2.AsyncBaseTransport | None = None,
 ) -> ServerHandle:
     """Start a server in a new task of ``nursery`` and return once it is ready.
 
@@ -423,9 +658,10 @@ async def start_server(
         server: what to start.
         settings: startup timeout.
         events: where events go.
+        pool: a remote server's connection pool, owned by the caller (see :func:`open_server_session`).
 
     Raises:
         MCPServerStartupError: the server did not start.
     """
-    handle: ServerHandle = await nursery.start(_serve, server, settings, events)
+    handle: ServerHandle = await nursery.start(_serve, server, settings, events, pool)
     return handle

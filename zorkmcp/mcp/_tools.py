@@ -1,8 +1,11 @@
 """The toolbox of one turn: every tool of every server, in OpenAI format, callable by name.
 
 Translation (seeds 000 §Server Discovery and Appendix; properties 33–38): each MCP tool becomes
-``{"type": "function", "function": {"name", "description", "parameters"}}`` with ``input_schema`` as
-``parameters`` unchanged and a missing description as ``""``. The ``name`` the LLM sees is the
+``{"type": "function", "function": {"name", "description", "parameters"}}`` with ``input_schema``
+translated into the portable subset every OpenAI-compatible endpoint accepts as ``parameters``
+(:func:`~zorkmcp.mcp._schema.translate_schema`: a schema already in that subset is offered
+unchanged; a tool whose schema cannot be made acceptable is left out with an ``mcp_tool_excluded``
+event) and a missing description as ``""``. The ``name`` the LLM sees is the
 wire-safe name (see :mod:`._names`); the canonical ``server.tool`` is what logs, events and
 :meth:`Toolbox.call_tool` use, and :meth:`Toolbox.call_tool` accepts both.
 """
@@ -24,8 +27,12 @@ from zorkmcp.observability import EventSink, NullSink
 
 from ._names import assign_wire_names, canonical_name
 from ._results import ToolCallResult, convert_call_result
+from ._schema import translate_schema
+from ._session import list_all_tools
 
 if TYPE_CHECKING:
+    from mcp.shared.dispatcher import ProgressFnT
+
     from zorkmcp.config import McpSettings, ServerConfig
 
     from ._session import ServerSession
@@ -34,6 +41,10 @@ __all__ = ["DEATH_REPORT_GRACE", "ToolInfo", "ToolTable", "Toolbox", "build_tool
 
 DEATH_REPORT_GRACE = 0.2
 """When a server dies mid-call: how long to wait for its exit status to put it in the error."""
+
+
+_CONNECTION_CLOSED = ToolCallResult(content=None, is_error=True, error_message="the connection closed")
+"""A sentinel: the server's connection closed during the call (the caller reports the death)."""
 
 
 def _seconds(value: float) -> str:
@@ -50,7 +61,8 @@ class ToolInfo:
         server: the server's name in ``mcp_config.json``.
         tool: the tool's name on its server.
         description: the tool's description (``""`` when it has none).
-        parameters: the tool's ``input_schema`` (property 36).
+        parameters: the tool's ``input_schema`` in the portable subset (property 36: unchanged when
+            it already is in it).
         timeout: the effective per-call timeout in seconds (the server's ``timeout`` or
             ``tool_call_timeout_seconds``).
     """
@@ -111,7 +123,8 @@ def build_tool_infos(
                 f"MCP server '{server.name}' has no tools named {', '.join(missing)} "
                 "(from its 'tools' allow-list)",
             )
-    wire = assign_wire_names((server.name, tool.name) for server, tool in kept)
+    portable = _portable(kept, events)
+    wire = assign_wire_names((server.name, tool.name) for server, tool, _ in portable)
     return [
         ToolInfo(
             name=canonical_name(server.name, tool.name),
@@ -119,11 +132,43 @@ def build_tool_infos(
             server=server.name,
             tool=tool.name,
             description=tool.description or "",
-            parameters=dict(tool.input_schema),
+            parameters=parameters,
             timeout=server.timeout if server.timeout is not None else settings.tool_call_timeout_seconds,
         )
-        for server, tool in kept
+        for server, tool, parameters in portable
     ]
+
+
+def _portable(
+    kept: Sequence[tuple[ServerConfig, mcp_types.Tool]], events: EventSink
+) -> list[tuple[ServerConfig, mcp_types.Tool, dict[str, Any]]]:
+    """Each tool with its schema translated; a tool whose schema cannot be is left out, with an event."""
+    offered: list[tuple[ServerConfig, mcp_types.Tool, dict[str, Any]]] = []
+    for server, tool in kept:
+        translation = translate_schema(tool.input_schema)
+        if translation.parameters is None:
+            reason = translation.excluded or "the input schema cannot be offered"
+            events.emit("mcp_tool_excluded", server=server.name, tool=tool.name, reason=reason)
+            events.log(
+                "WARNING",
+                f"MCP tool '{canonical_name(server.name, tool.name)}' left out: {reason} "
+                "(zorkmcp tools --lint explains)",
+            )
+            continue
+        offered.append((server, tool, translation.parameters))
+    return offered
+
+
+async def _call_renewing(
+    session: ServerSession, tool: str, arguments: dict[str, Any], progress: ProgressFnT | None
+) -> mcp_types.CallToolResult:
+    """Call ``tool``; when a remote server forgot the session (HTTP 404), open a new one and retry once."""
+    try:
+        return await session.client.call_tool(tool, arguments, progress_callback=progress)
+    except SdkMCPError:
+        if session.remote is None or not session.remote.session_expired or not await session.renew():
+            raise
+    return await session.client.call_tool(tool, arguments, progress_callback=progress)
 
 
 class ToolTable:
@@ -183,12 +228,20 @@ class Toolbox:
         self._settings = settings
         self._events = events if events is not None else NullSink()
         self._sessions = {session.name: session for session in sessions}
-        self.tools: tuple[ToolInfo, ...] = tuple(
+        self._apply_allow_list = apply_allow_list
+        self.tools: tuple[ToolInfo, ...] = ()
+        self._rebuild()
+        self.startup_seconds: float | None = None
+        self.teardown_seconds: float | None = None
+
+    def _rebuild(self) -> None:
+        sessions = list(self._sessions.values())
+        self.tools = tuple(
             build_tool_infos(
                 [(s.config, s.tools) for s in sessions],
-                settings,
+                self._settings,
                 events=self._events,
-                apply_allow_list=apply_allow_list,
+                apply_allow_list=self._apply_allow_list,
             )
         )
         self._output_schemas = {(s.name, tool.name): tool.output_schema for s in sessions for tool in s.tools}
@@ -197,8 +250,34 @@ class Toolbox:
             self._events.log(
                 "WARNING", f"Tool name {name!r} is ambiguous; the LLM can still call it by wire name"
             )
-        self.startup_seconds: float | None = None
-        self.teardown_seconds: float | None = None
+
+    async def refresh_if_changed(self) -> bool:
+        """List the tools again of every server that sent ``notifications/tools/list_changed``.
+
+        The engine calls this before each LLM request of a turn. A server that fails to answer (or
+        takes longer than ``server_startup_timeout_seconds``) keeps its previous list.
+
+        Returns:
+            Whether any server's list was listed again (the tool table is then rebuilt).
+        """
+        changed = [s for s in self._sessions.values() if s.notes is not None and s.notes.take_tools_changed()]
+        for session in changed:
+            await self._relist(session)
+        if changed:
+            self._rebuild()
+        return bool(changed)
+
+    async def _relist(self, session: ServerSession) -> None:
+        limit = self._settings.server_startup_timeout_seconds
+        try:
+            with anyio.fail_after(limit):
+                session.tools = await list_all_tools(session.client)
+        except Exception as exc:  # noqa: BLE001 - a failed refresh keeps the old list, never ends the turn
+            self._events.log(
+                "WARNING",
+                f"MCP server '{session.name}' changed its tool list but listing it again failed "
+                f"({type(exc).__name__}: {exc}); keeping the previous list",
+            )
 
     @property
     def servers(self) -> tuple[str, ...]:
@@ -257,33 +336,9 @@ class Toolbox:
             )
         limit = info.timeout if timeout is None else timeout
         outcome: ToolCallResult | None = None
-        connection_closed = False
         with anyio.move_on_after(limit if limit > 0 else math.inf) as scope:
-            try:
-                raw = await session.client.call_tool(info.tool, dict(arguments))
-            except SdkMCPError as exc:
-                if exc.code == mcp_types.CONNECTION_CLOSED:
-                    connection_closed = True
-                else:
-                    outcome = ToolCallResult(
-                        content=None, is_error=True, error_message=f"Tool call failed: {exc.message}"
-                    )
-            except Exception as exc:  # noqa: BLE001
-                # Anything else the SDK raises for this call (invalid result, schema mismatch...) is a
-                # tool error for the LLM, not a reason to end the turn (seeds 000 §Error Handling);
-                # the engine reports it (mcp_tool_error).
-                outcome = ToolCallResult(
-                    content=None,
-                    is_error=True,
-                    error_message=f"Tool call failed: {type(exc).__name__}: {exc}",
-                )
-            else:
-                outcome = convert_call_result(
-                    raw,
-                    max_bytes=self._settings.max_result_bytes,
-                    output_schema=self._output_schemas.get((info.server, info.tool)),
-                )
-        if connection_closed:
+            outcome = await self._attempt(session, info, arguments)
+        if outcome is _CONNECTION_CLOSED:
             return await self._died(session, info)
         if outcome is not None:
             return outcome
@@ -293,6 +348,31 @@ class Toolbox:
             is_error=True,
             error_message=f"Tool call timed out after {_seconds(limit)}s",
             timed_out=True,
+        )
+
+    async def _attempt(
+        self, session: ServerSession, info: ToolInfo, arguments: Mapping[str, Any]
+    ) -> ToolCallResult:
+        """One call (renewing an expired remote session once); :data:`_CONNECTION_CLOSED` if it closed."""
+        progress = session.notes.progress_for(info.tool) if session.notes is not None else None
+        try:
+            raw = await _call_renewing(session, info.tool, dict(arguments), progress)
+        except SdkMCPError as exc:
+            if exc.code == mcp_types.CONNECTION_CLOSED:
+                return _CONNECTION_CLOSED
+            message = session.describe_death() if session.failure is not None else exc.message
+            return ToolCallResult(content=None, is_error=True, error_message=f"Tool call failed: {message}")
+        except Exception as exc:  # noqa: BLE001
+            # Anything else the SDK raises for this call (invalid result, schema mismatch...) is a
+            # tool error for the LLM, not a reason to end the turn (seeds 000 §Error Handling);
+            # the engine reports it (mcp_tool_error).
+            return ToolCallResult(
+                content=None, is_error=True, error_message=f"Tool call failed: {type(exc).__name__}: {exc}"
+            )
+        return convert_call_result(
+            raw,
+            max_bytes=self._settings.max_result_bytes,
+            output_schema=self._output_schemas.get((info.server, info.tool)),
         )
 
     async def _died(self, session: ServerSession, info: ToolInfo) -> ToolCallResult:

@@ -1,0 +1,108 @@
+"""Remote servers inside a turn: progress events during a call, a changed tool list refreshed before
+the next LLM request, a stalled call ended by its timeout with the server told.
+
+Real parts: tests/servers/remote.py (the MCP SDK's server under uvicorn on 127.0.0.1, in a thread)
+and the loopback LLM server. Real clock (httpx's timeouts are deadlines too); waits are bounded by
+``fail_after`` only as hang guards.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import anyio
+import pytest
+from llm_server import LLMServer, content_reply, tool_call, tool_call_reply
+from servers.helpers import RecordingSink
+from servers.remote import RemoteTestServer, serve_remote
+
+from zorkmcp.config import McpSettings, ServerConfig
+from zorkmcp.engine import run_tool_loop
+from zorkmcp.llm import open_llm_client
+from zorkmcp.mcp import open_toolbox
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning"),
+    pytest.mark.filterwarnings("ignore:Async generator 'httpx2:ResourceWarning"),
+    pytest.mark.filterwarnings("ignore:Async generator 'httpcore2:ResourceWarning"),
+    pytest.mark.filterwarnings(
+        "ignore:Exception ignored in. <async_generator object (EventSource|Response|PoolByteStream)"
+        ":pytest.PytestUnraisableExceptionWarning"
+    ),
+]
+
+GUARD = 20
+OPENING = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "state"}]
+
+
+@pytest.fixture
+def remote() -> Iterator[RemoteTestServer]:
+    # Per test: change_tools adds a tool to the server for good.
+    with serve_remote() as server:
+        yield server
+
+
+def _server(remote: RemoteTestServer, kind: str, **fields: object) -> ServerConfig:
+    path = "/mcp" if kind == "http" else "/sse"
+    return ServerConfig(name="web", type=kind, url=remote.url(path), lifecycle="per_episode", **fields)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("kind", ["http", "sse"])
+async def test_progress_during_a_call_becomes_events(remote: RemoteTestServer, kind: str) -> None:
+    sink = RecordingSink()
+    with anyio.fail_after(GUARD):
+        async with open_toolbox([_server(remote, kind)], McpSettings(), events=sink) as toolbox:
+            result = await toolbox.call_tool("web.progress", {"steps": 2})
+    assert result.content == "done"
+    progress = [fields for event, fields in sink.events if event == "mcp_tool_progress"]
+    assert progress == [
+        {"server": "web", "tool": "progress", "progress": 1.0, "total": 2.0, "message": "step 1"},
+        {"server": "web", "tool": "progress", "progress": 2.0, "total": 2.0, "message": "step 2"},
+    ]
+
+
+async def test_a_changed_tool_list_is_offered_at_the_next_request(
+    remote: RemoteTestServer, llm_server: LLMServer
+) -> None:
+    llm_server.script(tool_call_reply(tool_call("web__change_tools")), content_reply("north"))
+    sink = RecordingSink()
+    with anyio.fail_after(GUARD):
+        async with (
+            open_toolbox([_server(remote, "http")], McpSettings(), events=sink) as toolbox,
+            open_llm_client(base_url=llm_server.base_url, model="gpt-4o") as model,
+        ):
+            before = [info.wire_name for info in toolbox.tools]
+            await run_tool_loop(model, OPENING, toolbox, events=sink)
+    first, second = ([tool["function"]["name"] for tool in body["tools"]] for body in llm_server.bodies)
+    assert before == ["web__echo", "web__stall", "web__progress", "web__change_tools"]
+    assert first == before
+    assert second == [*before, "web__extra"]
+    assert ("mcp_tools_changed", {"server": "web"}) in sink.events
+
+
+async def test_a_stalled_remote_call_times_out_and_the_server_hears_of_it(remote: RemoteTestServer) -> None:
+    sink = RecordingSink()
+    with anyio.fail_after(GUARD):
+        async with open_toolbox(
+            [_server(remote, "http", timeout=0.5)], McpSettings(), events=sink
+        ) as toolbox:
+            result = await toolbox.call_tool("web.stall", {})
+            await anyio.to_thread.run_sync(remote.stall_cancelled.wait, GUARD)
+    assert result.timed_out
+    assert result.error_message == "Tool call timed out after 0.5s"
+
+
+async def test_an_expired_session_is_renewed_once_and_the_call_retried(remote: RemoteTestServer) -> None:
+    sink = RecordingSink()
+    with anyio.fail_after(GUARD):
+        async with open_toolbox([_server(remote, "http")], McpSettings(), events=sink) as toolbox:
+            first = await toolbox.call_tool("web.echo", {"text": "one"})
+            remote.expire_sessions()
+            second = await toolbox.call_tool("web.echo", {"text": "two"})
+            third = await toolbox.call_tool("web.echo", {"text": "three"})
+    assert [first.content, second.content, third.content] == ["one", "two", "three"]
+    assert [fields for event, fields in sink.events if event == "mcp_session_renewed"] == [{"server": "web"}]
+    assert ("INFO", "MCP server 'web': the session expired; a new one is open") in sink.lines
