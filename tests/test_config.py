@@ -971,3 +971,17 @@ def test_play_with_a_hostile_file_exits_2_with_one_line_before_anything_starts(
     expected = expected.format(folder=tmp_path)
     assert result.stderr == f"zorkmcp play: configuration error (ConfigError): {expected}\n"
     assert not (tmp_path / "logs").exists()
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"command": "python3", "args": ["\ud800"]}, "$.mcpServers.a.args[0] must be valid Unicode"),
+        ({"command": "python3", "env": {"A": "\udfff"}}, "$.mcpServers.a.env.A must be valid Unicode"),
+        ({"url": "http://h/\ud800"}, "$.mcpServers.a.url must be valid Unicode"),
+    ],
+)
+def test_a_lone_surrogate_from_a_json_escape_is_a_config_error(entry: dict[str, Any], message: str) -> None:
+    """JSON may escape a lone surrogate ("\\ud800"); no operating system can take one in a command line."""
+    with pytest.raises(ConfigError, match=re.escape(message) + r" \(it holds a lone surrogate\)"):
+        McpConfig.from_dict({"mcpServers": {"a": entry}})

@@ -57,7 +57,7 @@ def load_toml(text: str) -> Settings:
 
 
 # Strings never hold a NUL byte (the OS refuses them in paths, arguments and environments).
-_no_nul = st.characters(exclude_characters="\0")
+_no_nul = st.characters(exclude_characters="\0", exclude_categories=("Cs",))  # no NUL, no lone surrogate
 # Seconds are in (0, 604800]: one week at most.
 _seconds = st.integers(min_value=1, max_value=604_800) | st.floats(
     min_value=0, max_value=604_800, exclude_min=True, allow_nan=False

@@ -119,6 +119,10 @@ def _strict_str(value: object, _: type) -> str:
         raise Problem(f"must be a string, got {show(value)}")
     if "\0" in value:
         raise Problem(f"must not contain a NUL byte, got {show(value)}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate from a JSON "\ud800" escape: no OS can take it
+        raise Problem(f"must be valid Unicode (it holds a lone surrogate), got {show(value)}") from None
     return value
 
 
