@@ -30,7 +30,11 @@ INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 2,
     "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
 }
 
 
@@ -39,7 +43,11 @@ def test_tools_list_before_initialize_is_refused_then_served_after_it() -> None:
     ping = {"jsonrpc": "2.0", "id": 3, "method": "ping"}
     after = {"jsonrpc": "2.0", "id": 4, "method": "tools/list"}
     refused, initialized, pong, listed = _exchange(before, INITIALIZE, ping, after)
-    assert refused == {"jsonrpc": "2.0", "id": 1, "error": {"code": -32002, "message": "server not initialized"}}
+    assert refused == {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "error": {"code": -32002, "message": "server not initialized"},
+    }
     assert initialized["id"] == 2
     assert "result" in initialized
     assert pong == {"jsonrpc": "2.0", "id": 3, "result": {}}
