@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 import trio
+import trio.testing
 from servers.helpers import RecordingSink, is_alive, misbehaving, session_processes, thinking
 
 from zorkmcp.config import McpConfig, McpSettings
@@ -168,11 +169,14 @@ async def test_cancelled_turn_and_body_errors_leave_no_process() -> None:
     manager = McpManager(McpConfig(servers=(misbehaving("child"),)), SETTINGS)
     pids: list[int] = []
     with trio.fail_after(GUARD):
-        with trio.move_on_after(0.5) as scope:  # e.g. a turn timeout while a tool hangs
+        with trio.CancelScope() as scope:  # e.g. a turn timeout while a tool hangs
             async with manager.open_turn() as toolbox:
                 pids.append((await toolbox.call_tool("bad.pid", {})).content["pid"])
                 pids += (await toolbox.call_tool("bad.children", {})).content["children"]
-                await toolbox.call_tool("bad.hang", {})
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(toolbox.call_tool, "bad.hang", {})
+                    await trio.testing.wait_all_tasks_blocked()  # the call waits for its answer
+                    scope.cancel()
         assert scope.cancelled_caught
         with pytest.raises(RuntimeError, match="the agent failed"):  # noqa: PT012 - the turn is the subject
             async with manager.open_turn() as toolbox:
