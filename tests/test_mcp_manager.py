@@ -7,9 +7,11 @@ import importlib.util
 import sys
 from typing import TYPE_CHECKING
 
+import anyio
 import pytest
 import trio
 import trio.testing
+from backends import BACKENDS, run
 from servers.helpers import RecordingSink, is_alive, misbehaving, session_processes, thinking
 
 from zorkmcp.config import McpConfig, McpSettings
@@ -30,13 +32,13 @@ def _starts(state: Path) -> int:
     return len(starts.read_text().splitlines()) if starts.exists() else 0
 
 
-async def test_first_turn_failure_raises_a_plain_startup_error() -> None:
+async def _first_turn_failure_raises_a_plain_startup_error() -> None:
     sink = RecordingSink()
     manager = McpManager(
         McpConfig(servers=(misbehaving("ok", name="good"), misbehaving("crash-start"))), SETTINGS, events=sink
     )
     with (
-        trio.fail_after(GUARD),
+        anyio.fail_after(GUARD),
         pytest.raises(MCPServerStartupError, match=r"^Failed to start MCP server 'bad': "),
     ):
         async with manager.open_turn():
@@ -48,6 +50,11 @@ async def test_first_turn_failure_raises_a_plain_startup_error() -> None:
     ]
     # the healthy server (started, or cancelled while starting) is gone too
     assert session_processes() == []
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_first_turn_failure_raises_a_plain_startup_error(backend: str) -> None:
+    run(backend, _first_turn_failure_raises_a_plain_startup_error)
 
 
 async def test_later_turns_retry_once_then_disable(tmp_path: Path) -> None:
