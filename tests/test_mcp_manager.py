@@ -7,8 +7,11 @@ import importlib.util
 import sys
 from typing import TYPE_CHECKING
 
+import anyio
 import pytest
 import trio
+import trio.testing
+from backends import BACKENDS, run
 from servers.helpers import RecordingSink, is_alive, misbehaving, session_processes, thinking
 
 from zorkmcp.config import McpConfig, McpSettings
@@ -29,13 +32,13 @@ def _starts(state: Path) -> int:
     return len(starts.read_text().splitlines()) if starts.exists() else 0
 
 
-async def test_first_turn_failure_raises_a_plain_startup_error() -> None:
+async def _first_turn_failure_raises_a_plain_startup_error() -> None:
     sink = RecordingSink()
     manager = McpManager(
         McpConfig(servers=(misbehaving("ok", name="good"), misbehaving("crash-start"))), SETTINGS, events=sink
     )
     with (
-        trio.fail_after(GUARD),
+        anyio.fail_after(GUARD),
         pytest.raises(MCPServerStartupError, match=r"^Failed to start MCP server 'bad': "),
     ):
         async with manager.open_turn():
@@ -47,6 +50,11 @@ async def test_first_turn_failure_raises_a_plain_startup_error() -> None:
     ]
     # the healthy server (started, or cancelled while starting) is gone too
     assert session_processes() == []
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_first_turn_failure_raises_a_plain_startup_error(backend: str) -> None:
+    run(backend, _first_turn_failure_raises_a_plain_startup_error)
 
 
 async def test_later_turns_retry_once_then_disable(tmp_path: Path) -> None:
@@ -168,11 +176,14 @@ async def test_cancelled_turn_and_body_errors_leave_no_process() -> None:
     manager = McpManager(McpConfig(servers=(misbehaving("child"),)), SETTINGS)
     pids: list[int] = []
     with trio.fail_after(GUARD):
-        with trio.move_on_after(0.5) as scope:  # e.g. a turn timeout while a tool hangs
+        with trio.CancelScope() as scope:  # e.g. a turn timeout while a tool hangs
             async with manager.open_turn() as toolbox:
                 pids.append((await toolbox.call_tool("bad.pid", {})).content["pid"])
                 pids += (await toolbox.call_tool("bad.children", {})).content["children"]
-                await toolbox.call_tool("bad.hang", {})
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(toolbox.call_tool, "bad.hang", {})
+                    await trio.testing.wait_all_tasks_blocked()  # the call waits for its answer
+                    scope.cancel()
         assert scope.cancelled_caught
         with pytest.raises(RuntimeError, match="the agent failed"):  # noqa: PT012 - the turn is the subject
             async with manager.open_turn() as toolbox:

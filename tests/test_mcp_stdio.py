@@ -11,8 +11,10 @@ import os
 import signal
 import sys
 
+import anyio
 import pytest
 import trio
+from backends import BACKENDS, run
 from servers.helpers import content_json, is_alive, misbehaving, pids_from_stderr, session_processes
 
 from zorkmcp.config import McpSettings, ServerConfig
@@ -26,8 +28,8 @@ SETTINGS = McpSettings(server_startup_timeout_seconds=10)
 GUARD = 20  # seconds: a hung test fails instead of hanging the suite
 
 
-async def test_a_well_behaved_server_exits_on_eof() -> None:
-    with trio.fail_after(GUARD):
+async def _a_well_behaved_server_exits_on_eof() -> None:
+    with anyio.fail_after(GUARD):
         async with open_toolbox([misbehaving("ok")], SETTINGS) as toolbox:
             first = await toolbox.call_tool("bad.pid", {})
             second = await toolbox.call_tool("bad__pid", {})
@@ -43,6 +45,11 @@ async def test_a_well_behaved_server_exits_on_eof() -> None:
     assert session.process.teardown_seconds is not None
     assert not session.alive
     assert not is_alive(pid)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_well_behaved_server_exits_on_eof(backend: str) -> None:
+    run(backend, _a_well_behaved_server_exits_on_eof)
 
 
 async def test_server_that_never_answers_initialize() -> None:
@@ -127,8 +134,8 @@ async def test_a_dead_servers_pending_call_fails_promptly() -> None:
     assert not is_alive(child)
 
 
-async def test_tool_that_hangs_times_out_and_the_server_is_told() -> None:
-    with trio.fail_after(GUARD):
+async def _tool_that_hangs_times_out_and_the_server_is_told() -> None:
+    with anyio.fail_after(GUARD):
         async with open_toolbox([misbehaving("ok")], SETTINGS) as toolbox:
             pid = (await toolbox.call_tool("bad.pid", {})).content["pid"]
             hung = await toolbox.call_tool("bad.hang", {}, timeout=0.2)
@@ -141,6 +148,11 @@ async def test_tool_that_hangs_times_out_and_the_server_is_told() -> None:
     assert len(cancelled.content["cancelled"]) == 1
     assert again.content == {"pid": pid, "calls": 4}  # same process, still usable
     assert not is_alive(pid)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_tool_that_hangs_times_out_and_the_server_is_told(backend: str) -> None:
+    run(backend, _tool_that_hangs_times_out_and_the_server_is_told)
 
 
 async def test_non_json_stdout_does_not_end_the_session() -> None:
@@ -157,8 +169,8 @@ async def test_non_json_stdout_does_not_end_the_session() -> None:
     assert not is_alive(pid)
 
 
-async def test_server_that_ignores_sigterm_and_eof_is_killed() -> None:
-    with trio.fail_after(GUARD):
+async def _server_that_ignores_sigterm_and_eof_is_killed() -> None:
+    with anyio.fail_after(GUARD):
         async with open_toolbox([misbehaving("stubborn")], SETTINGS) as toolbox:
             pid = (await toolbox.call_tool("bad.pid", {})).content["pid"]
             session = toolbox.session("bad")
@@ -169,9 +181,13 @@ async def test_server_that_ignores_sigterm_and_eof_is_killed() -> None:
     assert not is_alive(pid)
 
 
-@pytest.mark.parametrize("mode", ["child", "setsid-child", "child,stubborn", "setsid-child,stubborn"])
-async def test_children_left_behind_are_killed(mode: str) -> None:
-    with trio.fail_after(GUARD):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_server_that_ignores_sigterm_and_eof_is_killed(backend: str) -> None:
+    run(backend, _server_that_ignores_sigterm_and_eof_is_killed)
+
+
+async def _children_left_behind_are_killed(mode: str) -> None:
+    with anyio.fail_after(GUARD):
         async with open_toolbox([misbehaving(mode)], SETTINGS) as toolbox:
             pid = (await toolbox.call_tool("bad.pid", {})).content["pid"]
             children = (await toolbox.call_tool("bad.children", {})).content["children"]
@@ -184,6 +200,18 @@ async def test_children_left_behind_are_killed(mode: str) -> None:
     assert session.process is not None
     if mode == "setsid-child":
         assert session.process.strays_killed == 1  # found by its ZORKMCP_SESSION token, not the group
+
+
+@pytest.mark.parametrize(
+    ("backend", "mode"),
+    [
+        *((b, m) for b in BACKENDS for m in ("child", "setsid-child")),
+        ("trio", "child,stubborn"),
+        ("trio", "setsid-child,stubborn"),
+    ],
+)
+def test_children_left_behind_are_killed(backend: str, mode: str) -> None:
+    run(backend, _children_left_behind_are_killed, mode)
 
 
 async def test_cancellation_during_startup_leaves_no_process() -> None:

@@ -50,8 +50,12 @@ def is_alive(pid: int) -> bool:
 
 
 def session_processes(marker: bytes = b"misbehaving.py") -> list[tuple[int, bytes]]:
-    """Live processes started by an MCP session (they carry a ``ZORKMCP_SESSION`` token) whose command
-    line contains ``marker`` (other test runs may share the machine), with their command lines."""
+    """Live processes started by an MCP session (they carry a ``ZORKMCP_SESSION`` token) from this
+    checkout's ``misbehaving.py`` whose command line contains ``marker``, with their command lines.
+
+    Other checkouts' test runs may share the machine: their servers run another path and are ignored.
+    """
+    own = bytes(MISBEHAVING)
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -63,7 +67,7 @@ def session_processes(marker: bytes = b"misbehaving.py") -> list[tuple[int, byte
         except OSError:
             continue
         tagged = any(item.startswith(b"ZORKMCP_SESSION=") for item in environ.split(b"\0"))
-        if tagged and marker in cmdline and is_alive(pid):
+        if tagged and own in cmdline and marker in cmdline and is_alive(pid):
             found.append((pid, cmdline))
     return found
 

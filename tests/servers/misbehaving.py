@@ -15,6 +15,9 @@ Modes:
     flaky=PATH      PATH holds N: while N > 0, a start decrements it and fails (exit 4);
                     every start appends a line to PATH.starts
 
+Every mode that answers at all answers a request other than ``initialize`` or ``ping`` that arrives
+before ``initialize`` with the JSON-RPC error -32002 "server not initialized" (Property 8).
+
 Tools (all modes that get that far):
     pid        {"pid": <pid>, "calls": <tools/call requests this process handled, this one included>}
     echo       returns the argument "text"
@@ -87,6 +90,7 @@ class Server:
         self.calls = 0
         self.children: list[int] = []
         self.cancelled: list[object] = []
+        self.initialized = False
 
     def send(self, message: dict[str, object]) -> None:
         if "noise" in self.modes:
@@ -141,7 +145,18 @@ class Server:
             return  # other notifications
         if "no-init" in self.modes:
             return
+        if method not in ("initialize", "ping") and not self.initialized:
+            # Property 8: nothing but initialize (and ping) before initialize.
+            self.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": request_id,
+                    "error": {"code": -32002, "message": "server not initialized"},
+                }
+            )
+            return
         if method == "initialize":
+            self.initialized = True
             wanted = params.get("protocolVersion")
             version = wanted if wanted in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[-1]
             self.result(

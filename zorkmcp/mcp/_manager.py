@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from functools import partial
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import anyio
 import anyio.abc
@@ -32,7 +32,7 @@ from attrs import define
 from zorkmcp.errors import MCPServerStartupError
 from zorkmcp.observability import EventSink, NullSink
 
-from ._prewarm import Spare, start_spare
+from ._prewarm import MAX_CONCURRENT_TEARDOWNS, Spare, TeardownGate, start_spare
 from ._remote import open_remote_pool
 from ._session import ServerHandle, ServerSession, start_server
 from ._tools import Toolbox
@@ -45,6 +45,8 @@ if TYPE_CHECKING:
     from ._results import ToolCallResult
 
 __all__ = ["SPARE_CLOSE_WAIT", "EpisodeServers", "McpManager", "open_toolbox"]
+
+_T = TypeVar("_T")
 
 SPARE_CLOSE_WAIT = 3.0
 """After a failed first turn: how long to wait for released spares to end (teardown is bounded at 2.5 s)."""
@@ -121,6 +123,43 @@ class _Health:
     failures: int = 0
 
 
+@define
+class _Attempts:
+    """The start policy for one server in one turn (Requirements 6.1, 6.7–6.10; properties 26–27).
+
+    :meth:`run` makes an attempt; a failed attempt is an ``mcp_server_start_failed`` event. On the
+    first turn (``fail_fast``) the failure is raised; on later turns one retry follows at once, and
+    if that fails too the server is disabled (``mcp_disabled_fallback``) and :meth:`run` returns
+    ``None``.
+    """
+
+    manager: McpManager
+    server: ServerConfig
+    fail_fast: bool
+
+    async def run(self, attempt: Callable[[], Awaitable[_T]]) -> _T | None:
+        manager, name = self.manager, self.server.name
+        health, turn, events = manager._health[name], manager.turn, manager._events
+        for number in (1, 2):
+            health.starts += 1
+            try:
+                result = await attempt()
+            except MCPServerStartupError as error:
+                health.failures += 1
+                events.emit("mcp_server_start_failed", server=name, turn=turn, error=str(error))
+                if self.fail_fast:
+                    raise  # Requirement 6.1: the first turn fails fast
+                if number == 2:  # Requirements 6.9, 6.10
+                    manager._disable(self.server, turn, error)
+                    return None
+                events.log("WARNING", f"Turn {turn}: MCP server '{name}' failed to start, retrying: {error}")
+                continue
+            if number == 2:
+                events.log("INFO", f"Turn {turn}: MCP server '{name}' retry successful")
+            return result
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
 class EpisodeServers:
     """The ``per_episode`` sessions of one episode, owned by :meth:`McpManager.open_episode`.
 
@@ -136,7 +175,9 @@ class EpisodeServers:
         self._handles: dict[str, ServerHandle] = {}
         self._prewarm = prewarm
         self._spares: dict[str, Spare] = {}
-        self._pools: dict[str, httpx2.AsyncBaseTransport] = {}  # remote servers' pools, per episode
+        self._gate = TeardownGate(MAX_CONCURRENT_TEARDOWNS)
+        self.pools: dict[str, httpx2.AsyncBaseTransport] = {}
+        """One connection pool per remote ``per_episode`` server, owned by :meth:`McpManager.open_episode`."""
 
     @property
     def prewarm(self) -> bool:
@@ -148,17 +189,76 @@ class EpisodeServers:
         """The background session waiting for the next turn, per ``per_turn`` server."""
         return dict(self._spares)
 
-    def _warm(self, server: ServerConfig) -> None:
-        """Start the next turn's session of ``server`` in the background (at most one spare)."""
-        old = self._spares.pop(server.name, None)
-        if old is not None:
-            old.release()
-        self._spares[server.name] = start_spare(self._nursery, server, self._settings, self._events)
+    @property
+    def closing(self) -> int:
+        """Used sessions closing in the background now (at most ``MAX_CONCURRENT_TEARDOWNS`` until
+        the episode ends)."""
+        return self._gate.closing
 
-    def _drop_spare(self, name: str) -> None:
+    def warm(self, server: ServerConfig) -> None:
+        """Start the next turn's session of ``server`` in the background (at most one spare)."""
+        self.drop_spare(server.name)
+        self._spares[server.name] = start_spare(
+            self._nursery, server, self._settings, self._events, gate=self._gate
+        )
+
+    def take_spare(self, server: ServerConfig) -> Spare:
+        """The spare waiting for this turn (started now if there is none); the next one starts now."""
+        spare = self._spares.pop(server.name, None)
+        if spare is None:
+            spare = start_spare(self._nursery, server, self._settings, self._events, gate=self._gate)
+        self.warm(server)
+        return spare
+
+    def drop_spare(self, name: str) -> None:
+        """Release the spare of server ``name``, if any (it closes in the background)."""
         spare = self._spares.pop(name, None)
         if spare is not None:
             spare.release()
+
+    def release_spares(self) -> list[Spare]:
+        """Release every spare (they close in the background) and return them."""
+        released = list(self._spares.values())
+        for spare in released:
+            spare.release()
+        self._spares.clear()
+        return released
+
+    def session_of(self, name: str) -> ServerSession | None:
+        """The current session of ``per_episode`` server ``name`` (``None`` if it is not running)."""
+        handle = self._handles.get(name)
+        return handle.session if handle is not None else None
+
+    def needs_start(self, name: str) -> bool:
+        """Whether ``per_episode`` server ``name`` has no live session."""
+        session = self.session_of(name)
+        return session is None or not session.alive
+
+    def adopt(self, handles: Mapping[str, ServerHandle]) -> None:
+        """Take ``handles`` (started into this episode's nursery) as the episode's sessions."""
+        self._handles.update(handles)
+
+    async def restart(self, server: ServerConfig, attempts: _Attempts, turn: int) -> None:
+        """Replace the dead session of ``server`` (if any) by a new one started under ``attempts``."""
+        old = self._handles.pop(server.name, None)
+        if old is not None:
+            self._events.log(
+                "WARNING",
+                f"Turn {turn}: restarting MCP server '{server.name}': {old.session.describe_death()}",
+            )
+            self._events.emit("mcp_server_restart", server=server.name, turn=turn)
+            self._nursery.start_soon(self._close_when_allowed, old)
+        pool = self.pools.get(server.name)
+        start = partial(start_server, self._nursery, server, self._settings, events=self._events, pool=pool)
+        handle = await attempts.run(start)
+        if handle is not None:
+            self._handles[server.name] = handle
+
+    async def _close_when_allowed(self, handle: ServerHandle) -> None:
+        async with self._gate.slot() as slot:
+            await slot.acquire()
+            handle.close()
+            await handle.wait_closed()
 
     @property
     def sessions(self) -> Mapping[str, ServerSession]:
@@ -194,17 +294,34 @@ class EpisodeServers:
         """
         return await self.toolbox().call_tool(name, arguments, timeout=timeout)
 
-    def _release_spares(self) -> list[Spare]:
-        released = list(self._spares.values())
-        for spare in released:
-            spare.release()
-        self._spares.clear()
-        return released
-
-    def _close_all(self) -> None:
-        self._release_spares()
+    def close_all(self) -> None:
+        """The episode ends: release every spare and session; all close at once (the gate opens)."""
+        self.release_spares()
+        self._gate.open()
         for handle in self._handles.values():
             handle.close()
+
+
+@define
+class _TurnPlan:
+    """Which servers a turn starts itself, takes from spares, and borrows from the episode."""
+
+    active: list[ServerConfig]
+    own: list[ServerConfig]
+    warm: list[ServerConfig]
+    shared: list[ServerConfig]
+    fail_fast: bool
+
+    @classmethod
+    def of(cls, active: list[ServerConfig], episode: EpisodeServers | None, *, fail_fast: bool) -> _TurnPlan:
+        warm_mode = episode is not None and episode.prewarm
+        return cls(
+            active=active,
+            own=[s for s in active if episode is None or (s.lifecycle == "per_turn" and not warm_mode)],
+            warm=[s for s in active if warm_mode and s.lifecycle == "per_turn"],
+            shared=[s for s in active if episode is not None and s.lifecycle == "per_episode"],
+            fail_fast=fail_fast,
+        )
 
 
 class McpManager:
@@ -249,41 +366,13 @@ class McpManager:
         self, *, fail_fast: bool, pools: Mapping[str, httpx2.AsyncBaseTransport] | None = None
     ) -> _StartOne:
         async def start_one(nursery: anyio.abc.TaskGroup, server: ServerConfig) -> ServerHandle | None:
+            attempts = _Attempts(self, server, fail_fast)
             pool = pools.get(server.name) if pools is not None else None
-            return await self._start_with_policy(nursery, server, fail_fast=fail_fast, pool=pool)
+            return await attempts.run(
+                partial(start_server, nursery, server, self.settings, events=self._events, pool=pool)
+            )
 
         return start_one
-
-    async def _start_with_policy(
-        self,
-        nursery: anyio.abc.TaskGroup,
-        server: ServerConfig,
-        *,
-        fail_fast: bool,
-        pool: httpx2.AsyncBaseTransport | None = None,
-    ) -> ServerHandle | None:
-        health = self._health[server.name]
-        turn = self.turn
-        health.starts += 1
-        try:
-            return await start_server(nursery, server, self.settings, events=self._events, pool=pool)
-        except MCPServerStartupError as first:
-            health.failures += 1
-            self._events.emit("mcp_server_start_failed", server=server.name, turn=turn, error=str(first))
-            if fail_fast:
-                raise  # Requirement 6.1: the first turn fails fast
-            self._events.log(
-                "WARNING", f"Turn {turn}: MCP server '{server.name}' failed to start, retrying: {first}"
-            )
-        health.starts += 1
-        try:
-            handle = await start_server(nursery, server, self.settings, events=self._events, pool=pool)
-        except MCPServerStartupError as second:  # Requirements 6.9, 6.10
-            health.failures += 1
-            self._disable(server, turn, second)
-            return None
-        self._events.log("INFO", f"Turn {turn}: MCP server '{server.name}' retry successful")
-        return handle
 
     def _disable(self, server: ServerConfig, turn: int, error: MCPServerStartupError) -> None:
         """Requirements 6.9, 6.10: the retry failed too; the server is off for the rest of the episode."""
@@ -322,34 +411,17 @@ class McpManager:
                 episode = EpisodeServers(nursery, self.settings, self._events, prewarm=prewarm)
                 for server in servers:  # one pool per remote server; its sessions close before it
                     if server.remote:
-                        episode._pools[server.name] = await pools.enter_async_context(open_remote_pool())
+                        episode.pools[server.name] = await pools.enter_async_context(open_remote_pool())
                 try:
                     if prewarm:
                         for server in self._active():
                             if server.lifecycle == "per_turn":
-                                episode._warm(server)
-                    policy = self._policy(fail_fast=True, pools=episode._pools)
-                    episode._handles.update(await _start_all(nursery, servers, policy))
+                                episode.warm(server)
+                    policy = self._policy(fail_fast=True, pools=episode.pools)
+                    episode.adopt(await _start_all(nursery, servers, policy))
                     yield episode
                 finally:
-                    episode._close_all()
-
-    async def _restart_for_episode(
-        self, episode: EpisodeServers, server: ServerConfig, *, fail_fast: bool
-    ) -> ServerHandle | None:
-        old = episode._handles.pop(server.name, None)
-        if old is not None:
-            self._events.log(
-                "WARNING",
-                f"Turn {self.turn}: restarting MCP server '{server.name}': {old.session.describe_death()}",
-            )
-            self._events.emit("mcp_server_restart", server=server.name, turn=self.turn)
-            old.close()
-        pool = episode._pools.get(server.name)
-        handle = await self._start_with_policy(episode._nursery, server, fail_fast=fail_fast, pool=pool)
-        if handle is not None:
-            episode._handles[server.name] = handle
-        return handle
+                    episode.close_all()
 
     @asynccontextmanager
     async def open_turn(self, episode: EpisodeServers | None = None) -> AsyncIterator[Toolbox]:
@@ -366,13 +438,7 @@ class McpManager:
             MCPServerStartupError: on the first turn, a server did not start.
         """
         self.turn += 1
-        fail_fast = self.turn <= 1
-        active = self._active()
-        warm_mode = episode is not None and episode.prewarm
-        own = [s for s in active if episode is None or (s.lifecycle == "per_turn" and not warm_mode)]
-        warm = [s for s in active if warm_mode and s.lifecycle == "per_turn"]
-        shared = [s for s in active if s.lifecycle == "per_episode" and episode is not None]
-        taken: dict[str, Spare] = {}
+        plan = _TurnPlan.of(self._active(), episode, fail_fast=self.turn <= 1)
         toolbox: Toolbox | None = None
         closing_at: float | None = None
         with _plain_errors():
@@ -380,57 +446,70 @@ class McpManager:
                 async with anyio.create_task_group() as nursery:
                     start = anyio.current_time()
                     handles: dict[str, ServerHandle] = {}
+                    taken: dict[str, Spare] = {}
                     try:
-                        async with anyio.create_task_group() as starters:
-                            if own:
-                                starters.start_soon(self._start_into, handles, nursery, own, fail_fast)
-                            for server in warm:
-                                assert episode is not None
-                                starters.start_soon(self._take_spare, episode, server, fail_fast, taken)
-                            for server in shared:
-                                assert episode is not None
-                                handle = episode._handles.get(server.name)
-                                if handle is None or not handle.session.alive:
-                                    restart = partial(self._restart_for_episode, fail_fast=fail_fast)
-                                    starters.start_soon(restart, episode, server)
-                        sessions: list[ServerSession] = []
-                        for server in active:
-                            if server in shared:
-                                assert episode is not None
-                                borrowed = episode._handles.get(server.name)
-                                if borrowed is not None:
-                                    sessions.append(borrowed.session)
-                            elif server.name in handles:
-                                sessions.append(handles[server.name].session)
-                            elif (spare := taken.get(server.name)) is not None and spare.session is not None:
-                                sessions.append(spare.session)
-                        toolbox = Toolbox(sessions, self.settings, events=self._events)
+                        await self._start_turn(plan, episode, nursery, handles, taken)
+                        toolbox = self._turn_toolbox(plan, episode, handles, taken)
                         toolbox.startup_seconds = anyio.current_time() - start
                         yield toolbox
                     finally:
                         closing_at = anyio.current_time()
-                        if toolbox is None and episode is not None:
-                            # The turn failed to start (Requirement 6.1 ends the episode): no spare
-                            # waits for a next turn, and the caller sees no process left.
-                            released = [*episode._release_spares(), *taken.values()]
-                            for spare in taken.values():
-                                spare.release()
-                            with anyio.CancelScope(shield=True), anyio.move_on_after(SPARE_CLOSE_WAIT):
-                                for spare in released:
-                                    await spare.wait_closed()
-                        for spare in taken.values():
-                            spare.release()  # closed by its own task in the episode, off the critical path
-                        for handle in handles.values():
-                            handle.close()
+                        await _end_turn(episode, handles, taken, started=toolbox is not None)
             finally:
                 if toolbox is not None and closing_at is not None:
-                    toolbox.teardown_seconds = anyio.current_time() - closing_at
-                    self._events.emit(
-                        "mcp_turn_teardown",
-                        turn=self.turn,
-                        servers=[s.name for s in own],
-                        teardown_ms=round(toolbox.teardown_seconds * 1000, 1),
+                    self._report_teardown(toolbox, closing_at, plan.own)
+
+    async def _start_turn(
+        self,
+        plan: _TurnPlan,
+        episode: EpisodeServers | None,
+        nursery: anyio.abc.TaskGroup,
+        handles: dict[str, ServerHandle],
+        taken: dict[str, Spare],
+    ) -> None:
+        """Start, take or restart every server of ``plan`` concurrently."""
+        async with anyio.create_task_group() as starters:
+            if plan.own:
+                starters.start_soon(self._start_into, handles, nursery, plan.own, plan.fail_fast)
+            if episode is None:
+                return
+            for server in plan.warm:
+                starters.start_soon(self._take_spare, episode, server, plan.fail_fast, taken)
+            for server in plan.shared:
+                if episode.needs_start(server.name):
+                    starters.start_soon(
+                        episode.restart, server, _Attempts(self, server, plan.fail_fast), self.turn
                     )
+
+    def _turn_toolbox(
+        self,
+        plan: _TurnPlan,
+        episode: EpisodeServers | None,
+        handles: Mapping[str, ServerHandle],
+        taken: Mapping[str, Spare],
+    ) -> Toolbox:
+        """The turn's tools, in configuration order."""
+        sessions: list[ServerSession] = []
+        for server in plan.active:
+            session: ServerSession | None = None
+            if server in plan.shared and episode is not None:
+                session = episode.session_of(server.name)
+            elif server.name in handles:
+                session = handles[server.name].session
+            elif (spare := taken.get(server.name)) is not None:
+                session = spare.session
+            if session is not None:
+                sessions.append(session)
+        return Toolbox(sessions, self.settings, events=self._events)
+
+    def _report_teardown(self, toolbox: Toolbox, closing_at: float, own: Sequence[ServerConfig]) -> None:
+        toolbox.teardown_seconds = anyio.current_time() - closing_at
+        self._events.emit(
+            "mcp_turn_teardown",
+            turn=self.turn,
+            servers=[s.name for s in own],
+            teardown_ms=round(toolbox.teardown_seconds * 1000, 1),
+        )
 
     async def _take_spare(
         self, episode: EpisodeServers, server: ServerConfig, fail_fast: bool, taken: dict[str, Spare]
@@ -441,47 +520,15 @@ class McpManager:
         the first turn raises; later turns retry once (the spare just started for the next turn
         serves as the retry) and then disable the server.
         """
-        health = self._health[server.name]
-        turn = self.turn
-        spare = episode._spares.pop(server.name, None)
+        try:
+            spare = await _Attempts(self, server, fail_fast).run(partial(_ready_spare, episode, server))
+        except MCPServerStartupError:
+            episode.drop_spare(server.name)
+            raise
         if spare is None:
-            spare = start_spare(episode._nursery, server, self.settings, self._events)
-        for attempt in (1, 2):
-            episode._warm(server)  # the next turn's session starts now
-            try:
-                await spare.wait_ready()
-            except BaseException:
-                # Cancelled while the spare starts (Ctrl-C, a deadline): it is neither this turn's nor
-                # the episode's any more, so release it here or the episode's nursery never ends.
-                spare.release()
-                raise
-            health.starts += 1
-            if spare.session is not None and spare.session.alive:
-                taken[server.name] = spare
-                if attempt == 2:
-                    self._events.log("INFO", f"Turn {turn}: MCP server '{server.name}' retry successful")
-                return
-            spare.release()
-            health.failures += 1
-            error = spare.error or MCPServerStartupError(
-                f"MCP server '{server.name}' died before its turn: "
-                + (spare.session.describe_death() if spare.session is not None else "no session"),
-                server=server.name,
-                command=" ".join((server.command or "", *server.args)).strip(),
-            )
-            self._events.emit("mcp_server_start_failed", server=server.name, turn=turn, error=str(error))
-            if fail_fast:
-                episode._drop_spare(server.name)
-                raise error  # Requirement 6.1: the first turn fails fast
-            if attempt == 1:
-                self._events.log(
-                    "WARNING", f"Turn {turn}: MCP server '{server.name}' failed to start, retrying: {error}"
-                )
-                spare = episode._spares.pop(server.name)
-                continue
-            # Requirements 6.9, 6.10: the retry failed too.
-            episode._drop_spare(server.name)
-            self._disable(server, turn, error)
+            episode.drop_spare(server.name)  # a disabled server gets no more spares
+        else:
+            taken[server.name] = spare
 
     async def _start_into(
         self,
@@ -491,6 +538,50 @@ class McpManager:
         fail_fast: bool,
     ) -> None:
         handles.update(await _start_all(nursery, servers, self._policy(fail_fast=fail_fast)))
+
+
+async def _ready_spare(episode: EpisodeServers, server: ServerConfig) -> Spare:
+    """One start attempt through a spare: its session once ready, or its failure raised."""
+    spare = episode.take_spare(server)
+    try:
+        await spare.wait_ready()
+    except BaseException:
+        # Cancelled while the spare starts (Ctrl-C, a deadline): it is neither this turn's nor the
+        # episode's any more, so release it here or the episode's nursery never ends.
+        spare.release()
+        raise
+    if spare.session is not None and spare.session.alive:
+        return spare
+    spare.release()
+    raise spare.error or MCPServerStartupError(
+        f"MCP server '{server.name}' died before its turn: "
+        + (spare.session.describe_death() if spare.session is not None else "no session"),
+        server=server.name,
+        command=" ".join((server.command or "", *server.args)).strip(),
+    )
+
+
+async def _end_turn(
+    episode: EpisodeServers | None,
+    handles: Mapping[str, ServerHandle],
+    taken: Mapping[str, Spare],
+    *,
+    started: bool,
+) -> None:
+    """Leave a turn: its sessions are released (spares close in the episode, in the background)."""
+    if not started and episode is not None:
+        # The turn failed to start (Requirement 6.1 ends the episode): no spare waits for a next
+        # turn, and the caller sees no process left.
+        released = [*episode.release_spares(), *taken.values()]
+        for spare in taken.values():
+            spare.release()
+        with anyio.CancelScope(shield=True), anyio.move_on_after(SPARE_CLOSE_WAIT):
+            for spare in released:
+                await spare.wait_closed()
+    for spare in taken.values():
+        spare.release()  # closed by its own task in the episode, off the critical path
+    for handle in handles.values():
+        handle.close()
 
 
 @asynccontextmanager

@@ -10,7 +10,10 @@ its close. Inside a long-lived owner (``bridge.Bridge``, through
 * turn N takes its spare at once (or waits for the rest of its start-up), and the spare for turn
   N+1 is started right then;
 * when turn N is done with its session, the session is released and closed by its owning task in
-  the episode's nursery, after the turn has returned.
+  the episode's nursery, after the turn has returned. At most :data:`MAX_CONCURRENT_TEARDOWNS` used
+  sessions close at once (a :class:`TeardownGate` owned by the episode): a released session waits
+  for its turn to close, still alive, off every turn's critical path. When the episode ends the gate
+  opens and every session closes at once, within the transport's teardown bound.
 
 Every turn still gets its own fresh process; there is at most one spare per server; spares end
 with the episode. A spare that failed to start (or died before its turn) is handled like a failed
@@ -19,6 +22,7 @@ start in that turn: the first turn raises, later turns retry once and then disab
 
 from __future__ import annotations
 
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 import anyio
@@ -31,11 +35,80 @@ from zorkmcp.errors import MCPServerStartupError
 from ._session import ServerSession, _only_exceptions, open_server_session, report_stop_failure
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
     from zorkmcp.config import McpSettings, ServerConfig
     from zorkmcp.observability import EventSink
 
 
-__all__ = ["Spare", "start_spare"]
+__all__ = ["MAX_CONCURRENT_TEARDOWNS", "Spare", "TeardownGate", "start_spare"]
+
+MAX_CONCURRENT_TEARDOWNS = 4
+"""How many used sessions of one episode may be closing at the same time (until the episode ends)."""
+
+
+class TeardownGate:
+    """Lets at most ``limit`` sessions close at once, until :meth:`open` lets every one close now.
+
+    Args:
+        limit: sessions closing at the same time.
+    """
+
+    def __init__(self, limit: int = MAX_CONCURRENT_TEARDOWNS) -> None:
+        self._limiter = anyio.CapacityLimiter(limit)
+        self._open = False
+        self._waiting: set[anyio.CancelScope] = set()
+        self._closing = 0
+
+    @property
+    def closing(self) -> int:
+        """Sessions closing now (each holds a token, or the gate is open)."""
+        return self._closing
+
+    def open(self) -> None:
+        """The episode ends: every session waiting for a token, and every later one, closes at once."""
+        self._open = True
+        for scope in self._waiting:
+            scope.cancel()
+
+    @asynccontextmanager
+    async def slot(self) -> AsyncIterator[_Slot]:
+        """A place in the queue, entered before the session it will close; left after that session."""
+        slot = _Slot(self)
+        try:
+            yield slot
+        finally:
+            slot.leave()
+
+
+class _Slot:
+    def __init__(self, gate: TeardownGate) -> None:
+        self._gate = gate
+        self._held = False
+        self._counted = False
+
+    async def acquire(self) -> None:
+        """Wait until this session may close (a token, or the gate opened)."""
+        gate = self._gate
+        with anyio.CancelScope() as wait:
+            if gate._open:
+                wait.cancel()
+            gate._waiting.add(wait)
+            try:
+                await gate._limiter.acquire_on_behalf_of(self)
+                self._held = True
+            finally:
+                gate._waiting.discard(wait)
+        gate._closing += 1
+        self._counted = True
+
+    def leave(self) -> None:
+        if self._counted:
+            self._gate._closing -= 1
+            self._counted = False
+        if self._held:
+            self._gate._limiter.release_on_behalf_of(self)
+            self._held = False
 
 
 @define(eq=False)
@@ -81,15 +154,17 @@ class Spare:
         await self._done.wait()
 
 
-async def _own(spare: Spare, settings: McpSettings, events: EventSink) -> None:
+async def _own(spare: Spare, settings: McpSettings, events: EventSink, gate: TeardownGate) -> None:
     started = False
     try:
-        with spare._cancel:
-            async with open_server_session(spare.server, settings, events=events) as session:
-                spare.session = session
-                started = True
-                spare._ready.set()
-                await spare._release.wait()
+        async with gate.slot() as slot:
+            with spare._cancel:
+                async with open_server_session(spare.server, settings, events=events) as session:
+                    spare.session = session
+                    started = True
+                    spare._ready.set()
+                    await spare._release.wait()
+                    await slot.acquire()  # still alive until a token frees up (or the episode ends)
     except MCPServerStartupError as exc:
         spare.error = exc  # handled by the turn that takes this spare
     except BaseException as exc:
@@ -103,9 +178,23 @@ async def _own(spare: Spare, settings: McpSettings, events: EventSink) -> None:
 
 
 def start_spare(
-    nursery: anyio.abc.TaskGroup, server: ServerConfig, settings: McpSettings, events: EventSink
+    nursery: anyio.abc.TaskGroup,
+    server: ServerConfig,
+    settings: McpSettings,
+    events: EventSink,
+    *,
+    gate: TeardownGate | None = None,
 ) -> Spare:
-    """Start ``server`` in the background in a task of ``nursery``; returns at once."""
+    """Start ``server`` in the background in a task of ``nursery``; returns at once.
+
+    Args:
+        nursery: the owner of the spare's task (the episode's nursery).
+        server: what to start.
+        settings: startup timeout.
+        events: where events go.
+        gate: bounds how many used sessions close at once (default: no bound).
+    """
     spare = Spare(server)
-    nursery.start_soon(_own, spare, settings, events, name=f"zorkmcp-spare-{server.name}")
+    gate = gate if gate is not None else TeardownGate(limit=1_000_000)
+    nursery.start_soon(_own, spare, settings, events, gate, name=f"zorkmcp-spare-{server.name}")
     return spare
