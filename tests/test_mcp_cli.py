@@ -1,4 +1,4 @@
-"""``zorkmcp tools`` / ``zorkmcp call`` (issue 2 §5): output, exit codes 0/1/2, stderr messages."""
+"""``zorkmcp tools`` / ``zorkmcp call``: output, exit codes 0/1/2, stderr messages."""
 
 from __future__ import annotations
 

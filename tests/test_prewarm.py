@@ -1,4 +1,4 @@
-"""Prewarmed per_turn servers (issue 6): correctness, not timing.
+"""Prewarmed per_turn servers: correctness, not timing.
 
 Real subprocesses (the stdlib test server, ~50 ms to start); these run on trio's real clock because
 the child processes do.

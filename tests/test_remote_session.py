@@ -181,3 +181,20 @@ async def test_a_per_episode_remote_server_runs_on_the_episode(remote: RemoteTes
                 async with manager.open_turn(episode) as toolbox:
                     result = await toolbox.call_tool("web.echo", {"text": text})
                     assert result.content == text
+
+
+async def test_a_prewarmed_per_turn_remote_server_uses_the_episodes_pool(remote: RemoteTestServer) -> None:
+    # One pool per remote server for the episode: a fresh MCP session every turn, yet a keep-alive
+    # connection of the pool serves several of them (a pool per session would never share one).
+    server = ServerConfig(name="web", type="http", url=remote.url("/json/mcp"))  # per_turn, prewarmed
+    manager = McpManager(McpConfig(servers=(server,)), McpSettings())
+    before = set(remote.connections)
+    with anyio.fail_after(GUARD):
+        async with manager.open_episode(prewarm=True) as episode:
+            for text in ("one", "two", "three"):
+                async with manager.open_turn(episode) as toolbox:
+                    result = await toolbox.call_tool("web.echo", {"text": text})
+                    assert result.content == text
+    used = [ids for address, ids in remote.connections.items() if address not in before]
+    assert len(set().union(*used)) in (3, 4)  # three turns, and the spare for a fourth if it got going
+    assert max(len(ids) for ids in used) >= 2

@@ -200,7 +200,8 @@ async def test_stdio_process_answers_garbage_and_keeps_running() -> None:
 
 
 def test_stdio_server_does_not_import_the_sdk() -> None:
-    # issue 6 item 2: the per-turn spawn must stay fast; importing the SDK alone costs > 1 s.
+    # A fresh server is spawned every turn (Requirement 3), so it must start fast;
+    # importing the SDK alone costs > 1 s.
     done = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "zorkmcp.servers.thinking"],
         stdin=subprocess.DEVNULL,

@@ -9,6 +9,8 @@ answers many behaviours, chosen by a path prefix in front of ``/mcp`` (Streamabl
     /auth/mcp, /auth/sse          demand ``Authorization: Bearer <TOKEN>`` (401 otherwise)
     /forbidden/...                403 always
     /broken/...                   500 always
+    /json/mcp                     Streamable HTTP answering ``application/json`` instead of SSE (the
+                                  SDK client closes an SSE answer early, so only these keep alive)
 
 and on command: :meth:`RemoteTestServer.expire_sessions` makes every Streamable HTTP session id
 seen so far unknown (404 "Session not found", as the SDK's session manager answers).
@@ -25,7 +27,7 @@ import asyncio
 import json
 import socket
 import threading
-from contextlib import contextmanager
+from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -33,7 +35,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ToolListChangedNotification
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, MutableMapping
+    from collections.abc import AsyncIterator, Callable, Iterator, MutableMapping
 
 __all__ = ["TOKEN", "RemoteTestServer", "build_mcp", "serve_remote"]
 
@@ -101,6 +103,8 @@ class RemoteTestServer:
         self._seen: set[str] = set()
         self._lock = threading.Lock()
         self.authorizations: list[str] = []
+        self.connections: dict[tuple[str, int], set[str]] = {}
+        """Per TCP connection (the client's address), the MCP session ids its requests carried."""
 
     def url(self, path: str) -> str:
         """The address of ``path`` (e.g. ``/auth/mcp``) on this server."""
@@ -137,6 +141,9 @@ class RemoteTestServer:
                     )
                     return
             session_id = headers.get("mcp-session-id")
+            with self._lock:
+                used = self.connections.setdefault(tuple(scope["client"]), set())
+                used |= {session_id} if session_id is not None else set()
             if session_id is not None:
                 with self._lock:
                     expired = session_id in self._expired
@@ -164,13 +171,20 @@ class RemoteTestServer:
         return noting
 
 
-def _starlette_app(mcp_server: Any) -> Any:
-    """One Starlette app with the Streamable HTTP route (``/mcp``) and the SSE routes (``/sse``)."""
+def _starlette_app(mcp_server: Any, json_server: Any) -> Any:
+    """One Starlette app: Streamable HTTP (``/mcp``), SSE (``/sse``) and JSON answers (``/json/mcp``)."""
     from starlette.applications import Starlette
 
     http_app = mcp_server.streamable_http_app()
     sse_app = mcp_server.sse_app()
-    return Starlette(routes=[*http_app.routes, *sse_app.routes], lifespan=http_app.router.lifespan_context)
+    json_app = json_server.streamable_http_app(streamable_http_path="/json/mcp", json_response=True)
+
+    @asynccontextmanager
+    async def lifespan(app: Any) -> AsyncIterator[None]:
+        async with http_app.router.lifespan_context(app), json_app.router.lifespan_context(app):
+            yield
+
+    return Starlette(routes=[*http_app.routes, *sse_app.routes, *json_app.routes], lifespan=lifespan)
 
 
 @contextmanager
@@ -184,7 +198,7 @@ def serve_remote() -> Iterator[RemoteTestServer]:
     sock.bind(("127.0.0.1", 0))
     sock.listen(128)
     control = RemoteTestServer(sock.getsockname()[1], stall_cancelled)
-    app = control.wrap(_starlette_app(build_mcp(stall_cancelled.set)))
+    app = control.wrap(_starlette_app(build_mcp(stall_cancelled.set), build_mcp(stall_cancelled.set)))
     config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=1)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=asyncio.run, args=(server.serve(sockets=[sock]),), daemon=True)

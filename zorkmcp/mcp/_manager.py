@@ -177,7 +177,8 @@ class EpisodeServers:
         self._spares: dict[str, Spare] = {}
         self._gate = TeardownGate(MAX_CONCURRENT_TEARDOWNS)
         self.pools: dict[str, httpx2.AsyncBaseTransport] = {}
-        """One connection pool per remote ``per_episode`` server, owned by :meth:`McpManager.open_episode`."""
+        """One connection pool per remote server for the whole episode (its ``per_episode`` session
+        and every ``per_turn`` session borrow it), owned by :meth:`McpManager.open_episode`."""
 
     @property
     def prewarm(self) -> bool:
@@ -198,17 +199,19 @@ class EpisodeServers:
     def warm(self, server: ServerConfig) -> None:
         """Start the next turn's session of ``server`` in the background (at most one spare)."""
         self.drop_spare(server.name)
-        self._spares[server.name] = start_spare(
-            self._nursery, server, self._settings, self._events, gate=self._gate
-        )
+        self._spares[server.name] = self._start_spare(server)
 
     def take_spare(self, server: ServerConfig) -> Spare:
         """The spare waiting for this turn (started now if there is none); the next one starts now."""
         spare = self._spares.pop(server.name, None)
         if spare is None:
-            spare = start_spare(self._nursery, server, self._settings, self._events, gate=self._gate)
+            spare = self._start_spare(server)
         self.warm(server)
         return spare
+
+    def _start_spare(self, server: ServerConfig) -> Spare:
+        pool = self.pools.get(server.name)
+        return start_spare(self._nursery, server, self._settings, self._events, gate=self._gate, pool=pool)
 
     def drop_spare(self, name: str) -> None:
         """Release the spare of server ``name``, if any (it closes in the background)."""
@@ -405,11 +408,12 @@ class McpManager:
             MCPServerStartupError: a ``per_episode`` server did not start.
         """
         self.reset()
-        servers = [s for s in self._active() if s.lifecycle == "per_episode"]
+        active = self._active()
+        servers = [s for s in active if s.lifecycle == "per_episode"]
         with _plain_errors():
             async with AsyncExitStack() as pools, anyio.create_task_group() as nursery:
                 episode = EpisodeServers(nursery, self.settings, self._events, prewarm=prewarm)
-                for server in servers:  # one pool per remote server; its sessions close before it
+                for server in active:  # one pool per remote server; its sessions close before it
                     if server.remote:
                         episode.pools[server.name] = await pools.enter_async_context(open_remote_pool())
                 try:
@@ -470,7 +474,8 @@ class McpManager:
         """Start, take or restart every server of ``plan`` concurrently."""
         async with anyio.create_task_group() as starters:
             if plan.own:
-                starters.start_soon(self._start_into, handles, nursery, plan.own, plan.fail_fast)
+                pools = episode.pools if episode is not None else None
+                starters.start_soon(self._start_into, handles, nursery, plan.own, plan.fail_fast, pools)
             if episode is None:
                 return
             for server in plan.warm:
@@ -536,8 +541,10 @@ class McpManager:
         nursery: anyio.abc.TaskGroup,
         servers: Sequence[ServerConfig],
         fail_fast: bool,
+        pools: Mapping[str, httpx2.AsyncBaseTransport] | None,
     ) -> None:
-        handles.update(await _start_all(nursery, servers, self._policy(fail_fast=fail_fast)))
+        policy = self._policy(fail_fast=fail_fast, pools=pools)
+        handles.update(await _start_all(nursery, servers, policy))
 
 
 async def _ready_spare(episode: EpisodeServers, server: ServerConfig) -> Spare:

@@ -37,6 +37,8 @@ from ._session import ServerSession, _only_exceptions, open_server_session, repo
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
+    import httpx2
+
     from zorkmcp.config import McpSettings, ServerConfig
     from zorkmcp.observability import EventSink
 
@@ -154,12 +156,18 @@ class Spare:
         await self._done.wait()
 
 
-async def _own(spare: Spare, settings: McpSettings, events: EventSink, gate: TeardownGate) -> None:
+async def _own(
+    spare: Spare,
+    settings: McpSettings,
+    events: EventSink,
+    gate: TeardownGate,
+    pool: httpx2.AsyncBaseTransport | None,
+) -> None:
     started = False
     try:
         async with gate.slot() as slot:
             with spare._cancel:
-                async with open_server_session(spare.server, settings, events=events) as session:
+                async with open_server_session(spare.server, settings, events=events, pool=pool) as session:
                     spare.session = session
                     started = True
                     spare._ready.set()
@@ -184,6 +192,7 @@ def start_spare(
     events: EventSink,
     *,
     gate: TeardownGate | None = None,
+    pool: httpx2.AsyncBaseTransport | None = None,
 ) -> Spare:
     """Start ``server`` in the background in a task of ``nursery``; returns at once.
 
@@ -193,8 +202,9 @@ def start_spare(
         settings: startup timeout.
         events: where events go.
         gate: bounds how many used sessions close at once (default: no bound).
+        pool: a remote server's connection pool, owned by the episode (default: the session's own).
     """
     spare = Spare(server)
     gate = gate if gate is not None else TeardownGate(limit=1_000_000)
-    nursery.start_soon(_own, spare, settings, events, gate, name=f"zorkmcp-spare-{server.name}")
+    nursery.start_soon(_own, spare, settings, events, gate, pool, name=f"zorkmcp-spare-{server.name}")
     return spare

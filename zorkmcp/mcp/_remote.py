@@ -8,7 +8,10 @@ The pieces, from low to high:
   ``mcp.client.session.ClientSession``, built on ``mcp.client.streamable_http`` or
   ``mcp.client.sse``. Each MCP session gets its own small ``httpx2.AsyncClient`` (the server's
   headers, a response hook that records HTTP failures in ``status``) on the borrowed pool, so a
-  ``per_turn`` server opens a fresh MCP session every turn without a fresh TCP connection.
+  ``per_turn`` server opens a fresh MCP session every turn on the episode's keep-alive connections.
+  Only answers in ``application/json`` leave a connection reusable: the SDK's client closes an SSE
+  answer as soon as its result arrives, which drops that connection (measured against the SDK's
+  own server: 4 new connections per session when it answers in SSE).
 * :func:`remote_startup_error` — any failure of connect, initialize or ``tools/list`` as one
   :class:`~zorkmcp.errors.MCPServerStartupError` naming the server and the URL.
 
