@@ -16,10 +16,10 @@ from llm_server import LLMServer, content_reply, tool_call, tool_call_reply
 from servers.helpers import RecordingSink
 from servers.remote import RemoteTestServer, serve_remote
 
-from zorkmcp.config import McpSettings, ServerConfig
+from zorkmcp.config import McpConfig, McpSettings, ServerConfig
 from zorkmcp.engine import run_tool_loop
 from zorkmcp.llm import open_llm_client
-from zorkmcp.mcp import open_toolbox
+from zorkmcp.mcp import McpManager, open_toolbox
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -106,3 +106,56 @@ async def test_an_expired_session_is_renewed_once_and_the_call_retried(remote: R
     assert [first.content, second.content, third.content] == ["one", "two", "three"]
     assert [fields for event, fields in sink.events if event == "mcp_session_renewed"] == [{"server": "web"}]
     assert ("INFO", "MCP server 'web': the session expired; a new one is open") in sink.lines
+
+
+async def test_a_session_that_cannot_be_renewed_fails_the_call_and_the_server(
+    remote: RemoteTestServer,
+) -> None:
+    sink = RecordingSink()
+    url = remote.url("/mcp")
+    with anyio.fail_after(GUARD):
+        async with open_toolbox([_server(remote, "http")], McpSettings(), events=sink) as toolbox:
+            first = await toolbox.call_tool("web.echo", {"text": "one"})
+            remote.expire_sessions()
+            remote.refuse_new_sessions()
+            second = await toolbox.call_tool("web.echo", {"text": "two"})  # renewed once: 503
+            third = await toolbox.call_tool("web.echo", {"text": "three"})  # no second renewal
+    failed = (
+        "Tool call failed: MCP server 'web' is not running; a new session after the old one expired "
+        f"failed: the server failed (HTTP 503 Service Unavailable) at {url}"
+    )
+    assert first.content == "one"
+    assert (second.is_error, second.error_message) == (True, failed)
+    assert (third.is_error, third.error_message) == (True, failed)
+    assert [event for event, _ in sink.events] == ["mcp_server_started", "mcp_server_stopped"]
+    assert (
+        "ERROR",
+        f"MCP server 'web': the server failed (HTTP 503 Service Unavailable) at {url}",
+    ) in sink.lines
+
+
+async def test_a_failed_renewal_follows_the_start_up_rule_at_the_next_turn(remote: RemoteTestServer) -> None:
+    manager = McpManager(
+        McpConfig(servers=(_server(remote, "http"),)), McpSettings(), events=(sink := RecordingSink())
+    )
+    with anyio.fail_after(GUARD):
+        async with manager.open_episode() as episode:
+            async with manager.open_turn(episode) as toolbox:
+                assert (await toolbox.call_tool("web.echo", {"text": "one"})).content == "one"
+                remote.expire_sessions()
+                remote.refuse_new_sessions()
+                assert (await toolbox.call_tool("web.echo", {"text": "two"})).is_error
+            async with manager.open_turn(episode) as toolbox:  # restarted, retried once, disabled
+                assert toolbox.tools == ()
+    assert manager.is_server_disabled("web")
+    events = [event for event, _ in sink.events]
+    assert events.count("mcp_server_stopped") == 1  # the dead session, closed in the background
+    assert [event for event in events if event != "mcp_server_stopped"] == [
+        "mcp_server_started",
+        "mcp_turn_teardown",
+        "mcp_server_restart",  # the next turn finds the session dead
+        "mcp_server_start_failed",  # 503
+        "mcp_server_start_failed",  # the one retry: 503 again
+        "mcp_disabled_fallback",
+        "mcp_turn_teardown",
+    ]

@@ -13,7 +13,8 @@ answers many behaviours, chosen by a path prefix in front of ``/mcp`` (Streamabl
                                   SDK client closes an SSE answer early, so only these keep alive)
 
 and on command: :meth:`RemoteTestServer.expire_sessions` makes every Streamable HTTP session id
-seen so far unknown (404 "Session not found", as the SDK's session manager answers).
+seen so far unknown (404 "Session not found", as the SDK's session manager answers);
+:meth:`RemoteTestServer.refuse_new_sessions` answers every request that opens a session with 503.
 
 Tools: ``echo(text)``, ``stall()`` (logs "stalling", then waits until cancelled), ``progress(steps)``
 (progress and log notifications, then "done"), ``change_tools()`` (adds ``extra`` and sends
@@ -102,6 +103,7 @@ class RemoteTestServer:
         self._expired: set[str] = set()
         self._seen: set[str] = set()
         self._lock = threading.Lock()
+        self._refusing = False
         self.authorizations: list[str] = []
         self.connections: dict[tuple[str, int], set[str]] = {}
         """Per TCP connection (the client's address), the MCP session ids its requests carried."""
@@ -114,6 +116,10 @@ class RemoteTestServer:
         """Make every Streamable HTTP session id seen so far unknown (404)."""
         with self._lock:
             self._expired |= self._seen
+
+    def refuse_new_sessions(self) -> None:
+        """Answer 503 to every request without a session id from now on (sessions open stay open)."""
+        self._refusing = True
 
     def wrap(self, inner: Any) -> Any:
         """The ASGI app: the path prefixes of the module docstring in front of ``inner``."""
@@ -144,6 +150,9 @@ class RemoteTestServer:
             with self._lock:
                 used = self.connections.setdefault(tuple(scope["client"]), set())
                 used |= {session_id} if session_id is not None else set()
+            if session_id is None and self._refusing:
+                await _send_status(send, 503, {"error": "unavailable"}, [])
+                return
             if session_id is not None:
                 with self._lock:
                     expired = session_id in self._expired

@@ -504,6 +504,7 @@ def _reconnect_failed(
         exc, name=server.name, url=server.url or "", headers=server.headers, status=opening.status
     )
     reason = str(error).splitlines()[0].removeprefix(f"Failed to start MCP server '{server.name}': ")
+    reason += f" at {error.command}"  # the URL, as shown (no user info, query or fragment)
     if link.session is not None:
         link.session.failure = f"a new session after the old one expired failed: {reason}"
     events.log("ERROR", f"MCP server '{server.name}': {reason}")
