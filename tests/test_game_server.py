@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -329,3 +331,33 @@ async def test_both_stdio_variants_answer_alike(variant: list[str]) -> None:
         "victory": False,
         "died": False,
     }
+
+
+@pytest.mark.skipif(
+    (os.cpu_count() or 1) < 2, reason="OpenBLAS starts one thread per core: one core shows nothing"
+)
+def test_the_game_server_runs_on_one_thread() -> None:
+    # Jericho imports numpy; its OpenBLAS would start a thread per core that the game never uses.
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("OPENBLAS_", "OMP_"))}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "zorkmcp.game.server", "--game", str(zork1_path())],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=str(REPO),
+    )
+    try:
+        assert server.stdin is not None
+        assert server.stdout is not None
+        server.stdin.write(b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}\n')
+        server.stdin.flush()
+        assert json.loads(server.stdout.readline()) == {"jsonrpc": "2.0", "id": 1, "result": {}}
+        status = Path(f"/proc/{server.pid}/status").read_text()
+        assert re.search(r"^Threads:\s+(\d+)$", status, re.MULTILINE)[1] == "1"  # type: ignore[index]
+    finally:
+        server.kill()
+        server.wait()
+        for pipe in (server.stdin, server.stdout):
+            if pipe is not None:
+                pipe.close()

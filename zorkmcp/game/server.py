@@ -281,6 +281,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--sdk", action="store_true", help="serve with the MCP SDK's server (slower to start; same tools)"
     )
     args = parser.parse_args(argv)
+    # Jericho imports numpy, whose OpenBLAS starts a thread per core at import; this process does no
+    # linear algebra. One thread: 125 -> 80 ms of CPU per game server start (2 cores; eval starts
+    # one per episode). A value the user set is kept.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         state = open_game(args.game, args.seed)
     except (GameError, ConfigError) as exc:
