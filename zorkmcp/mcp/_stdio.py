@@ -446,6 +446,19 @@ async def _stop(
     info.teardown_seconds = anyio.current_time() - start
 
 
+def _spawn(argv: list[str], env: dict[str, str], cwd: str | None) -> subprocess.Popen[bytes]:
+    """Start the server in its own session and process group (the group is what teardown kills)."""
+    return subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=cwd,
+        start_new_session=True,
+    )
+
+
 @asynccontextmanager
 async def open_stdio_transport(
     command: str,
@@ -481,21 +494,8 @@ async def open_stdio_transport(
     """
     if info is None:
         info = ProcessInfo(command=(command, *args))
-    full_env = dict(os.environ if env is None else env)
-    full_env[SESSION_ENV_VAR] = info.token
-
-    def spawn() -> subprocess.Popen[bytes]:
-        return subprocess.Popen(
-            [command, *args],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=full_env,
-            cwd=cwd,
-            start_new_session=True,
-        )
-
-    process = await anyio.to_thread.run_sync(spawn)
+    full_env = {**(os.environ if env is None else env), SESSION_ENV_VAR: info.token}
+    process = await anyio.to_thread.run_sync(_spawn, [command, *args], full_env, cwd)
     # No checkpoint between the spawn and the try: a cancellation here would leak the process.
     try:
         info.pid = process.pid
