@@ -11,6 +11,10 @@ process (1 s per request, one request per turn). Sampled from /proc every 0.2 s:
 * CPU ms per turn by lifecycle: the eval process itself, the ``per_episode`` game servers (their
   last sample), and the ``per_turn`` servers (what is left of all CPU the run's processes used,
   from ``getrusage(RUSAGE_CHILDREN)``);
+* steady CPU ms per turn: all CPU the run's processes used between the first and the last
+  ``turn_complete`` (live processes' own CPU plus the eval process's reaped children) ÷ the turns
+  completed in that window. It leaves out the fixed costs that the per-lifecycle figures spread over
+  only K × turns turns: the eval process's imports, the Ray-free start, the HTML report;
 * RSS (and PSS, which counts shared pages once) per concurrent episode: the peak of the sum over
   every process of the run ÷ K;
 * episode start: from the episode's task starting to the game's first status (``start_seconds``).
@@ -46,8 +50,8 @@ _PAGE = os.sysconf("SC_PAGE_SIZE")
 GAME = REPO.parent / "shared" / "games" / "zork1.z3"
 
 
-def _processes() -> dict[int, tuple[int, float, int]]:
-    """Every process: PID → (parent PID, CPU seconds, RSS bytes)."""
+def _processes() -> dict[int, tuple[int, float, int, float]]:
+    """Every process: PID → (parent PID, CPU seconds, RSS bytes, its reaped children's CPU seconds)."""
     table = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
@@ -61,13 +65,14 @@ def _processes() -> dict[int, tuple[int, float, int]]:
             int(fields[1]),
             (int(fields[11]) + int(fields[12])) / _TICK,
             int(fields[21]) * _PAGE,
+            (int(fields[13]) + int(fields[14])) / _TICK,
         )
     return table
 
 
-def _tree(root: int, table: dict[int, tuple[int, float, int]]) -> list[int]:
+def _tree(root: int, table: dict[int, tuple[int, float, int, float]]) -> list[int]:
     children: dict[int, list[int]] = {}
-    for pid, (ppid, _, _) in table.items():
+    for pid, (ppid, *_) in table.items():
         children.setdefault(ppid, []).append(pid)
     found, stack = [], [root]
     while stack:
@@ -105,9 +110,13 @@ def _sample_run(proc: subprocess.Popen[bytes]) -> dict[str, Any]:
     """Sample the run's processes until it exits: peak RSS/PSS sums and each process's last CPU."""
     peak_rss = peak_pss = peak_games = 0
     last_cpu: dict[int, tuple[str, float]] = {}
+    timeline: list[tuple[float, float]] = []  # (time.time(), all CPU of the run so far)
     while proc.poll() is None:
         table = _processes()
         pids = [pid for pid in _tree(proc.pid, table) if pid in table]
+        if proc.pid in table:
+            reaped = table[proc.pid][3]
+            timeline.append((time.time(), reaped + sum(table[pid][1] for pid in pids)))
         peak_rss = max(peak_rss, sum(table[pid][2] for pid in pids))
         peak_pss = max(peak_pss, sum(_pss(pid) for pid in pids))
         for pid in pids:
@@ -119,7 +128,13 @@ def _sample_run(proc: subprocess.Popen[bytes]) -> dict[str, Any]:
     for kind, cpu in last_cpu.values():
         if kind in ("runner", "game"):
             by_kind[kind] = by_kind.get(kind, 0.0) + cpu
-    return {"peak_rss": peak_rss, "peak_pss": peak_pss, "peak_games": peak_games, "cpu": by_kind}
+    return {
+        "peak_rss": peak_rss,
+        "peak_pss": peak_pss,
+        "peak_games": peak_games,
+        "cpu": by_kind,
+        "timeline": timeline,
+    }
 
 
 def _project(folder: Path) -> Path:
@@ -131,14 +146,24 @@ def _project(folder: Path) -> Path:
     return pyproject
 
 
-def _turn_window(run: Path) -> tuple[float, float]:
+def _turn_times(run: Path) -> list[float]:
     times = []
     for path in (run / "episodes").glob("*/seed-*.events.jsonl"):
         for line in path.read_text().splitlines():
             event = json.loads(line)
             if event["event_type"] == "turn_complete":
                 times.append(event["timestamp"])
-    return (min(times), max(times)) if times else (0.0, 0.0)
+    return sorted(times)
+
+
+def _steady_cpu_ms(times: list[float], timeline: list[tuple[float, float]]) -> float:
+    """CPU ms per turn between the first and the last ``turn_complete`` (the samples nearest them)."""
+    if len(times) < 2 or len(timeline) < 2:
+        return float("nan")
+    start = min(timeline, key=lambda sample: abs(sample[0] - times[0]))
+    end = min(timeline, key=lambda sample: abs(sample[0] - times[-1]))
+    turns = sum(1 for t in times if start[0] < t <= end[0])
+    return (end[1] - start[1]) * 1000 / turns if turns else float("nan")
 
 
 def _run_k(k: int, port: int, folder: Path) -> dict[str, Any]:
@@ -159,7 +184,8 @@ def _run_k(k: int, port: int, folder: Path) -> dict[str, Any]:
     records = [json.loads(p.read_text()) for p in (run / "episodes").glob("*/seed-*.json")]
     turns = sum(r["turns"] for r in records)
     requests = sum(r["llm_requests"] for r in records)
-    first, last = _turn_window(run) if turns else (0.0, 0.0)
+    times = _turn_times(run)
+    first, last = (times[0], times[-1]) if times else (0.0, 0.0)
     per_turn_requests = requests / max(turns, 1)
     ideal = k / (LATENCY * per_turn_requests)
     achieved = (turns - k) / (last - first) if last > first else float("nan")  # turns after the first wave
@@ -179,6 +205,7 @@ def _run_k(k: int, port: int, folder: Path) -> dict[str, Any]:
             "game": game * 1000 / max(turns, 1),
             "per_turn": max(total_cpu - runner - game, 0.0) * 1000 / max(turns, 1),
             "total": total_cpu * 1000 / max(turns, 1),
+            "steady": _steady_cpu_ms(times, sampled["timeline"]),
         },
         "rss_mb_per_episode": sampled["peak_rss"] / k / 2**20,
         "peak_live_episodes": sampled["peak_games"],
@@ -197,6 +224,7 @@ def _row(f: dict[str, Any]) -> list[str]:
         f"{f['achieved_turns_per_s']:.2f} / {f['ideal_turns_per_s']:.1f}",
         f"{f['ratio']:.2f}×",
         f"{cpu['runner']:.0f} / {cpu['game']:.0f} / {cpu['per_turn']:.0f} / {cpu['total']:.0f}",
+        f"{cpu['steady']:.0f}",
         f"{f['rss_mb_per_episode']:.0f} ({f['pss_mb_per_episode']:.0f})",
         f"{f['start_ms_p50']:.0f} / {f['start_ms_p95']:.0f}",
         f"{f['wall_s']:.1f}",
@@ -206,12 +234,12 @@ def _row(f: dict[str, Any]) -> list[str]:
 
 def test_eval_at_scale(report: Report, tmp_path: Path) -> None:
     section = Section(
-        number=13,
+        number=7,
         title=f"zorkmcp eval: K concurrent episodes × {TURNS} turns, model latency {LATENCY:.0f} s, "
         "default configuration",
         columns=[
             "K", "turns/s achieved / ideal", "ratio", "CPU ms/turn runner/game/per_turn/all",
-            "RSS MB/episode (PSS)", "start ms p50/p95", "wall s", "episodes",
+            "steady CPU ms/turn", "RSS MB/episode (PSS)", "start ms p50/p95", "wall s", "episodes",
         ],
     )  # fmt: skip
     if not GAME.is_file():
@@ -237,6 +265,8 @@ def test_eval_at_scale(report: Report, tmp_path: Path) -> None:
         "targets: ≥ 0.9 × ideal at K = 64; ≤ 40 MB RSS per concurrent episode; episode start ≤ 150 ms",
         "achieved turns/s: turns after the first wave, between the first and the last turn_complete",
         "per_turn CPU: all CPU of the run's processes minus the eval process and the game servers",
+        "steady CPU: all CPU between the first and the last turn_complete ÷ the turns in between "
+        "(no imports, no report)",
         "RSS per episode is the peak sum ÷ K; 'peak live' counts game servers alive at once (episodes start "
         "at most one per CPU at a time, so at large K not all K are alive together)",
     ]

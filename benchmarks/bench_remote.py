@@ -123,7 +123,7 @@ def test_remote_overhead(report: Report) -> None:
     }
     paired = statistics.median(w - r for w, r in zip(wrapped, raw, strict=True))
     section = Section(
-        number=13,
+        number=6,
         title=f"Remote server over Streamable HTTP on 127.0.0.1 ({TURNS} turns, {CALLS} calls each; ms)",
         columns=["what", "p50", "p95", "mean"],
         rows=[_row(name, value) for name, value in stats.items()],

@@ -71,7 +71,7 @@ def test_long_bridge_episode_memory(report: Report, tmp_path: Path) -> None:
     tracemalloc.stop()
     first, last = samples[0], samples[-1]
     section = Section(
-        number=12,
+        number=8,
         title=f"Soak: one Bridge episode of {TURNS} turns (scripted model, in-process think tool)",
         columns=["after turn", "RSS MB", "traced heap MB", "recent events held"],
     )
