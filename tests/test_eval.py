@@ -106,6 +106,21 @@ async def test_k_episodes_whose_model_takes_a_second_finish_in_the_time_of_one(
         assert types[-1] == "episode_complete"
 
 
+async def test_episodes_start_seed_by_seed(
+    llm_server: LLMServer, autojump_clock: trio.testing.MockClock, tmp_path: Path
+) -> None:
+    # A stopped run has played the first seeds, not a random few.
+    llm_server.script(*[agent_reply("look", delay=1.0) for _ in range(6)])
+    started: list[int] = []
+    await play_episodes(
+        [_spec(seed, llm_server.base_url, turns=1) for seed in (1, 2, 3, 4, 5, 6)],
+        tmp_path,
+        concurrency=2,
+        on_start=lambda spec: started.append(spec.seed),
+    )
+    assert started == [1, 2, 3, 4, 5, 6]
+
+
 async def test_a_model_that_fails_is_recorded_and_the_other_episodes_go_on(
     llm_server: LLMServer, autojump_clock: trio.testing.MockClock, tmp_path: Path
 ) -> None:

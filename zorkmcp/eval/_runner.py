@@ -1,4 +1,4 @@
-"""Playing many episodes at once: one task group, a ``CapacityLimiter``, one HTTP pool per endpoint.
+"""Playing many episodes at once: one task group of K workers, one HTTP pool per endpoint.
 
 Each episode is the one episode loop (:class:`zorkmcp.episode.Episode`) awaited with
 :func:`~zorkmcp.episode.drive_async`, with its own agent, game server and MCP servers as its arm
@@ -350,6 +350,9 @@ async def play_episodes(
 ) -> None:
     """Play ``specs``, at most ``concurrency`` at once, writing each episode's files when it ends.
 
+    Episodes start in the order of ``specs`` (seed by seed): ``concurrency`` workers take the next
+    one as each finishes, so a stopped run has played the first seeds, not a random few.
+
     Args:
         specs: the episodes to play.
         run_dir: the run's folder.
@@ -357,22 +360,22 @@ async def play_episodes(
         on_start: called when an episode starts (in the event loop; must be quick).
         on_done: called with each record once its files are written.
     """
-    limiter = anyio.CapacityLimiter(concurrency)
     starting = anyio.CapacityLimiter(max(2, os.cpu_count() or 2))
     urls = [url for url in (endpoint_of(spec) for spec in specs) if url is not None]
+    queue = iter(specs)  # shared by the workers; taking the next spec never awaits
 
-    async def one(spec: EpisodeSpec, pools: HttpPools) -> None:
-        async with limiter:
+    async def worker(pools: HttpPools) -> None:
+        for spec in queue:
             if on_start is not None:
                 on_start(spec)
             result = await play_episode(spec, pools, starting=starting)
             await anyio.to_thread.run_sync(write_episode, run_dir, result)
-        if on_done is not None:
-            on_done(result.record)
+            if on_done is not None:
+                on_done(result.record)
 
     async with open_http_pools(urls, concurrency=concurrency) as pools, anyio.create_task_group() as tg:
-        for spec in specs:
-            tg.start_soon(one, spec, pools)
+        for _ in range(min(concurrency, len(specs))):
+            tg.start_soon(worker, pools)
 
 
 # -- the run ----------------------------------------------------------------------------------------
