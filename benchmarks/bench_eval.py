@@ -35,8 +35,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pytest
 from _benchlib import REPO, Section
+
+from zorkmcp.game import PACKAGED_GAME
 
 if TYPE_CHECKING:
     from _benchlib import Report
@@ -47,7 +48,7 @@ LATENCY = 1.0
 SAMPLE_EVERY = 0.2
 _TICK = os.sysconf("SC_CLK_TCK")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
-GAME = REPO.parent / "shared" / "games" / "zork1.z3"
+GAME = PACKAGED_GAME
 
 
 def _processes() -> dict[int, tuple[int, float, int, float]]:
@@ -242,10 +243,6 @@ def test_eval_at_scale(report: Report, tmp_path: Path) -> None:
             "steady CPU ms/turn", "RSS MB/episode (PSS)", "start ms p50/p95", "wall s", "episodes",
         ],
     )  # fmt: skip
-    if not GAME.is_file():
-        section.notes = [f"skipped: Zork I not found at {GAME}"]
-        report.add(section)
-        pytest.skip(section.notes[0])
     server = subprocess.Popen(
         [sys.executable, str(Path(__file__).with_name("latency_llm.py")), str(LATENCY)],
         stdout=subprocess.PIPE,
