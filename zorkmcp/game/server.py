@@ -185,38 +185,17 @@ def build_server(state: GameState) -> MCPServer:
         structured_output=False,
     )(play_action)
 
-    @server.tool(
-        description=_DESCRIPTIONS["memory"],
-        annotations=read_only,
-        structured_output=False,
-    )
-    async def memory() -> str:
-        return state.get_memory()
+    def add_read_only(name: str, read: Callable[[], str]) -> None:
+        async def tool() -> str:
+            return read()
 
-    @server.tool(
-        description=_DESCRIPTIONS["get_map"],
-        annotations=read_only,
-        structured_output=False,
-    )
-    async def get_map() -> str:
-        return state.get_map()
+        tool.__name__ = name  # the SDK names the arguments model after the function
+        server.tool(description=_DESCRIPTIONS[name], annotations=read_only, structured_output=False)(tool)
 
-    @server.tool(
-        description=_DESCRIPTIONS["inventory"],
-        annotations=read_only,
-        structured_output=False,
-    )
-    async def inventory() -> str:
-        return state.get_inventory()
-
-    @server.tool(
-        description=_DESCRIPTIONS["status"],
-        annotations=read_only,
-        structured_output=False,
-    )
-    async def status() -> str:
-        return json.dumps(state.get_status())
-
+    add_read_only("memory", state.get_memory)
+    add_read_only("get_map", state.get_map)
+    add_read_only("inventory", state.get_inventory)
+    add_read_only("status", lambda: json.dumps(state.get_status()))
     return server
 
 
