@@ -459,6 +459,23 @@ def _spawn(argv: list[str], env: dict[str, str], cwd: str | None) -> subprocess.
     )
 
 
+def _handles_of(process: subprocess.Popen[bytes]) -> tuple[int | None, tuple[_Pipe, _Pipe, _Pipe]]:
+    """The process's pidfd (``None`` without pidfds) and its stdin, stdout and stderr, non-blocking.
+
+    On failure the process group is killed and the process reaped before the error propagates.
+    """
+    try:
+        pidfd = _open_pidfd(process.pid)
+        assert process.stdin is not None
+        assert process.stdout is not None
+        assert process.stderr is not None
+        return pidfd, (_Pipe(process.stdin), _Pipe(process.stdout), _Pipe(process.stderr))
+    except BaseException:  # pragma: no cover - a pipe that cannot be made non-blocking
+        _signal_group(process.pid, signal.SIGKILL)
+        process.wait()
+        raise
+
+
 @asynccontextmanager
 async def open_stdio_transport(
     command: str,
@@ -496,18 +513,10 @@ async def open_stdio_transport(
         info = ProcessInfo(command=(command, *args))
     full_env = {**(os.environ if env is None else env), SESSION_ENV_VAR: info.token}
     process = await anyio.to_thread.run_sync(_spawn, [command, *args], full_env, cwd)
-    # No checkpoint between the spawn and the try: a cancellation here would leak the process.
-    try:
-        info.pid = process.pid
-        pidfd = _open_pidfd(process.pid)
-        assert process.stdin is not None
-        assert process.stdout is not None
-        assert process.stderr is not None
-        stdin, stdout, stderr = _Pipe(process.stdin), _Pipe(process.stdout), _Pipe(process.stderr)
-    except BaseException:  # pragma: no cover - a pipe that cannot be made non-blocking
-        _signal_group(process.pid, signal.SIGKILL)
-        process.wait()
-        raise
+    # No checkpoint from the spawn to the `try` around the task group: a cancellation in between
+    # would leak the process.
+    info.pid = process.pid
+    pidfd, (stdin, stdout, stderr) = _handles_of(process)
     read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](0)
     reader_scope, writer_scope = anyio.CancelScope(), anyio.CancelScope()
