@@ -22,7 +22,6 @@ import sys
 import time
 from typing import Any
 
-import pytest
 import trio
 from _benchlib import REPO, Report, Section, Stats, rounds
 
@@ -30,18 +29,9 @@ from zorkmcp.config import McpConfig, McpSettings, ServerConfig
 from zorkmcp.mcp import McpManager, open_toolbox
 
 sys.path.insert(0, str(REPO / "tests"))
-from servers.remote import serve_remote
+from servers.remote import SDK_HTTP_WARNINGS, serve_remote
 
-pytestmark = [
-    # mcp 2.3's Streamable HTTP client leaves its GET stream's async generators to the collector.
-    pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning"),
-    pytest.mark.filterwarnings("ignore:Async generator 'httpx2:ResourceWarning"),
-    pytest.mark.filterwarnings("ignore:Async generator 'httpcore2:ResourceWarning"),
-    pytest.mark.filterwarnings(
-        "ignore:Exception ignored in. <async_generator object (EventSource|Response|PoolByteStream)"
-        ":pytest.PytestUnraisableExceptionWarning"
-    ),
-]
+pytestmark = SDK_HTTP_WARNINGS
 
 TURNS = rounds(30, "ZORKMCP_BENCH_ROUNDS")
 CALLS = rounds(300, "ZORKMCP_BENCH_CALLS")

@@ -23,7 +23,7 @@ from mcp.client._memory import InMemoryTransport
 from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError as SdkMCPError
 from servers.helpers import RecordingSink
-from servers.remote import TOKEN, RemoteTestServer, build_mcp, serve_remote
+from servers.remote import SDK_HTTP_WARNINGS, TOKEN, RemoteTestServer, build_mcp, serve_remote
 
 from zorkmcp.errors import MCPServerStartupError
 from zorkmcp.mcp._notifications import ServerNotifications
@@ -40,18 +40,7 @@ from zorkmcp.mcp._remote import (
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 
-pytestmark = [
-    # The test server logs through the 2025 logging capability, which the SDK marks deprecated.
-    pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning"),
-    # mcp 2.3's Streamable HTTP client leaves its GET event stream's async generators to the garbage
-    # collector when the session closes (mcp/client/streamable_http.py, handle_get_stream); not ours.
-    pytest.mark.filterwarnings("ignore:Async generator 'httpx2:ResourceWarning"),
-    pytest.mark.filterwarnings("ignore:Async generator 'httpcore2:ResourceWarning"),
-    pytest.mark.filterwarnings(
-        "ignore:Exception ignored in. <async_generator object (EventSource|Response|PoolByteStream)"
-        ":pytest.PytestUnraisableExceptionWarning"
-    ),
-]
+pytestmark = SDK_HTTP_WARNINGS
 
 GUARD = 20  # seconds: a hang guard only, never the thing a test measures
 ENDPOINT = {"http": "/mcp", "sse": "/sse"}

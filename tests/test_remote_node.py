@@ -18,6 +18,7 @@ import anyio
 import pytest
 from mcp.client.session import ClientSession
 from servers.helpers import RecordingSink
+from servers.remote import SDK_HTTP_WARNINGS
 
 from zorkmcp.mcp._remote import RemoteKind, open_remote_pool, open_remote_transport
 
@@ -37,14 +38,7 @@ pytestmark = [
         reason="the package is not installed: "
         "`npm install --prefix tests/node @modelcontextprotocol/server-everything` (.ci/run does)",
     ),
-    # mcp 2.3's Streamable HTTP client leaves its GET event stream's async generators to the garbage
-    # collector when the session closes (mcp/client/streamable_http.py, handle_get_stream); not ours.
-    pytest.mark.filterwarnings("ignore:Async generator 'httpx2:ResourceWarning"),
-    pytest.mark.filterwarnings("ignore:Async generator 'httpcore2:ResourceWarning"),
-    pytest.mark.filterwarnings(
-        "ignore:Exception ignored in. <async_generator object (EventSource|Response|PoolByteStream)"
-        ":pytest.PytestUnraisableExceptionWarning"
-    ),
+    *SDK_HTTP_WARNINGS,
 ]
 
 MODE = {"http": "streamableHttp", "sse": "sse"}

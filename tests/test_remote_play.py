@@ -18,7 +18,7 @@ import pytest
 from llm_server import agent_reply, tool_call, tool_call_reply
 from play_support import events_of, read_events, write_project, zork1_path
 from rich.console import Console
-from servers.remote import TOKEN, RemoteTestServer, serve_remote
+from servers.remote import SDK_HTTP_WARNINGS, TOKEN, RemoteTestServer, serve_remote
 from test_bridge import llm_in_thread
 
 from zorkmcp.cli import main
@@ -27,21 +27,20 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning"),
-    pytest.mark.filterwarnings("ignore:Async generator 'httpx2:ResourceWarning"),
-    pytest.mark.filterwarnings("ignore:Async generator 'httpcore2:ResourceWarning"),
-    pytest.mark.filterwarnings(
-        "ignore:Exception ignored in. <async_generator object (EventSource|Response|PoolByteStream)"
-        ":pytest.PytestUnraisableExceptionWarning"
-    ),
-]
+pytestmark = SDK_HTTP_WARNINGS
 
 
 @pytest.fixture(scope="module")
 def remote() -> Iterator[RemoteTestServer]:
     with serve_remote() as server:
         yield server
+
+
+@pytest.fixture
+def pyproject(tmp_path: Path, remote: RemoteTestServer, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The project: the three servers, the token in ``WEB_TOKEN``, logs in ``tmp_path/logs``."""
+    monkeypatch.setenv("WEB_TOKEN", TOKEN)
+    return _project(tmp_path, remote)
 
 
 def _project(folder: Path, remote: RemoteTestServer) -> Path:
@@ -74,14 +73,7 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
     return code, out.getvalue() + printed.out, err.getvalue() + printed.err
 
 
-def test_tools_and_call_reach_every_server(
-    tmp_path: Path,
-    remote: RemoteTestServer,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    monkeypatch.setenv("WEB_TOKEN", TOKEN)
-    pyproject = _project(tmp_path, remote)
+def test_tools_and_call_reach_every_server(pyproject: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = _run(capsys, "tools", "--json", "--pyproject", str(pyproject))
     assert code == 0, err
     assert [tool["name"] for tool in json.loads(out)] == ["thinking.think", "web.echo", "feed.echo"]
@@ -103,13 +95,8 @@ def test_tools_and_call_reach_every_server(
 
 
 def test_a_play_turn_calls_every_server(
-    tmp_path: Path,
-    remote: RemoteTestServer,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    pyproject: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("WEB_TOKEN", TOKEN)
-    pyproject = _project(tmp_path, remote)
     think = {"thought": "mailbox", "thoughtNumber": 1, "totalThoughts": 1, "nextThoughtNeeded": False}
     batch = tool_call_reply(
         tool_call("web__echo", {"text": "over http"}),

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import anyio
 import pytest
 from servers.helpers import RecordingSink
-from servers.remote import TOKEN, RemoteTestServer, serve_remote
+from servers.remote import SDK_HTTP_WARNINGS, TOKEN, RemoteTestServer, serve_remote
 
 from zorkmcp._cli_mcp import cmd_call, cmd_tools
 from zorkmcp.config import McpConfig, McpSettings, ServerConfig
@@ -25,15 +25,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning"),
-    pytest.mark.filterwarnings("ignore:Async generator 'httpx2:ResourceWarning"),
-    pytest.mark.filterwarnings("ignore:Async generator 'httpcore2:ResourceWarning"),
-    pytest.mark.filterwarnings(
-        "ignore:Exception ignored in. <async_generator object (EventSource|Response|PoolByteStream)"
-        ":pytest.PytestUnraisableExceptionWarning"
-    ),
-]
+pytestmark = SDK_HTTP_WARNINGS
 
 GUARD = 20
 ENDPOINT = {"http": "/auth/mcp", "sse": "/auth/sse"}

@@ -14,7 +14,7 @@ import anyio
 import pytest
 from llm_server import LLMServer, content_reply, tool_call, tool_call_reply
 from servers.helpers import RecordingSink
-from servers.remote import RemoteTestServer, serve_remote
+from servers.remote import SDK_HTTP_WARNINGS, RemoteTestServer, serve_remote
 
 from zorkmcp.config import McpConfig, McpSettings, ServerConfig
 from zorkmcp.engine import run_tool_loop
@@ -24,15 +24,7 @@ from zorkmcp.mcp import McpManager, open_toolbox
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning"),
-    pytest.mark.filterwarnings("ignore:Async generator 'httpx2:ResourceWarning"),
-    pytest.mark.filterwarnings("ignore:Async generator 'httpcore2:ResourceWarning"),
-    pytest.mark.filterwarnings(
-        "ignore:Exception ignored in. <async_generator object (EventSource|Response|PoolByteStream)"
-        ":pytest.PytestUnraisableExceptionWarning"
-    ),
-]
+pytestmark = SDK_HTTP_WARNINGS
 
 GUARD = 20
 OPENING = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "state"}]

@@ -32,16 +32,31 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import pytest
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ToolListChangedNotification
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Iterator, MutableMapping
 
-__all__ = ["TOKEN", "RemoteTestServer", "build_mcp", "serve_remote"]
+__all__ = ["SDK_HTTP_WARNINGS", "TOKEN", "RemoteTestServer", "build_mcp", "serve_remote"]
 
 TOKEN = "tok-9f3c2e71-secret-value"
 """The bearer token ``/auth/...`` demands (a test greps every message for it)."""
+
+SDK_HTTP_WARNINGS = [
+    # The test server logs through the 2025 logging capability, which the SDK marks deprecated.
+    pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning"),
+    # mcp 2.3's Streamable HTTP client leaves its GET event stream's async generators to the garbage
+    # collector when the session closes (mcp/client/streamable_http.py, handle_get_stream); not ours.
+    pytest.mark.filterwarnings("ignore:Async generator 'httpx2:ResourceWarning"),
+    pytest.mark.filterwarnings("ignore:Async generator 'httpcore2:ResourceWarning"),
+    pytest.mark.filterwarnings(
+        "ignore:Exception ignored in. <async_generator object (EventSource|Response|PoolByteStream)"
+        ":pytest.PytestUnraisableExceptionWarning"
+    ),
+]
+"""``pytestmark`` for a module that talks to this server: what the SDK's HTTP clients warn about."""
 
 _Scope = dict[str, Any]
 
