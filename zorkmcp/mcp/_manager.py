@@ -438,23 +438,28 @@ class McpManager:
         active = self._active()
         servers = [s for s in active if s.lifecycle == "per_episode"]
         with _plain_errors():
-            # The episode's pools and zygote are entered before its nursery: every session closes first.
-            async with AsyncExitStack() as resources, anyio.create_task_group() as nursery:
-                episode = EpisodeServers(nursery, self.settings, self._events, prewarm=prewarm)
-                for server in active:  # one pool per remote server; its sessions close before it
-                    if server.remote:
-                        episode.pools[server.name] = await resources.enter_async_context(open_remote_pool())
-                episode.zygote = await self._open_zygote(resources, active)
-                try:
-                    if prewarm:
-                        for server in self._active():
-                            if server.lifecycle == "per_turn":
-                                episode.warm(server)
-                    policy = self._policy(fail_fast=True, pools=episode.pools, zygote=episode.zygote)
-                    episode.adopt(await _start_all(nursery, servers, policy))
-                    yield episode
-                finally:
-                    episode.close_all()
+            # The episode's pools and zygote are opened before its nursery: every session closes first.
+            async with AsyncExitStack() as resources:
+                pools = {  # one pool per remote server, for all of its sessions
+                    server.name: await resources.enter_async_context(open_remote_pool())
+                    for server in active
+                    if server.remote
+                }
+                zygote = await self._open_zygote(resources, active)
+                async with anyio.create_task_group() as nursery:
+                    episode = EpisodeServers(nursery, self.settings, self._events, prewarm=prewarm)
+                    episode.pools.update(pools)
+                    episode.zygote = zygote
+                    try:
+                        if prewarm:
+                            for server in self._active():
+                                if server.lifecycle == "per_turn":
+                                    episode.warm(server)
+                        policy = self._policy(fail_fast=True, pools=episode.pools, zygote=episode.zygote)
+                        episode.adopt(await _start_all(nursery, servers, policy))
+                        yield episode
+                    finally:
+                        episode.close_all()
 
     async def _open_zygote(self, resources: AsyncExitStack, active: Sequence[ServerConfig]) -> Zygote | None:
         """The episode's zygote, if a ``per_turn`` server can be forked from one (else ``None``).

@@ -150,6 +150,7 @@ class ZygoteChild:
         self.status: int | None = None
         self._exited = anyio.Event()
         self._reaped = False
+        self._reap_done = anyio.Event()
 
     @property
     def zygote_pid(self) -> int:
@@ -173,6 +174,7 @@ class ZygoteChild:
         """Wait for the zygote's exit report, then have it reap the child; its exit status.
 
         Call it once the child has exited (its pidfd is readable) and its group has been killed.
+        Returns once the child is reaped (by the zygote, or by init if the zygote died).
 
         Returns:
             The exit status, or ``None`` when the zygote died before reporting it.
@@ -180,7 +182,11 @@ class ZygoteChild:
         await self._exited.wait()
         if not self._reaped:
             self._reaped = True
+            self._zygote._reaping[self.pid] = self
             await self._zygote._request({"op": "reap", "pid": self.pid})
+            if self._zygote._gone:
+                self._reap_done.set()  # init reaps the orphans of a dead zygote
+        await self._reap_done.wait()
         return self.status
 
 
@@ -212,6 +218,8 @@ class Zygote:
         """Adopted children whose exit has not been reported yet."""
         self._early: dict[int, int] = {}
         """Exit statuses reported before the spawner adopted the child."""
+        self._reaping: dict[int, ZygoteChild] = {}
+        """Children the zygote was asked to reap."""
 
     @property
     def alive(self) -> bool:
@@ -335,6 +343,8 @@ class Zygote:
         self._replied.set()
         for child in self._children.values():
             child._report(None)
+        for child in self._reaping.values():
+            child._reap_done.set()
 
     def _dispatch(self, message: dict[str, Any]) -> None:
         op = message.get("op")
@@ -353,6 +363,10 @@ class Zygote:
                 child._report(status)
             else:
                 self._early[pid] = status  # the spawner has not adopted it yet: see _adopt
+        elif op == "reaped":
+            reaped = self._reaping.pop(int(message["pid"]), None)
+            if reaped is not None:
+                reaped._reap_done.set()
 
     async def _read(self) -> None:
         """Read the zygote's messages until it closes its end (then it is gone)."""
@@ -456,20 +470,23 @@ async def open_zygote(
     pidfd = os.pidfd_open(process.pid)
     zygote = Zygote(process, pidfd, ours, modules)
     zygote.env = start_env
+    started = False
     try:
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(zygote._read, name=f"zorkmcp-zygote-{process.pid}")
             try:
                 with anyio.move_on_after(ZYGOTE_START_TIMEOUT):
                     await zygote._ready.wait()
-                if zygote._gone or not zygote._ready.is_set():
-                    reason = zygote._failure or f"no answer within {ZYGOTE_START_TIMEOUT:g}s"
-                    raise ZygoteGone(f"the zygote for {', '.join(modules)} did not start: {reason}")
-                yield zygote
+                started = zygote._ready.is_set() and not zygote._gone
+                if started:
+                    yield zygote
             finally:
                 with anyio.CancelScope(shield=True):
                     await _stop(zygote, process, pidfd)
                 tasks.cancel_scope.cancel()
+        if not started:  # raised here, outside the task group: a plain error, not a group
+            reason = zygote._failure or f"no answer within {ZYGOTE_START_TIMEOUT:g}s"
+            raise ZygoteGone(f"the zygote for {', '.join(modules)} did not start: {reason}")
     finally:
         if process.returncode is None:  # pragma: no cover - unkillable, or the task group failed
             with contextlib.suppress(OSError):

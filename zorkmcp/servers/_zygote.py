@@ -9,6 +9,7 @@ Messages, zygote to owner:
 
 * ``{"op": "ready", "pid"}`` once every module is imported, or ``{"op": "failed", "error"}`` (then
   the zygote exits with status 1).
+* ``{"op": "reaped", "pid"}`` answers each ``reap`` request once the child is reaped.
 * ``{"op": "spawned", "pid"}`` answers each ``spawn`` request, in order; ``{"op": "error",
   "error"}`` when ``fork`` failed.
 * ``{"op": "exited", "pid", "status"}`` once a child has exited (``status``: its exit code, or
@@ -220,12 +221,12 @@ class _Zygote:
             os._exit(code & 0xFF if code >= 0 else 1)
 
     def reap(self, pid: int) -> None:
-        if pid not in self.reported:
-            return  # only an exited child is reaped (waitpid must not block the loop)
-        self.children.discard(pid)
-        self.reported.discard(pid)
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, 0)
+        if pid in self.reported:  # only an exited child is reaped (waitpid must not block the loop)
+            self.children.discard(pid)
+            self.reported.discard(pid)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+        _send(self.control, {"op": "reaped", "pid": pid})
 
     def shut_down(self) -> None:
         """The owner is gone: kill every unreaped child's group (safe: unreaped), then reap them."""
@@ -258,8 +259,8 @@ def main(argv: list[str] | None = None) -> int:
         for name, module in modules.items():
             if not callable(getattr(module, "main", None)):
                 raise TypeError(f"module {name!r} has no main(argv)")
-    except Exception:  # noqa: BLE001 - reported to the owner, which falls back to spawning normally
-        _send(control, {"op": "failed", "error": traceback.format_exc(limit=5)})
+    except Exception as exc:  # noqa: BLE001 - reported to the owner, which falls back to spawning normally
+        _send(control, {"op": "failed", "error": "".join(traceback.format_exception_only(exc)).strip()})
         return 1
     try:
         return _Zygote(control, modules).serve()
