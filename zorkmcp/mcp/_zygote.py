@@ -7,17 +7,21 @@ interpreter starting up, paid again on every spawn. The zygote
 episode; each session is then an ``os.fork()`` of it: still a fresh process with its own state, in
 its own session and process group, with its own environment and working directory.
 
-Why we wrote our own (measured with ``benchmarks/bench_zygote.py``, 200 spawns each of the
-``think`` server that exit at once on stdin EOF, CPU time of the spawned processes plus, for the
-zygote, its own CPU time; 2-core VM, Python 3.11):
+Why we wrote our own: the measurement (``.venv/bin/python benchmarks/bench_zygote.py 400``; one
+stdio-transport session per spawn, entered and left at once; CPU time of our process, of the
+reaped children and of the zygote with the children it reaped; the two alternate in blocks of 20;
+four runs of 40 to 400 spawns each on a 2-core VM, Python 3.11.7):
 
-* ``subprocess.Popen`` of ``python -m zorkmcp.servers.thinking``: about 21 ms of CPU per spawn.
-* forked by the zygote: about 1.3 ms of CPU per spawn (the zygote's own share included), and
-  about 25 ms once per episode to start the zygote.
+* ``Popen`` of ``python -m zorkmcp.servers.thinking``: 23.8-24.8 ms of CPU per spawn, of which
+  1.8-1.9 ms in our own process.
+* forked by the zygote: 3.2-3.5 ms of CPU per spawn, of which 1.3 ms in our own process (the
+  transport's tasks, the same in both): about 2 ms for the zygote and the child.
+* starting (and closing) a zygote, once per episode: about 32 ms of CPU.
 
-``multiprocessing``'s ``forkserver`` would give the same saving but not the process model the
-stdio transport relies on: it reaps its children itself (so a group kill after the exit could hit
-a reused process-group ID), does not start them in their own session, and talks over pickles.
+``multiprocessing``'s ``forkserver`` would give a similar saving but not the process model the
+stdio transport relies on: it reaps its children itself as soon as they exit (so a group kill
+after the exit could hit a reused process-group ID), does not start them in their own session, and
+runs ``Process`` targets rather than a server's ``main`` on the pipes we hand it.
 
 What the transport keeps (see :mod:`zorkmcp.mcp._stdio`): the child runs in its own session; the
 owner waits on a pidfd; the zygote never reaps on its own, so the child stays a zombie until the
@@ -29,11 +33,11 @@ right process.
 Limits: the child inherits the zygote's interpreter state, so variables that only matter when an
 interpreter starts (``PYTHONPATH``, ``PYTHONHASHSEED``, ...) must match the zygote's:
 :meth:`Zygote.accepts` turns down a server whose ``PYTHON*`` variables differ (it is then spawned
-normally). ``/proc/<pid>/environ`` of a forked child shows the zygote's environment, not the
-child's: the transport's token scan finds the processes a server *starts*, not the server itself
-(which it tracks by its pidfd anyway). If the zygote dies, its children are re-parented and
-reaped by init: their sessions end normally, but their process groups are then only signalled
-through the leader's pidfd, never by group ID.
+normally); every child shares the zygote's hash seed. ``/proc/<pid>/environ`` of a forked child
+shows the zygote's environment, not the child's: the transport's token scan finds the processes a
+server *starts*, not the server itself (which it tracks by its pidfd anyway). If the zygote dies,
+its children are re-parented and reaped by init: their sessions end normally, but their process
+groups are then only signalled through the leader's pidfd, never by group ID.
 """
 
 from __future__ import annotations
