@@ -124,11 +124,14 @@ def _python_vars(env: Mapping[str, str]) -> dict[str, str]:
 
 def _exited(pidfd: int) -> bool:
     """Whether the process behind ``pidfd`` has exited (a pidfd is readable then); never blocks."""
+    poller = select.poll()  # not select.select: an episode-heavy process has fds above 1024
+    poller.register(pidfd, select.POLLIN)
     try:
-        readable, _, _ = select.select([pidfd], [], [], 0)
-    except (OSError, ValueError):
-        return True  # the fd is closed: the zygote is gone as far as we are concerned
-    return bool(readable)
+        events = poller.poll(0)
+    except OSError:  # pragma: no cover - poll itself failed
+        return True
+    done = select.POLLIN | select.POLLHUP | select.POLLERR | select.POLLNVAL
+    return any(mask & done for _, mask in events)
 
 
 class ZygoteChild:
