@@ -17,6 +17,9 @@ passed to the session as an ``Exception`` value and does not end it) and changes
   trio itself does) and its pipes are read and written with ``os.read``/``os.write`` and
   ``anyio.wait_readable``/``wait_writable``: asyncio's own subprocess support on Python 3.11 reaps
   children from a watcher thread the moment they exit, which would make the group kill below unsafe.
+* Inside an episode, a server that the episode's zygote has preloaded is forked by it instead
+  (:mod:`zorkmcp.mcp._zygote`): same session, group, pidfd and teardown, without the interpreter's
+  start-up. The zygote never reaps a child until asked, so the group kill stays before the reap.
 * Teardown (shielded, bounded, no fixed sleeps): close stdin → wait for exit up to
   :data:`EOF_GRACE` → SIGTERM the group → wait up to :data:`TERM_GRACE` → SIGKILL the group. The
   group is always killed when the server exits (children of a server that exited cleanly), and then

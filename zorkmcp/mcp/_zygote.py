@@ -397,6 +397,8 @@ class Zygote:
                     continue
                 self._dispatch(message)
         finally:
+            if not self._gone:  # not closed by us: it crashed or was killed
+                logger.warning("zygote (pid %d) exited; servers are spawned with Popen from now on", self.pid)
             self._lost()
 
 
