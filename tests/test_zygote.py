@@ -273,3 +273,14 @@ async def test_the_zygote_killed_mid_episode_does_not_fail_a_turn() -> None:
     assert events.of_type("mcp_server_start_failed") == []
     servers = [e["pid"] for e in events.of_type("mcp_server_started")]
     assert not any(is_alive(pid) for pid in [*servers, zygote.pid])
+
+
+async def test_a_request_too_large_for_the_socket_is_spawned_normally() -> None:
+    big = {f"ZYGOTE_TEST_BIG_{n}": "x" * 60_000 for n in range(5)}  # 300 kB: more than the socket takes
+    with trio.fail_after(GUARD):
+        async with open_zygote() as zygote:
+            async with open_server_session(thinking(env=big), SETTINGS, zygote=zygote) as session:
+                assert parent_of(server_pid(session)) == os.getpid()
+            assert zygote.alive  # still in service for the next one
+            async with open_server_session(thinking(), SETTINGS, zygote=zygote) as session:
+                assert parent_of(server_pid(session)) == zygote.pid

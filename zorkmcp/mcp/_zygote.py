@@ -43,6 +43,7 @@ groups are then only signalled through the leader's pidfd, never by group ID.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import select
@@ -88,7 +89,8 @@ _RECEIVE_SIZE = 65536
 
 
 class ZygoteGone(OSError):
-    """The zygote is not running (or never started): spawn the server another way."""
+    """The zygote cannot start this server (it is not running, never started, or the request is too
+    large for its socket): spawn the server another way."""
 
 
 def zygote_supported() -> bool:
@@ -296,7 +298,7 @@ class Zygote:
             await self._replied.wait()
         if self._reply is None:
             self._gone = True  # no answer: never pair a late one with the next request
-            raise ZygoteGone(f"the zygote (pid {self.pid}) did not answer a spawn request")
+            raise ZygoteGone(f"the zygote (pid {self.pid}) died or did not answer a spawn request")
         return self._reply
 
     def _spawned_pid(self, reply: dict[str, Any]) -> int:
@@ -338,7 +340,9 @@ class Zygote:
                 return
             except BlockingIOError:
                 await anyio.wait_writable(self._control)
-            except OSError:
+            except OSError as exc:
+                if exc.errno == errno.EMSGSIZE:  # an environment larger than the socket's buffer
+                    raise ZygoteGone(f"a request of {len(data)} bytes is too large for the zygote") from exc
                 self._lost()
         if fds:
             raise ZygoteGone(f"the zygote (pid {self.pid}) is not running")
@@ -417,6 +421,16 @@ def _start(
     )
 
 
+def _pidfd_of(process: subprocess.Popen[bytes]) -> int:
+    """A pidfd for the zygote just started; if that fails, it is killed and reaped first."""
+    try:
+        return os.pidfd_open(process.pid)
+    except OSError:  # pragma: no cover - out of file descriptors
+        process.kill()
+        process.wait()
+        raise
+
+
 async def _wait_pidfd(pidfd: int, seconds: float) -> bool:
     """Wait up to ``seconds`` for the process behind ``pidfd`` to exit; whether it did."""
     with anyio.move_on_after(seconds):
@@ -465,18 +479,23 @@ async def open_zygote(
     if not zygote_supported():
         raise ZygoteGone("a zygote needs Linux (pidfds, fork, SOCK_SEQPACKET)")
     start_env = dict(os.environ if env is None else env)
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    except OSError as exc:
+        raise ZygoteGone(f"the zygote for {', '.join(modules)} did not start: {exc}") from exc
     try:
         try:
             process = await anyio.to_thread.run_sync(_start, list(modules), theirs.fileno(), start_env, cwd)
         finally:
             theirs.close()
-    except BaseException:
+        # No checkpoint from here to the `try` below: a cancellation in between would leak the zygote.
+        pidfd = _pidfd_of(process)
+    except BaseException as exc:
         ours.close()
+        if isinstance(exc, OSError):
+            raise ZygoteGone(f"the zygote for {', '.join(modules)} did not start: {exc}") from exc
         raise
-    # No checkpoint from here to the `try`: a cancellation in between would leak the zygote.
     ours.setblocking(False)
-    pidfd = os.pidfd_open(process.pid)
     zygote = Zygote(process, pidfd, ours, modules)
     zygote.env = start_env
     started = False

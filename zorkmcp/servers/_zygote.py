@@ -46,8 +46,9 @@ from typing import Any
 
 __all__ = ["main"]
 
-_MAX_MESSAGE = 1 << 20
-"""The largest request accepted (a spawn request carries the child's whole environment)."""
+_MAX_MESSAGE = 1 << 18
+"""The largest request accepted (a spawn request carries the child's whole environment; the
+owner's socket buffer, about 200 KiB, bounds it first)."""
 
 
 def _send(control: socket.socket, message: dict[str, Any]) -> None:
