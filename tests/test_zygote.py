@@ -284,3 +284,27 @@ async def test_a_request_too_large_for_the_socket_is_spawned_normally() -> None:
             assert zygote.alive  # still in service for the next one
             async with open_server_session(thinking(), SETTINGS, zygote=zygote) as session:
                 assert parent_of(server_pid(session)) == zygote.pid
+
+
+@pytest.mark.parametrize(
+    "server",
+    [
+        thinking(env={"PYTHONPATH": str(TESTS)}),  # would run differently in a forked child
+        thinking(lifecycle="per_episode"),  # one process per episode: nothing to save
+        # interpreter options before -m: the zygote's interpreter was not started with them
+        ServerConfig(
+            name="thinking", command=sys.executable, args=("-X", "utf8", "-m", "zorkmcp.servers.thinking")
+        ),
+    ],
+    ids=["python-variables", "per-episode", "interpreter-options"],
+)
+async def test_an_episode_without_an_eligible_server_has_no_zygote(server: ServerConfig) -> None:
+    events = EventRecorder()
+    manager = McpManager(McpConfig(servers=(server,)), McpSettings(enabled=True), events=events)
+    with trio.fail_after(GUARD):
+        async with manager.open_episode() as episode:
+            assert episode.zygote is None
+            pid, parent = await think_in_turn(manager, episode)
+    assert parent == os.getpid()
+    assert events.of_type("mcp_zygote_started") == []
+    assert not is_alive(pid)

@@ -38,7 +38,7 @@ from ._prewarm import MAX_CONCURRENT_TEARDOWNS, Spare, TeardownGate, start_spare
 from ._remote import open_remote_pool
 from ._session import ServerHandle, ServerSession, start_server
 from ._tools import Toolbox
-from ._zygote import Zygote, ZygoteGone, open_zygote, zygote_module, zygote_supported
+from ._zygote import Zygote, ZygoteGone, open_zygote, same_python_vars, zygote_module, zygote_supported
 
 if TYPE_CHECKING:
     import httpx2
@@ -467,6 +467,7 @@ class McpManager:
         A zygote that does not start is a warning, not a failure: the servers are then spawned as
         usual. It starts with the environment a server without ``env`` gets (secrets withheld).
         """
+        env, _ = build_server_env({}, os.environ)
         modules = sorted(
             {
                 module
@@ -474,11 +475,11 @@ class McpManager:
                 if server.type == "stdio"
                 and server.lifecycle == "per_turn"
                 and (module := zygote_module(server.command or "", server.args)) is not None
+                and same_python_vars(build_server_env(server.env, os.environ)[0], env)
             }
         )
         if not modules or not zygote_supported():
             return None
-        env, _ = build_server_env({}, os.environ)
         try:
             zygote = await resources.enter_async_context(open_zygote(modules, env=env))
         except ZygoteGone as exc:

@@ -72,6 +72,7 @@ __all__ = [
     "ZygoteChild",
     "ZygoteGone",
     "open_zygote",
+    "same_python_vars",
     "zygote_module",
     "zygote_supported",
 ]
@@ -122,6 +123,18 @@ def zygote_module(command: str, args: Sequence[str], modules: Sequence[str] = ZY
 
 def _python_vars(env: Mapping[str, str]) -> dict[str, str]:
     return {name: value for name, value in env.items() if name.startswith("PYTHON")}
+
+
+def same_python_vars(env: Mapping[str, str], zygote_env: Mapping[str, str]) -> bool:
+    """Whether a server's environment has the zygote's ``PYTHON*`` variables, no more, no fewer.
+
+    They are read when an interpreter starts; a forked child keeps what the zygote read.
+
+    Args:
+        env: the server's full environment.
+        zygote_env: the zygote's.
+    """
+    return _python_vars(env) == _python_vars(zygote_env)
 
 
 def _exited(pidfd: int) -> bool:
@@ -244,7 +257,7 @@ class Zygote:
             env: its full environment; its ``PYTHON*`` variables must be the zygote's.
         """
         module = zygote_module(command, args, self.modules)
-        if module is None or _python_vars(env) != _python_vars(self.env):
+        if module is None or not same_python_vars(env, self.env):
             return None
         return module
 
