@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -308,3 +309,24 @@ async def test_an_episode_without_an_eligible_server_has_no_zygote(server: Serve
     assert parent == os.getpid()
     assert events.of_type("mcp_zygote_started") == []
     assert not is_alive(pid)
+
+
+def test_the_zygote_server_needs_a_socket_and_modules() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "zorkmcp.servers._zygote", "zorkmcp.servers.thinking"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr == "usage: python -m zorkmcp.servers._zygote FD MODULE [MODULE...]\n"
+
+
+def test_the_zygote_and_what_it_preloads_stay_on_the_standard_library() -> None:
+    code = (
+        "import sys, zorkmcp.servers._zygote, zorkmcp.servers.thinking;"
+        "heavy = [m for m in ('trio', 'anyio', 'attrs', 'mcp', 'httpx', 'cattrs') if m in sys.modules];"
+        "print(','.join(heavy))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == ""

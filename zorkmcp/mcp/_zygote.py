@@ -222,11 +222,16 @@ class Zygote:
     """
 
     def __init__(
-        self, process: subprocess.Popen[bytes], pidfd: int, control: socket.socket, modules: Sequence[str]
+        self,
+        process: subprocess.Popen[bytes],
+        pidfd: int,
+        control: socket.socket,
+        modules: Sequence[str],
+        env: Mapping[str, str],
     ) -> None:
         self.pid = process.pid
         self.modules = tuple(modules)
-        self.env: dict[str, str] = {}
+        self.env = dict(env)
         self._process = process
         self._pidfd: int | None = pidfd
         self._control = control
@@ -509,8 +514,7 @@ async def open_zygote(
             raise ZygoteGone(f"the zygote for {', '.join(modules)} did not start: {exc}") from exc
         raise
     ours.setblocking(False)
-    zygote = Zygote(process, pidfd, ours, modules)
-    zygote.env = start_env
+    zygote = Zygote(process, pidfd, ours, modules, start_env)
     started = False
     try:
         async with anyio.create_task_group() as tasks:
