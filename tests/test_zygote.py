@@ -330,3 +330,41 @@ def test_the_zygote_and_what_it_preloads_stay_on_the_standard_library() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == ""
+
+
+def marked_processes(mark: bytes) -> list[int]:
+    """Live processes whose initial environment carries ``mark`` (a zygote's children show its own)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            environ = Path(f"/proc/{entry}/environ").read_bytes()
+        except OSError:
+            continue
+        if mark in environ.split(b"\0") and is_alive(int(entry)):
+            found.append(int(entry))
+    return found
+
+
+@pytest.mark.parametrize("turns", [0, 1])
+async def test_a_cancelled_episode_leaves_no_zygote_and_no_child(
+    turns: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mark = f"ZORKMCP_ZYGOTE_TEST={os.getpid()}-{turns}"
+    monkeypatch.setenv(*mark.split("=", 1))
+    manager = default_manager(EventRecorder())
+    with trio.fail_after(GUARD), trio.CancelScope() as scope:
+        async with manager.open_episode() as episode:
+            assert episode.zygote is not None
+            for _ in range(turns):
+                await think_in_turn(manager, episode)
+            async with manager.open_turn(episode) as toolbox:
+                session = toolbox.session("thinking")
+                assert session is not None
+                # the mark finds the zygote and the children it forked
+                assert {episode.zygote.pid, server_pid(session)} <= set(marked_processes(mark.encode()))
+                scope.cancel()  # while the next spare starts, inside a turn
+                await trio.sleep_forever()
+    assert scope.cancelled_caught
+    assert marked_processes(mark.encode()) == []
