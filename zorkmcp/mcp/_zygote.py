@@ -35,7 +35,8 @@ interpreter starts (``PYTHONPATH``, ``PYTHONHASHSEED``, ...) must match the zygo
 :meth:`Zygote.accepts` turns down a server whose ``PYTHON*`` variables differ (it is then spawned
 normally); every child shares the zygote's hash seed. ``/proc/<pid>/environ`` of a forked child
 shows the zygote's environment, not the child's: the transport's token scan finds the processes a
-server *starts*, not the server itself (which it tracks by its pidfd anyway). If the zygote dies,
+server *starts*, not the server itself (which it tracks by its pidfd anyway); likewise ``ps``
+shows a forked server with the zygote's command line. If the zygote dies,
 its children are re-parented and reaped by init: their sessions end normally, but their process
 groups are then only signalled through the leader's pidfd, never by group ID.
 """
