@@ -36,9 +36,9 @@ interpreter starts (``PYTHONPATH``, ``PYTHONHASHSEED``, ...) must match the zygo
 normally); every child shares the zygote's hash seed. ``/proc/<pid>/environ`` of a forked child
 shows the zygote's environment, not the child's: the transport's token scan finds the processes a
 server *starts*, not the server itself (which it tracks by its pidfd anyway); likewise ``ps``
-shows a forked server with the zygote's command line. If the zygote dies,
-its children are re-parented and reaped by init: their sessions end normally, but their process
-groups are then only signalled through the leader's pidfd, never by group ID.
+shows a forked server with the zygote's command line. If the zygote dies, its children are
+re-parented and reaped by init: their sessions end normally, but their process groups are then
+only signalled through the leader's pidfd, never by group ID.
 """
 
 from __future__ import annotations
