@@ -1,6 +1,7 @@
 """A deliberately misbehaving MCP server for tests: stdlib only, starts in a few milliseconds.
 
-Usage: ``python misbehaving.py [MODE[,MODE...]]``. It writes ``PID <pid>`` to stderr at start, and
+Usage: ``python misbehaving.py [MODE[,MODE...]]``, or preloaded by a zygote as ``servers.misbehaving``
+(``main(argv)``; ``tests/`` on ``PYTHONPATH``). It writes ``PID <pid>`` to stderr at start, and
 also to the FIFO named by ``MISBEHAVING_READY_FIFO`` when that is set (so a test can wait for the
 spawn without polling).
 
@@ -202,8 +203,9 @@ def flaky(path: str) -> None:
         sys.exit(4)
 
 
-def main() -> None:
-    modes = set((sys.argv[1] if len(sys.argv) > 1 else "ok").split(","))
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    modes = set((args[0] if args else "ok").split(","))
     err(f"PID {os.getpid()}")
     ready = os.environ.get("MISBEHAVING_READY_FIFO")
     if ready:
@@ -230,7 +232,8 @@ def main() -> None:
     server.serve()
     if "stubborn" in modes:
         wait_forever()
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -19,6 +19,7 @@ the nurseries inside :meth:`McpManager.open_turn` and :meth:`McpManager.open_epi
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from functools import partial
@@ -32,10 +33,12 @@ from attrs import define
 from zorkmcp.errors import MCPServerStartupError
 from zorkmcp.observability import EventSink, NullSink
 
+from ._env import build_server_env
 from ._prewarm import MAX_CONCURRENT_TEARDOWNS, Spare, TeardownGate, start_spare
 from ._remote import open_remote_pool
 from ._session import ServerHandle, ServerSession, start_server
 from ._tools import Toolbox
+from ._zygote import Zygote, ZygoteGone, open_zygote, same_python_vars, zygote_module, zygote_supported
 
 if TYPE_CHECKING:
     import httpx2
@@ -179,6 +182,9 @@ class EpisodeServers:
         self.pools: dict[str, httpx2.AsyncBaseTransport] = {}
         """One connection pool per remote server for the whole episode (its ``per_episode`` session
         and every ``per_turn`` session borrow it), owned by :meth:`McpManager.open_episode`."""
+        self.zygote: Zygote | None = None
+        """The episode's zygote (:mod:`zorkmcp.mcp._zygote`), owned by :meth:`McpManager.open_episode`:
+        its sessions of the embedded servers are forked from it (``None``: spawned with ``Popen``)."""
 
     @property
     def prewarm(self) -> bool:
@@ -211,7 +217,15 @@ class EpisodeServers:
 
     def _start_spare(self, server: ServerConfig) -> Spare:
         pool = self.pools.get(server.name)
-        return start_spare(self._nursery, server, self._settings, self._events, gate=self._gate, pool=pool)
+        return start_spare(
+            self._nursery,
+            server,
+            self._settings,
+            self._events,
+            gate=self._gate,
+            pool=pool,
+            zygote=self.zygote,
+        )
 
     def drop_spare(self, name: str) -> None:
         """Release the spare of server ``name``, if any (it closes in the background)."""
@@ -252,7 +266,15 @@ class EpisodeServers:
             self._events.emit("mcp_server_restart", server=server.name, turn=turn)
             self._nursery.start_soon(self._close_when_allowed, old)
         pool = self.pools.get(server.name)
-        start = partial(start_server, self._nursery, server, self._settings, events=self._events, pool=pool)
+        start = partial(
+            start_server,
+            self._nursery,
+            server,
+            self._settings,
+            events=self._events,
+            pool=pool,
+            zygote=self.zygote,
+        )
         handle = await attempts.run(start)
         if handle is not None:
             self._handles[server.name] = handle
@@ -366,14 +388,19 @@ class McpManager:
         return [server for server in self.config.enabled_servers if not self._health[server.name].disabled]
 
     def _policy(
-        self, *, fail_fast: bool, pools: Mapping[str, httpx2.AsyncBaseTransport] | None = None
+        self,
+        *,
+        fail_fast: bool,
+        pools: Mapping[str, httpx2.AsyncBaseTransport] | None = None,
+        zygote: Zygote | None = None,
     ) -> _StartOne:
         async def start_one(nursery: anyio.abc.TaskGroup, server: ServerConfig) -> ServerHandle | None:
             attempts = _Attempts(self, server, fail_fast)
             pool = pools.get(server.name) if pools is not None else None
-            return await attempts.run(
-                partial(start_server, nursery, server, self.settings, events=self._events, pool=pool)
+            start = partial(
+                start_server, nursery, server, self.settings, events=self._events, pool=pool, zygote=zygote
             )
+            return await attempts.run(start)
 
         return start_one
 
@@ -411,21 +438,55 @@ class McpManager:
         active = self._active()
         servers = [s for s in active if s.lifecycle == "per_episode"]
         with _plain_errors():
-            async with AsyncExitStack() as pools, anyio.create_task_group() as nursery:
-                episode = EpisodeServers(nursery, self.settings, self._events, prewarm=prewarm)
-                for server in active:  # one pool per remote server; its sessions close before it
-                    if server.remote:
-                        episode.pools[server.name] = await pools.enter_async_context(open_remote_pool())
-                try:
-                    if prewarm:
-                        for server in self._active():
-                            if server.lifecycle == "per_turn":
-                                episode.warm(server)
-                    policy = self._policy(fail_fast=True, pools=episode.pools)
-                    episode.adopt(await _start_all(nursery, servers, policy))
-                    yield episode
-                finally:
-                    episode.close_all()
+            # The episode's pools and zygote are opened before its nursery: every session closes first.
+            async with AsyncExitStack() as resources:
+                pools = {  # one pool per remote server, for all of its sessions
+                    server.name: await resources.enter_async_context(open_remote_pool())
+                    for server in active
+                    if server.remote
+                }
+                zygote = await self._open_zygote(resources, active)
+                async with anyio.create_task_group() as nursery:
+                    episode = EpisodeServers(nursery, self.settings, self._events, prewarm=prewarm)
+                    episode.pools.update(pools)
+                    episode.zygote = zygote
+                    try:
+                        if prewarm:
+                            for server in self._active():
+                                if server.lifecycle == "per_turn":
+                                    episode.warm(server)
+                        policy = self._policy(fail_fast=True, pools=episode.pools, zygote=episode.zygote)
+                        episode.adopt(await _start_all(nursery, servers, policy))
+                        yield episode
+                    finally:
+                        episode.close_all()
+
+    async def _open_zygote(self, resources: AsyncExitStack, active: Sequence[ServerConfig]) -> Zygote | None:
+        """The episode's zygote, if a ``per_turn`` server can be forked from one (else ``None``).
+
+        A zygote that does not start is a warning, not a failure: the servers are then spawned as
+        usual. It starts with the environment a server without ``env`` gets (secrets withheld).
+        """
+        env, _ = build_server_env({}, os.environ)
+        modules = sorted(
+            {
+                module
+                for server in active
+                if server.type == "stdio"
+                and server.lifecycle == "per_turn"
+                and (module := zygote_module(server.command or "", server.args)) is not None
+                and same_python_vars(build_server_env(server.env, os.environ)[0], env)
+            }
+        )
+        if not modules or not zygote_supported():
+            return None
+        try:
+            zygote = await resources.enter_async_context(open_zygote(modules, env=env))
+        except ZygoteGone as exc:
+            self._events.log("WARNING", f"MCP servers are spawned one by one: {exc}")
+            return None
+        self._events.emit("mcp_zygote_started", pid=zygote.pid, modules=list(modules))
+        return zygote
 
     @asynccontextmanager
     async def open_turn(self, episode: EpisodeServers | None = None) -> AsyncIterator[Toolbox]:
@@ -474,8 +535,7 @@ class McpManager:
         """Start, take or restart every server of ``plan`` concurrently."""
         async with anyio.create_task_group() as starters:
             if plan.own:
-                pools = episode.pools if episode is not None else None
-                starters.start_soon(self._start_into, handles, nursery, plan.own, plan.fail_fast, pools)
+                starters.start_soon(self._start_into, handles, nursery, plan.own, plan.fail_fast, episode)
             if episode is None:
                 return
             for server in plan.warm:
@@ -541,9 +601,12 @@ class McpManager:
         nursery: anyio.abc.TaskGroup,
         servers: Sequence[ServerConfig],
         fail_fast: bool,
-        pools: Mapping[str, httpx2.AsyncBaseTransport] | None,
+        episode: EpisodeServers | None,
     ) -> None:
-        policy = self._policy(fail_fast=fail_fast, pools=pools)
+        if episode is None:
+            policy = self._policy(fail_fast=fail_fast)
+        else:
+            policy = self._policy(fail_fast=fail_fast, pools=episode.pools, zygote=episode.zygote)
         handles.update(await _start_all(nursery, servers, policy))
 
 

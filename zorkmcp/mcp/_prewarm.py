@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     from zorkmcp.config import McpSettings, ServerConfig
     from zorkmcp.observability import EventSink
 
+    from ._zygote import Zygote
+
 
 __all__ = ["MAX_CONCURRENT_TEARDOWNS", "Spare", "TeardownGate", "start_spare"]
 
@@ -162,12 +164,15 @@ async def _own(
     events: EventSink,
     gate: TeardownGate,
     pool: httpx2.AsyncBaseTransport | None,
+    zygote: Zygote | None,
 ) -> None:
     started = False
     try:
         async with gate.slot() as slot:
             with spare._cancel:
-                async with open_server_session(spare.server, settings, events=events, pool=pool) as session:
+                async with open_server_session(
+                    spare.server, settings, events=events, pool=pool, zygote=zygote
+                ) as session:
                     spare.session = session
                     started = True
                     spare._ready.set()
@@ -193,6 +198,7 @@ def start_spare(
     *,
     gate: TeardownGate | None = None,
     pool: httpx2.AsyncBaseTransport | None = None,
+    zygote: Zygote | None = None,
 ) -> Spare:
     """Start ``server`` in the background in a task of ``nursery``; returns at once.
 
@@ -203,8 +209,9 @@ def start_spare(
         events: where events go.
         gate: bounds how many used sessions close at once (default: no bound).
         pool: a remote server's connection pool, owned by the episode (default: the session's own).
+        zygote: the episode's zygote (default: the server is spawned with ``Popen``).
     """
     spare = Spare(server)
     gate = gate if gate is not None else TeardownGate(limit=1_000_000)
-    nursery.start_soon(_own, spare, settings, events, gate, pool, name=f"zorkmcp-spare-{server.name}")
+    nursery.start_soon(_own, spare, settings, events, gate, pool, zygote, name=f"zorkmcp-spare-{server.name}")
     return spare

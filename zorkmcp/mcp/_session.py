@@ -49,6 +49,8 @@ if TYPE_CHECKING:
 
     from zorkmcp.config import McpSettings, RemoteKind, ServerConfig
 
+    from ._zygote import Zygote
+
 __all__ = [
     "INPROCESS_SHUTDOWN_GRACE",
     "ServerHandle",
@@ -331,18 +333,20 @@ async def _enter_stdio(
     server: ServerConfig,
     opening: _Opening,
     events: EventSink,
-    base_env: Mapping[str, str],
+    options: _Options,
 ) -> _Streams:
     if not server.command:
         raise ValueError("a stdio server needs a 'command'")
-    env, withheld = build_server_env(server.env, base_env)
+    env, withheld = build_server_env(server.env, options.base_env)
     if withheld:
         # Requirement 3.2: say which names were withheld, never their values.
         events.emit("mcp_env_withheld", server=server.name, names=list(withheld))
         events.log("DEBUG", f"MCP server '{server.name}': withheld variables {', '.join(withheld)}")
     opening.info = ProcessInfo(command=(server.command, *server.args), withheld_env=withheld)
     read, write, _ = await stack.enter_async_context(
-        open_stdio_transport(server.command, server.args, env=env, cwd=server.cwd, info=opening.info)
+        open_stdio_transport(
+            server.command, server.args, env=env, cwd=server.cwd, info=opening.info, zygote=options.zygote
+        )
     )
     return read, write
 
@@ -380,13 +384,14 @@ async def _enter_transport(
         return await stack.enter_async_context(
             _open_inprocess_transport(server, lowlevel, opening.finished, events)
         )
-    return await _enter_stdio(stack, server, opening, events, options.base_env)
+    return await _enter_stdio(stack, server, opening, events, options)
 
 
 @define(kw_only=True, frozen=True)
 class _Options:
     base_env: Mapping[str, str]
     pool: httpx2.AsyncBaseTransport | None
+    zygote: Zygote | None = None
 
 
 def _failure(
@@ -577,6 +582,7 @@ async def open_server_session(
     events: EventSink | None = None,
     base_env: Mapping[str, str] | None = None,
     pool: httpx2.AsyncBaseTransport | None = None,
+    zygote: Zygote | None = None,
 ) -> AsyncIterator[ServerSession]:
     """Start one MCP server and yield its initialized session with its tools listed.
 
@@ -588,13 +594,15 @@ async def open_server_session(
         base_env: the environment to merge the server's ``env`` into (default ``os.environ``).
         pool: a remote server's connection pool from :func:`~zorkmcp.mcp._remote.open_remote_pool`,
             owned by the episode; without one the session opens (and closes) its own.
+        zygote: the episode's zygote (:mod:`zorkmcp.mcp._zygote`); a stdio server it accepts is
+            forked from it instead of spawned.
 
     Raises:
         MCPServerStartupError: the server did not start (plain, never inside an exception group).
     """
     events = events if events is not None else NullSink()
     timeout = settings.server_startup_timeout_seconds
-    options = _Options(base_env=os.environ if base_env is None else base_env, pool=pool)
+    options = _Options(base_env=os.environ if base_env is None else base_env, pool=pool, zygote=zygote)
     opening = _Opening()
     session: ServerSession | None = None
     try:
@@ -622,13 +630,14 @@ async def _serve(
     settings: McpSettings,
     events: EventSink | None,
     pool: httpx2.AsyncBaseTransport | None,
+    zygote: Zygote | None,
     *,
     task_status: anyio.abc.TaskStatus[ServerHandle] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     stop, done = anyio.Event(), anyio.Event()
     started = False
     try:
-        async with open_server_session(server, settings, events=events, pool=pool) as session:
+        async with open_server_session(server, settings, events=events, pool=pool, zygote=zygote) as session:
             task_status.started(ServerHandle(session, stop=stop, done=done))
             started = True
             await stop.wait()
@@ -648,6 +657,7 @@ async def start_server(
     *,
     events: EventSink | None = None,
     pool: httpx2.AsyncBaseTransport | None = None,
+    zygote: Zygote | None = None,
 ) -> ServerHandle:
     """Start a server in a new task of ``nursery`` and return once it is ready.
 
@@ -660,9 +670,10 @@ async def start_server(
         settings: startup timeout.
         events: where events go.
         pool: a remote server's connection pool, owned by the caller (see :func:`open_server_session`).
+        zygote: the episode's zygote, owned by the caller (see :func:`open_server_session`).
 
     Raises:
         MCPServerStartupError: the server did not start.
     """
-    handle: ServerHandle = await nursery.start(_serve, server, settings, events, pool)
+    handle: ServerHandle = await nursery.start(_serve, server, settings, events, pool, zygote)
     return handle

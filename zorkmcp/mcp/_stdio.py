@@ -17,6 +17,9 @@ passed to the session as an ``Exception`` value and does not end it) and changes
   trio itself does) and its pipes are read and written with ``os.read``/``os.write`` and
   ``anyio.wait_readable``/``wait_writable``: asyncio's own subprocess support on Python 3.11 reaps
   children from a watcher thread the moment they exit, which would make the group kill below unsafe.
+* Inside an episode, a server that the episode's zygote has preloaded is forked by it instead
+  (:mod:`zorkmcp.mcp._zygote`): same session, group, pidfd and teardown, without the interpreter's
+  start-up. The zygote never reaps a child until asked, so the group kill stays before the reap.
 * Teardown (shielded, bounded, no fixed sleeps): close stdin → wait for exit up to
   :data:`EOF_GRACE` → SIGTERM the group → wait up to :data:`TERM_GRACE` → SIGKILL the group. The
   group is always killed when the server exits (children of a server that exited cleanly), and then
@@ -48,11 +51,14 @@ from attrs import define, field
 from mcp.shared.message import SessionMessage
 
 from ._events import logger
+from ._zygote import ZygoteChild, ZygoteGone
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Mapping, Sequence
 
     from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+    from ._zygote import Zygote
 
 __all__ = [
     "EOF_GRACE",
@@ -85,6 +91,8 @@ _MAX_LINE_BYTES = 64 * 1024 * 1024
 _READ_SIZE = 65536
 
 Escalation = Literal["none", "sigterm", "sigkill"]
+_Process = subprocess.Popen[bytes] | ZygoteChild
+"""A server process: spawned with ``Popen``, or forked by the episode's zygote."""
 
 
 @define(kw_only=True, eq=False)
@@ -103,6 +111,7 @@ class ProcessInfo:
         withheld_env: names of secret-looking variables left out of the environment.
         non_json_lines: stdout lines that were not JSON-RPC (passed to the session as errors).
         exited: set once the server process has exited.
+        zygote_pid: the zygote that forked the server (``None``: spawned with ``Popen``).
     """
 
     command: tuple[str, ...]
@@ -114,6 +123,7 @@ class ProcessInfo:
     teardown_seconds: float | None = None
     withheld_env: tuple[str, ...] = ()
     non_json_lines: int = 0
+    zygote_pid: int | None = None
     exited: anyio.Event = field(factory=anyio.Event)
     """Set once the server process has exited, its group has been killed and it has been reaped."""
     _stderr: deque[str] = field(factory=lambda: deque(maxlen=STDERR_TAIL_LINES), alias="_stderr")
@@ -131,7 +141,7 @@ class ProcessInfo:
     @property
     def running(self) -> bool:
         """Whether the server process has been spawned and not yet exited."""
-        return self.pid is not None and self.returncode is None
+        return self.pid is not None and not self.exited.is_set()
 
     def note(self, line: str) -> None:
         """Append one line to the stderr ring buffer."""
@@ -356,21 +366,48 @@ async def _write_stdin(
         done.set()
 
 
-async def _wait_exit(process: subprocess.Popen[bytes], pidfd: int | None) -> None:
+async def _wait_exit(process: _Process, pidfd: int | None) -> None:
     """Return once the server has exited, **without reaping it** where a pidfd allows.
 
     While the exited leader is an unreaped zombie its PID, and so its process-group ID, cannot be
     reused; that is what makes the group kill after it safe on a machine where PIDs wrap quickly.
+    A child of the zygote always has a pidfd, and the zygote does not reap it until asked.
     """
     if pidfd is not None:
         await anyio.wait_readable(pidfd)  # a pidfd is readable once its process exited
         return
+    assert isinstance(process, subprocess.Popen)  # zygote children always have a pidfd
     while process.poll() is None:  # noqa: ASYNC110  # pragma: no cover - no pidfd (not Linux)
         await anyio.sleep(0.05)
 
 
+def _group_is_ours(process: _Process) -> bool:
+    """Whether the server's process-group ID still names its group (its leader is unreaped).
+
+    Always for a ``Popen`` child (only the exit watcher reaps it). A zygote child is held by the
+    zygote; if the zygote died, init may have reaped it and the ID may be reused.
+    """
+    return process.held if isinstance(process, ZygoteChild) else True
+
+
+def _signal_server(process: _Process, pidfd: int | None, sig: signal.Signals) -> None:
+    """Signal the server's process group, or only the server (by pidfd) when the group ID is not safe."""
+    if _group_is_ours(process):
+        _signal_group(process.pid, sig)
+    elif pidfd is not None:
+        with contextlib.suppress(OSError):
+            signal.pidfd_send_signal(pidfd, sig)
+
+
+async def _reap(process: _Process) -> int | None:
+    """Reap the exited server; its exit status (``None``: a zygote child whose zygote died)."""
+    if isinstance(process, ZygoteChild):
+        return await process.wait()
+    return process.wait()  # it has exited: no blocking
+
+
 async def _watch_exit(
-    process: subprocess.Popen[bytes],
+    process: _Process,
     pidfd: int | None,
     info: ProcessInfo,
     reader_scope: anyio.CancelScope,
@@ -379,8 +416,9 @@ async def _watch_exit(
     await _wait_exit(process, pidfd)
     # The server is gone: whatever is left of its group can only hold our pipes open. Killed before
     # the leader is reaped (see _wait_exit), then reaped at once (it is a zombie: no blocking).
-    _signal_group(process.pid, signal.SIGKILL)
-    info.returncode = process.wait()
+    if _group_is_ours(process):
+        _signal_group(process.pid, signal.SIGKILL)
+    info.returncode = await _reap(process)
     info.exited.set()
     with anyio.move_on_after(EXIT_DRAIN_GRACE):
         await reader_done.wait()
@@ -400,7 +438,8 @@ async def _wait_gone(pidfds: list[int], deadline: float) -> None:
 
 
 async def _stop(
-    process: subprocess.Popen[bytes],
+    process: _Process,
+    pidfd: int | None,
     stdin: _Pipe,
     info: ProcessInfo,
     write_send: MemoryObjectSendStream[SessionMessage],
@@ -425,12 +464,12 @@ async def _stop(
         await info.exited.wait()
     if not info.exited.is_set():
         info.escalation = "sigterm"
-        _signal_group(process.pid, signal.SIGTERM)
+        _signal_server(process, pidfd, signal.SIGTERM)
         with anyio.move_on_after(TERM_GRACE):
             await info.exited.wait()
     if not info.exited.is_set():
         info.escalation = "sigkill"
-        _signal_group(process.pid, signal.SIGKILL)
+        _signal_server(process, pidfd, signal.SIGKILL)
         with anyio.move_on_after(KILL_GRACE):
             await info.exited.wait()
     if not info.exited.is_set():  # pragma: no cover - an unkillable (D-state) process
@@ -459,20 +498,40 @@ def _spawn(argv: list[str], env: dict[str, str], cwd: str | None) -> subprocess.
     )
 
 
-def _handles_of(process: subprocess.Popen[bytes]) -> tuple[int | None, tuple[_Pipe, _Pipe, _Pipe]]:
+async def _start(
+    command: str, args: Sequence[str], env: dict[str, str], cwd: str | None, zygote: Zygote | None
+) -> _Process:
+    """Fork the server from ``zygote`` when it accepts it, else spawn it with ``Popen``.
+
+    A dead zygote is not an error: the server is spawned with ``Popen`` instead.
+    """
+    module = zygote.accepts(command, args, env) if zygote is not None else None
+    if zygote is not None and module is not None:
+        try:
+            return await zygote.spawn(module, args[2:], env, cwd)
+        except ZygoteGone as exc:
+            logger.debug("spawning %s with Popen: %s", shlex.join([command, *args]), exc)
+    return await anyio.to_thread.run_sync(_spawn, [command, *args], env, cwd)
+
+
+def _handles_of(process: _Process) -> tuple[int | None, tuple[_Pipe, _Pipe, _Pipe]]:
     """The process's pidfd (``None`` without pidfds) and its stdin, stdout and stderr, non-blocking.
 
-    On failure the process group is killed and the process reaped before the error propagates.
+    On failure the process group is killed (and a ``Popen`` child reaped) before the error
+    propagates; a zygote child is reaped by its zygote when the episode ends.
     """
+    pidfd = process.pidfd if isinstance(process, ZygoteChild) else None
     try:
-        pidfd = _open_pidfd(process.pid)
+        if pidfd is None:
+            pidfd = _open_pidfd(process.pid)
         assert process.stdin is not None
         assert process.stdout is not None
         assert process.stderr is not None
         return pidfd, (_Pipe(process.stdin), _Pipe(process.stdout), _Pipe(process.stderr))
     except BaseException:  # pragma: no cover - a pipe that cannot be made non-blocking
-        _signal_group(process.pid, signal.SIGKILL)
-        process.wait()
+        _signal_server(process, pidfd, signal.SIGKILL)
+        if isinstance(process, subprocess.Popen):
+            process.wait()
         raise
 
 
@@ -484,6 +543,7 @@ async def open_stdio_transport(
     env: Mapping[str, str] | None = None,
     cwd: str | None = None,
     info: ProcessInfo | None = None,
+    zygote: Zygote | None = None,
 ) -> AsyncIterator[
     tuple[
         MemoryObjectReceiveStream[SessionMessage | Exception],
@@ -505,6 +565,8 @@ async def open_stdio_transport(
         cwd: the working directory (``None``: ours).
         info: a :class:`ProcessInfo` to fill in (lets the caller read it after a failed start);
             a new one when ``None``.
+        zygote: the episode's zygote (:mod:`zorkmcp.mcp._zygote`): a server it accepts is forked
+            from it instead of spawned (spawned as usual if the zygote has died).
 
     Raises:
         OSError: the program could not be started (``FileNotFoundError`` when it does not exist).
@@ -512,10 +574,12 @@ async def open_stdio_transport(
     if info is None:
         info = ProcessInfo(command=(command, *args))
     full_env = {**(os.environ if env is None else env), SESSION_ENV_VAR: info.token}
-    process = await anyio.to_thread.run_sync(_spawn, [command, *args], full_env, cwd)
+    process = await _start(command, args, full_env, cwd, zygote)
     # No checkpoint from the spawn to the `try` around the task group: a cancellation in between
     # would leak the process.
     info.pid = process.pid
+    if isinstance(process, ZygoteChild):
+        info.zygote_pid = process.zygote_pid
     pidfd, (stdin, stdout, stderr) = _handles_of(process)
     read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](0)
@@ -549,12 +613,14 @@ async def open_stdio_transport(
                 yield read_receive, write_send, info
             finally:
                 with anyio.CancelScope(shield=True):
-                    await _stop(process, stdin, info, write_send, writer_scope, writer_done, stderr_done)
+                    await _stop(
+                        process, pidfd, stdin, info, write_send, writer_scope, writer_done, stderr_done
+                    )
                 watcher_scope.cancel()
                 tasks.cancel_scope.cancel()
     finally:
         if not info.exited.is_set():  # pragma: no cover - unkillable, or the task group failed to open
-            _signal_group(process.pid, signal.SIGKILL)
+            _signal_server(process, pidfd, signal.SIGKILL)
         if pidfd is not None:
             anyio.notify_closing(pidfd)
             os.close(pidfd)

@@ -1,0 +1,370 @@
+"""The zygote: servers forked from one preloaded interpreter keep every guarantee of the stdio transport.
+
+Real processes throughout. Whether a server really came from the zygote is checked by its parent
+PID (``/proc/<pid>/stat``), so a silent fallback to ``Popen`` fails these tests. They run on the
+real clock (a child process cannot follow trio's virtual time); nothing asserts a duration.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import pytest
+import trio
+from backends import BACKENDS, run
+from servers.helpers import RecordingSink, content_json, is_alive, thinking
+
+from zorkmcp.config import McpConfig, McpSettings, ServerConfig
+from zorkmcp.mcp import McpManager, open_server_session
+from zorkmcp.mcp._zygote import ZYGOTE_MODULES, Zygote, ZygoteChild, ZygoteGone, open_zygote
+from zorkmcp.observability import EventRecorder
+
+if TYPE_CHECKING:
+    from zorkmcp.mcp import EpisodeServers, ServerSession
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="zygotes and /proc are Linux")
+
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
+SETTINGS = McpSettings(server_startup_timeout_seconds=10)
+GUARD = 20  # seconds: a hung test fails instead of hanging the suite
+PRELOADED = (*ZYGOTE_MODULES, "servers.misbehaving")
+"""The production modules and the misbehaving test server (importable with ``tests/`` on the path)."""
+TEST_ENV = {"PYTHONPATH": str(TESTS)}
+THINK = {"thought": "Go north first.", "thoughtNumber": 1, "totalThoughts": 1, "nextThoughtNeeded": False}
+
+
+def parent_of(pid: int) -> int:
+    """The parent PID of a live (or zombie) process."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat.rsplit(")", 1)[1].split()[1])
+
+
+def state_of(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+def preloaded(mode: str = "ok", *, name: str = "bad") -> ServerConfig:
+    """The misbehaving server as a module a test zygote preloads (``python -m servers.misbehaving``)."""
+    return ServerConfig(
+        name=name, command=sys.executable, args=("-m", "servers.misbehaving", mode), env=TEST_ENV
+    )
+
+
+def open_test_zygote() -> Any:
+    """A zygote that preloads the test server too (same ``PYTHONPATH`` as :func:`preloaded`)."""
+    return open_zygote(PRELOADED, env={**os.environ, **TEST_ENV})
+
+
+def server_pid(session: ServerSession) -> int:
+    assert session.process is not None
+    assert session.process.pid is not None
+    return session.process.pid
+
+
+async def wait_exited(pid: int) -> None:
+    """Wait (on a pidfd, no polling) until ``pid`` has exited; it must be our child or held."""
+    pidfd = os.pidfd_open(pid)
+    try:
+        await anyio.wait_readable(pidfd)
+    finally:
+        os.close(pidfd)
+
+
+async def _a_session_through_the_zygote() -> None:
+    events = RecordingSink()
+    with anyio.fail_after(GUARD):
+        async with open_zygote() as zygote:
+            async with open_server_session(thinking(), SETTINGS, events=events, zygote=zygote) as session:
+                pid = server_pid(session)
+                assert parent_of(pid) == zygote.pid  # forked by the zygote, not spawned by us
+                assert session.process is not None
+                assert session.process.zygote_pid == zygote.pid
+                assert [tool.name for tool in session.tools] == ["think"]
+                result = await session.client.call_tool("think", THINK)
+                assert not result.is_error
+                assert session.alive
+            assert not session.alive
+            assert not Path(f"/proc/{pid}").exists()  # reaped by the zygote, not left a zombie
+    [stopped] = [fields for event, fields in events.events if event == "mcp_server_stopped"]
+    assert stopped["pid"] == pid
+    assert stopped["exit_status"] == 0
+    assert stopped["escalation"] == "none"
+    assert not is_alive(zygote.pid)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_session_through_the_zygote(backend: str) -> None:
+    run(backend, _a_session_through_the_zygote)
+
+
+async def _a_stubborn_child_is_killed_and_reaped() -> None:
+    with anyio.fail_after(GUARD):
+        async with open_test_zygote() as zygote:
+            async with open_server_session(preloaded("stubborn,child"), SETTINGS, zygote=zygote) as session:
+                pid = server_pid(session)
+                assert parent_of(pid) == zygote.pid
+                [grandchild] = content_json((await session.client.call_tool("children", {})).content[0].text)[
+                    "children"
+                ]
+                assert is_alive(grandchild)
+            info = session.process
+            assert info is not None
+            assert info.escalation == "sigkill"  # it ignored stdin EOF and SIGTERM
+            assert info.returncode == -signal.SIGKILL
+            assert not Path(f"/proc/{pid}").exists()  # reaped by the zygote, not left a zombie
+            assert not is_alive(grandchild)  # the group went with it
+            assert zygote.alive
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_stubborn_child_is_killed_and_reaped(backend: str) -> None:
+    run(backend, _a_stubborn_child_is_killed_and_reaped)
+
+
+async def spawn(zygote: Zygote, mode: str) -> ZygoteChild:
+    env = {**os.environ, **TEST_ENV}
+    return await zygote.spawn("servers.misbehaving", [mode], env, None)
+
+
+def close_child(child: ZygoteChild) -> None:
+    for pipe in (child.stdin, child.stdout, child.stderr):
+        pipe.close()
+    os.close(child.pidfd)
+
+
+async def test_the_zygote_never_reaps_on_its_own() -> None:
+    with trio.fail_after(GUARD):
+        async with open_test_zygote() as zygote:
+            child = await spawn(zygote, "crash-start")
+            try:
+                await trio.lowlevel.wait_readable(child.pidfd)  # it exited...
+                assert state_of(child.pid) == "Z"  # ...and stays a zombie: its group ID is still ours
+                assert await child.wait() == 3  # the owner asks; the zygote reaps and reports
+                assert not Path(f"/proc/{child.pid}").exists()
+            finally:
+                close_child(child)
+
+
+async def test_leaving_the_zygote_ends_it_and_every_child() -> None:
+    with trio.fail_after(GUARD):
+        async with open_test_zygote() as zygote:
+            stubborn = await spawn(zygote, "stubborn")
+            grouped = await spawn(zygote, "child")
+            children = [stubborn, grouped]
+            try:
+                line = await trio.to_thread.run_sync(grouped.stderr.readline)
+                assert line == f"PID {grouped.pid}\n".encode()
+                line = await trio.to_thread.run_sync(grouped.stderr.readline)
+                assert line.startswith(b"CHILD ")
+                grandchild = int(line.split()[1])
+                assert is_alive(grandchild)
+            finally:
+                for child in children:
+                    close_child(child)  # stdin EOF: only the stubborn one keeps running
+    assert not Path(f"/proc/{zygote.pid}").exists()  # exited and reaped
+    assert not is_alive(stubborn.pid)
+    assert not is_alive(grouped.pid)
+    assert not is_alive(grandchild)  # killed with its group
+
+
+async def test_a_zygote_that_cannot_import_its_module_does_not_start() -> None:
+    with (
+        trio.fail_after(GUARD),
+        pytest.raises(
+            ZygoteGone,
+            match=r"did not start: ModuleNotFoundError: No module named .zorkmcp.servers.no_such_server.$",
+        ),
+    ):
+        async with open_zygote(("zorkmcp.servers.no_such_server",)):
+            pytest.fail("should not start")  # pragma: no cover
+
+
+async def test_a_server_with_other_python_variables_is_spawned_normally() -> None:
+    server = thinking(env={"PYTHONPATH": str(TESTS)})  # the zygote started without it
+    with trio.fail_after(GUARD):
+        async with open_zygote() as zygote, open_server_session(server, SETTINGS, zygote=zygote) as session:
+            assert parent_of(server_pid(session)) == os.getpid()
+            assert session.process is not None
+            assert session.process.zygote_pid is None
+
+
+async def test_a_dead_zygote_falls_back_to_popen() -> None:
+    with trio.fail_after(GUARD):
+        async with open_zygote() as zygote:
+            os.kill(zygote.pid, signal.SIGKILL)
+            await wait_exited(zygote.pid)
+            assert not zygote.alive
+            with pytest.raises(ZygoteGone):
+                await zygote.spawn(ZYGOTE_MODULES[0], [], dict(os.environ), None)
+            async with open_server_session(thinking(), SETTINGS, zygote=zygote) as session:
+                pid = server_pid(session)
+                assert parent_of(pid) == os.getpid()
+                assert not (await session.client.call_tool("think", THINK)).is_error
+        assert not is_alive(pid)
+
+
+def default_manager(events: EventRecorder) -> McpManager:
+    """The repository's own mcp_config.json: the embedded think server, per_turn."""
+    config = McpConfig.from_file(REPO / "mcp_config.json")
+    return McpManager(config, McpSettings(enabled=True), events=events)
+
+
+async def think_in_turn(manager: McpManager, episode: EpisodeServers | None) -> tuple[int, int]:
+    """One turn that calls think; the server's PID and its parent's."""
+    async with manager.open_turn(episode) as toolbox:
+        result = await toolbox.call_tool("thinking.think", THINK)
+        assert not result.is_error, result.error_message
+        session = toolbox.session("thinking")
+        assert session is not None
+        pid = server_pid(session)
+        return pid, parent_of(pid)
+
+
+@pytest.mark.parametrize("prewarm", [True, False])
+async def test_an_episode_forks_its_think_servers_from_one_zygote(prewarm: bool) -> None:
+    events = EventRecorder()
+    manager = default_manager(events)
+    with trio.fail_after(GUARD):
+        async with manager.open_episode(prewarm=prewarm) as episode:
+            zygote = episode.zygote
+            assert zygote is not None
+            turns = [await think_in_turn(manager, episode) for _ in range(4)]
+    assert [parent for _, parent in turns] == [zygote.pid] * 4
+    assert len({pid for pid, _ in turns}) == 4  # a fresh process every turn
+    [started] = events.of_type("mcp_zygote_started")
+    assert started["pid"] == zygote.pid
+    assert started["modules"] == ["zorkmcp.servers.thinking"]
+    servers = [e["pid"] for e in events.of_type("mcp_server_started")]
+    assert {pid for pid, _ in turns} <= set(servers)
+    assert not any(is_alive(pid) for pid in [*servers, zygote.pid])
+    assert {e["exit_status"] for e in events.of_type("mcp_server_stopped")} == {0}
+
+
+async def test_a_turn_without_an_episode_spawns_with_popen() -> None:
+    manager = default_manager(EventRecorder())
+    with trio.fail_after(GUARD):
+        pid, parent = await think_in_turn(manager, None)
+    assert parent == os.getpid()
+    assert not is_alive(pid)
+
+
+async def test_the_zygote_killed_mid_episode_does_not_fail_a_turn() -> None:
+    events = EventRecorder()
+    manager = default_manager(events)
+    with trio.fail_after(GUARD):
+        async with manager.open_episode() as episode:
+            zygote = episode.zygote
+            assert zygote is not None
+            first = await think_in_turn(manager, episode)
+            os.kill(zygote.pid, signal.SIGKILL)
+            await wait_exited(zygote.pid)
+            later = [await think_in_turn(manager, episode) for _ in range(3)]
+    assert first[1] == zygote.pid
+    # The spare forked before the kill still serves its turn (an orphan now); every later server
+    # is spawned with Popen.
+    assert [parent for _, parent in later[1:]] == [os.getpid()] * 2
+    assert not manager.is_server_disabled("thinking")
+    assert events.of_type("mcp_server_start_failed") == []
+    servers = [e["pid"] for e in events.of_type("mcp_server_started")]
+    assert not any(is_alive(pid) for pid in [*servers, zygote.pid])
+
+
+async def test_a_request_too_large_for_the_socket_is_spawned_normally() -> None:
+    big = {f"ZYGOTE_TEST_BIG_{n}": "x" * 60_000 for n in range(5)}  # 300 kB: more than the socket takes
+    with trio.fail_after(GUARD):
+        async with open_zygote() as zygote:
+            async with open_server_session(thinking(env=big), SETTINGS, zygote=zygote) as session:
+                assert parent_of(server_pid(session)) == os.getpid()
+            assert zygote.alive  # still in service for the next one
+            async with open_server_session(thinking(), SETTINGS, zygote=zygote) as session:
+                assert parent_of(server_pid(session)) == zygote.pid
+
+
+@pytest.mark.parametrize(
+    "server",
+    [
+        thinking(env={"PYTHONPATH": str(TESTS)}),  # would run differently in a forked child
+        thinking(lifecycle="per_episode"),  # one process per episode: nothing to save
+        # interpreter options before -m: the zygote's interpreter was not started with them
+        ServerConfig(
+            name="thinking", command=sys.executable, args=("-X", "utf8", "-m", "zorkmcp.servers.thinking")
+        ),
+    ],
+    ids=["python-variables", "per-episode", "interpreter-options"],
+)
+async def test_an_episode_without_an_eligible_server_has_no_zygote(server: ServerConfig) -> None:
+    events = EventRecorder()
+    manager = McpManager(McpConfig(servers=(server,)), McpSettings(enabled=True), events=events)
+    with trio.fail_after(GUARD):
+        async with manager.open_episode() as episode:
+            assert episode.zygote is None
+            pid, parent = await think_in_turn(manager, episode)
+    assert parent == os.getpid()
+    assert events.of_type("mcp_zygote_started") == []
+    assert not is_alive(pid)
+
+
+def test_the_zygote_server_needs_a_socket_and_modules() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "zorkmcp.servers._zygote", "zorkmcp.servers.thinking"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr == "usage: python -m zorkmcp.servers._zygote FD MODULE [MODULE...]\n"
+
+
+def test_the_zygote_and_what_it_preloads_stay_on_the_standard_library() -> None:
+    code = (
+        "import sys, zorkmcp.servers._zygote, zorkmcp.servers.thinking;"
+        "heavy = [m for m in ('trio', 'anyio', 'attrs', 'mcp', 'httpx', 'cattrs') if m in sys.modules];"
+        "print(','.join(heavy))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == ""
+
+
+def marked_processes(mark: bytes) -> list[int]:
+    """Live processes whose initial environment carries ``mark`` (a zygote's children show its own)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            environ = Path(f"/proc/{entry}/environ").read_bytes()
+        except OSError:
+            continue
+        if mark in environ.split(b"\0") and is_alive(int(entry)):
+            found.append(int(entry))
+    return found
+
+
+@pytest.mark.parametrize("turns", [0, 1])
+async def test_a_cancelled_episode_leaves_no_zygote_and_no_child(
+    turns: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mark = f"ZORKMCP_ZYGOTE_TEST={os.getpid()}-{turns}"
+    monkeypatch.setenv(*mark.split("=", 1))
+    manager = default_manager(EventRecorder())
+    with trio.fail_after(GUARD), trio.CancelScope() as scope:
+        async with manager.open_episode() as episode:
+            assert episode.zygote is not None
+            for _ in range(turns):
+                await think_in_turn(manager, episode)
+            async with manager.open_turn(episode) as toolbox:
+                session = toolbox.session("thinking")
+                assert session is not None
+                # the mark finds the zygote and the children it forked
+                assert {episode.zygote.pid, server_pid(session)} <= set(marked_processes(mark.encode()))
+                scope.cancel()  # while the next spare starts, inside a turn
+                await trio.sleep_forever()
+    assert scope.cancelled_caught
+    assert marked_processes(mark.encode()) == []
