@@ -103,7 +103,7 @@ def test_ctrl_c_while_the_servers_start_ends_the_episode_with_a_summary(tmp_path
         import os, time
         with open({str(fifo)!r}, "w") as f:
             f.write(f"started {{os.getpid()}}\\n")
-        time.sleep(600)
+        time.sleep(600)  # real-time: a server process that never answers; Ctrl-C ends it first
         """)
     config = {
         "mcpServers": {"slow": {"command": sys.executable, "args": ["-c", stuck], "lifecycle": "per_episode"}}

@@ -19,6 +19,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from ._argtypes import non_negative_int, positive_int
 from .errors import ConfigError, GameError
 
 if TYPE_CHECKING:
@@ -52,18 +53,6 @@ on); 2 a bad eval file, setting or flag (nothing started); 130 interrupted (Ctrl
 flight are stopped, finished files stay, the summary covers them)."""
 
 
-def _positive(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return int(text)
-
-
-def _non_negative(text: str) -> int:
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
-    return int(text)
-
-
 def add_eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``zorkmcp eval``."""
     p = sub.add_parser(
@@ -74,12 +63,12 @@ def add_eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("file", nargs="?", metavar="FILE.toml", help="the eval file ([eval] and [[arms]])")
-    p.add_argument("--episodes", type=_positive, metavar="N", help="episodes (seeds) per arm (default 10)")
-    p.add_argument("--seed", type=_non_negative, metavar="S", help="the first seed (default 12)")
-    p.add_argument("--concurrency", type=_positive, metavar="K", help="episodes at once (default 4)")
+    p.add_argument("--episodes", type=positive_int, metavar="N", help="episodes (seeds) per arm (default 10)")
+    p.add_argument("--seed", type=non_negative_int, metavar="S", help="the first seed (default 12)")
+    p.add_argument("--concurrency", type=positive_int, metavar="K", help="episodes at once (default 4)")
     p.add_argument(
         "--turns",
-        type=_positive,
+        type=positive_int,
         metavar="T",
         help="turns per episode at most (default: max_turns_per_episode)",
     )

@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import __version__
+from ._argtypes import non_negative_int, positive_int
 from ._live import Progress as _Progress
 from ._live import progress_line
 from .errors import CassetteError, ConfigError, GameError, LLMError, MCPError, MCPServerStartupError
@@ -57,26 +58,6 @@ failed; 2 a configuration, usage or game-file error; 130 interrupted (Ctrl-C; th
 printed and every server is stopped)."""
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
-    return value
-
-
 def _play_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "play",
@@ -94,13 +75,13 @@ def _play_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     )
     p.add_argument(
         "--turns",
-        type=_positive_int,
+        type=positive_int,
         metavar="N",
         help="stop after N turns (default: [tool.zorkgpt.orchestrator] max_turns_per_episode, 500)",
     )
     p.add_argument(
         "--seed",
-        type=_non_negative_int,
+        type=non_negative_int,
         metavar="N",
         help=f"the game's random seed, for reproducible runs (default: {DEFAULT_SEED})",
     )
