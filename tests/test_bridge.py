@@ -32,6 +32,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from llm_server import LLMServer, Step, agent_reply, serve_llm, tool_call, tool_call_reply
 from mcp.server.lowlevel import Server
+from play_support import default_sigint
 from servers.helpers import MISBEHAVING, is_alive, pids_from_stderr
 
 import bridge
@@ -587,6 +588,7 @@ def test_ctrl_c_during_a_turn_leaves_no_process(tmp_path: Path, entry: str, life
                 stderr=subprocess.PIPE,
                 text=True,
                 env=env,
+                preexec_fn=default_sigint,  # a CI runner may start the suite with SIGINT ignored
             ) as process:
                 started = json.loads(wait_for_line(fd, process))
                 assert is_alive(started["pid"])
