@@ -176,6 +176,47 @@ def test_resume_plays_only_what_is_missing_or_broken(
     assert (run / "report.html").read_text().startswith("<!DOCTYPE html>")
 
 
+def _started_servers(run: Path) -> list[dict[str, Any]]:
+    events = []
+    for path in sorted((run / "episodes").glob("*/seed-*.events.jsonl")):
+        events += [
+            e
+            for e in map(json.loads, path.read_text().splitlines())
+            if e["event_type"] == "mcp_server_started"
+        ]
+    return events
+
+
+def test_one_zygote_per_server_module_forks_the_whole_runs_servers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = _eval(
+        tmp_path,
+        "--compare-mcp",
+        "--episodes",
+        "3",
+        "--turns",
+        "3",
+        "--concurrency",
+        "2",
+        "--quiet",
+        capsys=capsys,
+    )
+    assert code == 0, out
+    started = _started_servers(tmp_path / "run")
+    games = [e for e in started if e["server"] == "zork"]
+    thinks = [e for e in started if e["server"] == "thinking"]
+    assert len(games) == 6  # 2 arms × 3 seeds
+    assert len(thinks) >= 9  # the mcp arm: a fresh think server for each of its 3 × 3 turns
+    [game_zygote] = {e["zygote_pid"] for e in games}
+    [think_zygote] = {e["zygote_pid"] for e in thinks}
+    assert None not in (game_zygote, think_zygote)
+    assert game_zygote != think_zygote  # a think server does not carry the game's imports
+    assert len({e["pid"] for e in started}) == len(started)  # a fresh process each time
+    assert not any(is_running(pid, None) for pid in [game_zygote, think_zygote, *(e["pid"] for e in started)])
+
+
 def test_an_arm_whose_server_cannot_start_fails_its_episodes_and_the_run_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -18,11 +18,13 @@ import anyio
 import pytest
 import trio
 from backends import BACKENDS, run
+from play_support import ZORK1_Z3
 from servers.helpers import RecordingSink, content_json, is_alive, thinking
 
 from zorkmcp.config import McpConfig, McpSettings, ServerConfig
+from zorkmcp.episode import game_server_config
 from zorkmcp.mcp import McpManager, open_server_session
-from zorkmcp.mcp._zygote import ZYGOTE_MODULES, Zygote, ZygoteChild, ZygoteGone, open_zygote
+from zorkmcp.mcp._zygote import Zygote, ZygoteChild, ZygoteGone, ZygoteGroup, open_zygote
 from zorkmcp.observability import EventRecorder
 
 if TYPE_CHECKING:
@@ -34,8 +36,8 @@ TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
 SETTINGS = McpSettings(server_startup_timeout_seconds=10)
 GUARD = 20  # seconds: a hung test fails instead of hanging the suite
-PRELOADED = (*ZYGOTE_MODULES, "servers.misbehaving")
-"""The production modules and the misbehaving test server (importable with ``tests/`` on the path)."""
+PRELOADED = ("zorkmcp.servers.thinking", "servers.misbehaving")
+"""The think server and the misbehaving test server (importable with ``tests/`` on the path)."""
 TEST_ENV = {"PYTHONPATH": str(TESTS)}
 THINK = {"thought": "Go north first.", "thoughtNumber": 1, "totalThoughts": 1, "nextThoughtNeeded": False}
 
@@ -186,6 +188,61 @@ async def test_a_zygote_that_cannot_import_its_module_does_not_start() -> None:
             pytest.fail("should not start")  # pragma: no cover
 
 
+async def test_a_preload_that_fails_stops_the_zygote_from_starting() -> None:
+    env = {**os.environ, **TEST_ENV, "MISBEHAVING_PRELOAD": "fail"}
+    with (
+        trio.fail_after(GUARD),
+        pytest.raises(ZygoteGone, match=r"did not start: RuntimeError: the preload failed on purpose$"),
+    ):
+        async with open_zygote(("servers.misbehaving",), env=env):
+            pytest.fail("should not start")  # pragma: no cover
+
+
+def mapped_files(pid: int) -> str:
+    return Path(f"/proc/{pid}/maps").read_text()
+
+
+def threads_of(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text().splitlines()
+    [line] = [line for line in status if line.startswith("Threads:")]
+    return int(line.split()[1])
+
+
+async def test_the_game_servers_zygote_has_imported_jericho_and_runs_one_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")  # the user's value: not for a process that forks
+    game = game_server_config(ZORK1_Z3, 12)
+    with trio.fail_after(GUARD):
+        async with open_zygote(("zorkmcp.game.server",)) as zygote:
+            assert "_multiarray_umath" in mapped_files(zygote.pid)  # numpy, imported by Jericho
+            assert threads_of(zygote.pid) == 1
+            group = ZygoteGroup([zygote])
+            async with open_server_session(game, SETTINGS, zygote=group) as session:
+                pid = server_pid(session)
+                assert parent_of(pid) == zygote.pid
+                status = content_json((await session.client.call_tool("status", {})).content[0].text)
+                assert (status["location"], status["score"], status["moves"]) == ("West of House", 0, 0)
+                assert os.environ["OPENBLAS_NUM_THREADS"] == "4"  # ours is untouched
+
+
+async def test_a_group_forks_each_server_from_the_zygote_that_preloaded_it() -> None:
+    with trio.fail_after(GUARD):
+        async with open_zygote() as think_zygote, open_test_zygote() as test_zygote:
+            group = ZygoteGroup([think_zygote, test_zygote])
+            game = game_server_config(ZORK1_Z3, 12)
+            async with (
+                open_server_session(thinking(), SETTINGS, zygote=group) as think,
+                open_server_session(preloaded(), SETTINGS, zygote=group) as bad,
+                open_server_session(game, SETTINGS, zygote=group) as spawned,
+            ):
+                assert parent_of(server_pid(think)) == think_zygote.pid  # the first zygote that has it
+                assert parent_of(server_pid(bad)) == test_zygote.pid
+                assert parent_of(server_pid(spawned)) == os.getpid()  # no zygote of the group has it
+            with pytest.raises(ZygoteGone, match=r"no zygote preloaded 'zorkmcp.game.server'"):
+                await group.spawn("zorkmcp.game.server", [], dict(os.environ), None)
+
+
 async def test_a_server_with_other_python_variables_is_spawned_normally() -> None:
     server = thinking(env={"PYTHONPATH": str(TESTS)})  # the zygote started without it
     with trio.fail_after(GUARD):
@@ -202,7 +259,7 @@ async def test_a_dead_zygote_falls_back_to_popen() -> None:
             await wait_exited(zygote.pid)
             assert not zygote.alive
             with pytest.raises(ZygoteGone):
-                await zygote.spawn(ZYGOTE_MODULES[0], [], dict(os.environ), None)
+                await zygote.spawn("zorkmcp.servers.thinking", [], dict(os.environ), None)
             async with open_server_session(thinking(), SETTINGS, zygote=zygote) as session:
                 pid = server_pid(session)
                 assert parent_of(pid) == os.getpid()
@@ -233,8 +290,8 @@ async def test_an_episode_forks_its_think_servers_from_one_zygote(prewarm: bool)
     manager = default_manager(events)
     with trio.fail_after(GUARD):
         async with manager.open_episode(prewarm=prewarm) as episode:
-            zygote = episode.zygote
-            assert zygote is not None
+            assert episode.zygote is not None
+            [zygote] = episode.zygote.zygotes
             turns = [await think_in_turn(manager, episode) for _ in range(4)]
     assert [parent for _, parent in turns] == [zygote.pid] * 4
     assert len({pid for pid, _ in turns}) == 4  # a fresh process every turn
@@ -260,8 +317,8 @@ async def test_the_zygote_killed_mid_episode_does_not_fail_a_turn() -> None:
     manager = default_manager(events)
     with trio.fail_after(GUARD):
         async with manager.open_episode() as episode:
-            zygote = episode.zygote
-            assert zygote is not None
+            assert episode.zygote is not None
+            [zygote] = episode.zygote.zygotes
             first = await think_in_turn(manager, episode)
             os.kill(zygote.pid, signal.SIGKILL)
             await wait_exited(zygote.pid)
@@ -357,13 +414,14 @@ async def test_a_cancelled_episode_leaves_no_zygote_and_no_child(
     with trio.fail_after(GUARD), trio.CancelScope() as scope:
         async with manager.open_episode() as episode:
             assert episode.zygote is not None
+            [zygote] = episode.zygote.zygotes
             for _ in range(turns):
                 await think_in_turn(manager, episode)
             async with manager.open_turn(episode) as toolbox:
                 session = toolbox.session("thinking")
                 assert session is not None
                 # the mark finds the zygote and the children it forked
-                assert {episode.zygote.pid, server_pid(session)} <= set(marked_processes(mark.encode()))
+                assert {zygote.pid, server_pid(session)} <= set(marked_processes(mark.encode()))
                 scope.cancel()  # while the next spare starts, inside a turn
                 await trio.sleep_forever()
     assert scope.cancelled_caught

@@ -203,6 +203,12 @@ def flaky(path: str) -> None:
         sys.exit(4)
 
 
+def zygote_preload() -> None:
+    """Called once by a zygote that preloads this module; fails when ``MISBEHAVING_PRELOAD=fail``."""
+    if os.environ.get("MISBEHAVING_PRELOAD") == "fail":
+        raise RuntimeError("the preload failed on purpose")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     modes = set((args[0] if args else "ok").split(","))

@@ -11,6 +11,7 @@ recorded with its ``error``; the run goes on.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from contextlib import AsyncExitStack, asynccontextmanager, nullcontext
@@ -35,13 +36,14 @@ from ..episode import (
 from ..errors import ConfigError, GameError, LLMError, MCPError
 from ..llm import OPENROUTER_HEADERS, LLMClient, ModelChoice, is_local_base_url, resolve_api_key
 from ..llm._urls import is_openrouter
-from ..mcp import EpisodeServers, McpManager
+from ..mcp import EpisodeServers, McpManager, ZygoteGroup, open_zygotes
 from ..observability import EventRecorder, open_tracer
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Iterable
     from pathlib import Path
 
+    from ..config import ServerConfig
     from ..engine import TurnResult
     from ..llm import ChatModel
     from ._spec import EpisodeSpec, EvalPlan
@@ -55,6 +57,7 @@ __all__ = [
     "endpoint_of",
     "episode_paths",
     "open_http_pools",
+    "open_run_zygotes",
     "play_episode",
     "play_episodes",
     "read_episode",
@@ -63,6 +66,7 @@ __all__ = [
 ]
 
 Runner = str  # "local" or "ray"
+_log = logging.getLogger("zorkmcp.eval")
 
 
 class Progress(Protocol):
@@ -173,6 +177,7 @@ async def play_episode(
     *,
     runner: Runner = "local",
     starting: anyio.CapacityLimiter | None = None,
+    zygotes: ZygoteGroup | None = None,
 ) -> EpisodeResult:
     """Play one episode with the one episode loop; failures end up in the record's ``error``.
 
@@ -184,6 +189,8 @@ async def play_episode(
         runner: ``"local"`` or ``"ray"`` (for the record).
         starting: bounds how many episodes start their servers at once (starting a server is
             CPU-bound; K at once on a small machine would push every start past its timeout).
+        zygotes: the run's zygotes (:func:`open_run_zygotes`), which fork the game server and the
+            embedded servers; ``None``: the episode opens its own for its ``per_turn`` servers.
     """
     started = time.perf_counter()
     recorder = EventRecorder()
@@ -211,7 +218,7 @@ async def play_episode(
     episode.on_turn, episode.on_start = on_turn, on_start
     stopped, error = "turn limit", None
     try:
-        await _run_loop(spec, pools, recorder, episode, tally, starting)
+        await _run_loop(spec, pools, recorder, episode, tally, starting, zygotes)
     except (GameError, MCPError, LLMError, OSError, ValueError) as exc:
         stopped, error = "error", f"{type(exc).__name__}: {exc}"
         recorder.log("ERROR", f"Episode stopped: {error}")
@@ -228,6 +235,7 @@ async def _run_loop(
     episode: Episode,
     tally: _Tally,
     starting: anyio.CapacityLimiter | None,
+    zygotes: ZygoteGroup | None,
 ) -> None:
     servers, mcp_on = _servers(spec)
     model, _ = _chat_model(spec, pools, recorder)
@@ -243,7 +251,7 @@ async def _run_loop(
     )
     async with AsyncExitStack() as stack:
         async with starting if starting is not None else nullcontext():
-            live = await stack.enter_async_context(manager.open_episode())
+            live = await stack.enter_async_context(manager.open_episode(zygotes=zygotes))
         await drive_async(episode.steps(model.model, model.scripted), _answerer(agent, live, recorder, tally))
 
 
@@ -364,18 +372,54 @@ async def play_episodes(
     urls = [url for url in (endpoint_of(spec) for spec in specs) if url is not None]
     queue = iter(specs)  # shared by the workers; taking the next spec never awaits
 
-    async def worker(pools: HttpPools) -> None:
+    async def worker(pools: HttpPools, zygotes: ZygoteGroup) -> None:
         for spec in queue:
             if on_start is not None:
                 on_start(spec)
-            result = await play_episode(spec, pools, starting=starting)
+            result = await play_episode(spec, pools, starting=starting, zygotes=zygotes)
             await anyio.to_thread.run_sync(write_episode, run_dir, result)
             if on_done is not None:
                 on_done(result.record)
 
-    async with open_http_pools(urls, concurrency=concurrency) as pools, anyio.create_task_group() as tg:
+    async with (
+        open_http_pools(urls, concurrency=concurrency) as pools,
+        open_run_zygotes(specs) as zygotes,
+        anyio.create_task_group() as tg,
+    ):
         for _ in range(min(concurrency, len(specs))):
-            tg.start_soon(worker, pools)
+            tg.start_soon(worker, pools, zygotes)
+
+
+class _RunLog:
+    """The run's own events (its zygotes): warnings go to the ``zorkmcp.eval`` logger."""
+
+    def emit(self, event_type: str, /, **fields: Any) -> None:
+        _log.debug("%s %s", event_type, fields)
+
+    def log(self, level: str, message: str, /) -> None:
+        _log.log(logging.getLevelName(level), "%s", message)
+
+
+@asynccontextmanager
+async def open_run_zygotes(specs: Iterable[EpisodeSpec]) -> AsyncIterator[ZygoteGroup]:
+    """Zygotes for the whole run: one forks every episode's game server, one each embedded server.
+
+    A game server forked from a zygote that has imported Jericho starts in a few milliseconds of
+    CPU instead of about 120 (see :mod:`zorkmcp.mcp._zygote`); per episode, that is most of its
+    start. Arms whose configuration does not load are left out here (their episodes record the
+    error).
+
+    Args:
+        specs: the episodes the run will play.
+    """
+    servers: list[ServerConfig] = []
+    for spec in {spec.arm: spec for spec in specs}.values():  # an arm's episodes differ only by seed
+        try:
+            servers.extend(_servers(spec)[0].servers)
+        except (ConfigError, OSError):
+            continue
+    async with open_zygotes(servers, _RunLog(), lifecycles=("per_turn", "per_episode")) as zygotes:
+        yield zygotes
 
 
 # -- the run ----------------------------------------------------------------------------------------

@@ -154,6 +154,12 @@ def _bindings_by_name(game: str) -> Mapping[str, Any]:
     raise GameError(f"Jericho has no walkthrough for {game!r} (it knows no game of that name)")
 
 
+def preload() -> None:
+    """Import Jericho now (it is imported on first use, as it costs about 55 ms of CPU: numpy)."""
+    import jericho  # noqa: F401
+    from jericho import defines  # noqa: F401
+
+
 def check_game_file(path: str | os.PathLike[str]) -> None:
     """Check that a story file can be played, without starting an interpreter (a few milliseconds).
 

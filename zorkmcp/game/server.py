@@ -235,6 +235,20 @@ def open_game(game_path: str | None = None, seed: int | None = None) -> GameStat
     return GameState.open(path, seed=seed)
 
 
+def zygote_preload() -> None:
+    """Import what a game needs, once, in a zygote that forks game servers (``zorkmcp eval``).
+
+    Jericho (and numpy, which it imports) is what a game server spends most of its start on; a
+    server forked from a zygote that has imported it starts in a few milliseconds
+    (:mod:`zorkmcp.mcp._zygote`). The zygote runs OpenBLAS on one thread whatever the environment
+    says: a process that forks must not have threads, and a game server does no linear algebra.
+    """
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    from . import _jericho
+
+    _jericho.preload()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m zorkmcp.game.server [--game PATH] [--seed N]``: serve one game over stdio.
 

@@ -16,6 +16,7 @@ from ._env import build_server_env as build_server_env
 from ._manager import EpisodeServers as EpisodeServers
 from ._manager import McpManager as McpManager
 from ._manager import open_toolbox as open_toolbox
+from ._manager import open_zygotes as open_zygotes
 from ._names import WIRE_NAME_PATTERN as WIRE_NAME_PATTERN
 from ._names import assign_wire_names as assign_wire_names
 from ._names import canonical_name as canonical_name
@@ -33,6 +34,7 @@ from ._tools import Toolbox as Toolbox
 from ._tools import ToolInfo as ToolInfo
 from ._tools import ToolTable as ToolTable
 from ._tools import build_tool_infos as build_tool_infos
+from ._zygote import ZygoteGroup as ZygoteGroup
 
 __all__ = [
     "SECRET_MARKERS",
@@ -47,6 +49,7 @@ __all__ = [
     "ToolInfo",
     "ToolTable",
     "Toolbox",
+    "ZygoteGroup",
     "assign_wire_names",
     "build_server_env",
     "build_tool_infos",
@@ -55,6 +58,7 @@ __all__ = [
     "open_server_session",
     "open_stdio_transport",
     "open_toolbox",
+    "open_zygotes",
     "start_server",
     "translate_schema",
 ]

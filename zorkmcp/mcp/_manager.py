@@ -20,7 +20,16 @@ the nurseries inside :meth:`McpManager.open_turn` and :meth:`McpManager.open_epi
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Collection,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
@@ -38,7 +47,7 @@ from ._prewarm import MAX_CONCURRENT_TEARDOWNS, Spare, TeardownGate, start_spare
 from ._remote import open_remote_pool
 from ._session import ServerHandle, ServerSession, start_server
 from ._tools import Toolbox
-from ._zygote import Zygote, ZygoteGone, open_zygote, same_python_vars, zygote_module, zygote_supported
+from ._zygote import ZygoteGone, ZygoteGroup, open_zygote, same_python_vars, zygote_module, zygote_supported
 
 if TYPE_CHECKING:
     import httpx2
@@ -47,7 +56,7 @@ if TYPE_CHECKING:
 
     from ._results import ToolCallResult
 
-__all__ = ["SPARE_CLOSE_WAIT", "EpisodeServers", "McpManager", "open_toolbox"]
+__all__ = ["SPARE_CLOSE_WAIT", "EpisodeServers", "McpManager", "open_toolbox", "open_zygotes"]
 
 _T = TypeVar("_T")
 
@@ -182,9 +191,9 @@ class EpisodeServers:
         self.pools: dict[str, httpx2.AsyncBaseTransport] = {}
         """One connection pool per remote server for the whole episode (its ``per_episode`` session
         and every ``per_turn`` session borrow it), owned by :meth:`McpManager.open_episode`."""
-        self.zygote: Zygote | None = None
-        """The episode's zygote (:mod:`zorkmcp.mcp._zygote`), owned by :meth:`McpManager.open_episode`:
-        its sessions of the embedded servers are forked from it (``None``: spawned with ``Popen``)."""
+        self.zygote: ZygoteGroup | None = None
+        """The zygotes the episode's embedded servers are forked from (:mod:`zorkmcp.mcp._zygote`),
+        owned by :meth:`McpManager.open_episode` or its caller (``None``: spawned with ``Popen``)."""
 
     @property
     def prewarm(self) -> bool:
@@ -392,7 +401,7 @@ class McpManager:
         *,
         fail_fast: bool,
         pools: Mapping[str, httpx2.AsyncBaseTransport] | None = None,
-        zygote: Zygote | None = None,
+        zygote: ZygoteGroup | None = None,
     ) -> _StartOne:
         async def start_one(nursery: anyio.abc.TaskGroup, server: ServerConfig) -> ServerHandle | None:
             attempts = _Attempts(self, server, fail_fast)
@@ -421,7 +430,9 @@ class McpManager:
         )
 
     @asynccontextmanager
-    async def open_episode(self, *, prewarm: bool = True) -> AsyncIterator[EpisodeServers]:
+    async def open_episode(
+        self, *, prewarm: bool = True, zygotes: ZygoteGroup | None = None
+    ) -> AsyncIterator[EpisodeServers]:
         """Start the ``per_episode`` servers for a whole episode (used by ``bridge.Bridge``).
 
         Resets the episode state (:meth:`reset`); a server that fails to start here raises, as on
@@ -430,6 +441,10 @@ class McpManager:
         Args:
             prewarm: start each ``per_turn`` server's next session in the background, so that a
                 turn opened with this episode finds it ready (:mod:`zorkmcp.mcp._prewarm`).
+            zygotes: zygotes to fork the episode's servers from, owned by the caller and open for
+                longer than the episode (``zorkmcp eval`` opens them once per run, see
+                :func:`open_zygotes`). ``None``: the episode opens its own, for its ``per_turn``
+                servers.
 
         Raises:
             MCPServerStartupError: a ``per_episode`` server did not start.
@@ -445,11 +460,14 @@ class McpManager:
                     for server in active
                     if server.remote
                 }
-                zygote = await self._open_zygote(resources, active)
+                if zygotes is None:
+                    zygotes = await resources.enter_async_context(
+                        open_zygotes(active, self._events, lifecycles=("per_turn",))
+                    )
                 async with anyio.create_task_group() as nursery:
                     episode = EpisodeServers(nursery, self.settings, self._events, prewarm=prewarm)
                     episode.pools.update(pools)
-                    episode.zygote = zygote
+                    episode.zygote = zygotes if zygotes.zygotes else None
                     try:
                         if prewarm:
                             for server in self._active():
@@ -460,33 +478,6 @@ class McpManager:
                         yield episode
                     finally:
                         episode.close_all()
-
-    async def _open_zygote(self, resources: AsyncExitStack, active: Sequence[ServerConfig]) -> Zygote | None:
-        """The episode's zygote, if a ``per_turn`` server can be forked from one (else ``None``).
-
-        A zygote that does not start is a warning, not a failure: the servers are then spawned as
-        usual. It starts with the environment a server without ``env`` gets (secrets withheld).
-        """
-        env, _ = build_server_env({}, os.environ)
-        modules = sorted(
-            {
-                module
-                for server in active
-                if server.type == "stdio"
-                and server.lifecycle == "per_turn"
-                and (module := zygote_module(server.command or "", server.args)) is not None
-                and same_python_vars(build_server_env(server.env, os.environ)[0], env)
-            }
-        )
-        if not modules or not zygote_supported():
-            return None
-        try:
-            zygote = await resources.enter_async_context(open_zygote(modules, env=env))
-        except ZygoteGone as exc:
-            self._events.log("WARNING", f"MCP servers are spawned one by one: {exc}")
-            return None
-        self._events.emit("mcp_zygote_started", pid=zygote.pid, modules=list(modules))
-        return zygote
 
     @asynccontextmanager
     async def open_turn(self, episode: EpisodeServers | None = None) -> AsyncIterator[Toolbox]:
@@ -701,3 +692,46 @@ async def open_toolbox(
         finally:
             if toolbox is not None and closing_at is not None:
                 toolbox.teardown_seconds = anyio.current_time() - closing_at
+
+
+@asynccontextmanager
+async def open_zygotes(
+    servers: Iterable[ServerConfig], events: EventSink, *, lifecycles: Collection[str] = ("per_turn",)
+) -> AsyncIterator[ZygoteGroup]:
+    """One zygote per module that a stdio server of ``servers`` can be forked from; leaving ends them.
+
+    Eligible: a server with one of ``lifecycles`` whose command is ``python -m MODULE`` with
+    ``MODULE`` in :data:`~zorkmcp.mcp._zygote.ZYGOTE_MODULES`, and whose ``PYTHON*`` variables are
+    those of a server without ``env``. A zygote that does not start is a warning, not a failure:
+    its servers are then spawned as usual (the group may be empty). The zygotes start with the
+    environment a server without ``env`` gets (secrets withheld).
+
+    Args:
+        servers: the servers that will be started (an episode's, or a whole eval run's).
+        events: where ``mcp_zygote_started`` and the warnings go.
+        lifecycles: the lifecycles worth a zygote: ``per_turn`` always; ``per_episode`` too when
+            the zygote outlives many episodes (``zorkmcp eval``).
+    """
+    env, _ = build_server_env({}, os.environ)
+    modules = sorted(
+        {
+            module
+            for server in servers
+            if server.type == "stdio"
+            and server.lifecycle in lifecycles
+            and (module := zygote_module(server.command or "", server.args)) is not None
+            and same_python_vars(build_server_env(server.env, os.environ)[0], env)
+        }
+    )
+    async with AsyncExitStack() as stack:
+        zygotes = []
+        if zygote_supported():
+            for module in modules:
+                try:
+                    zygote = await stack.enter_async_context(open_zygote([module], env=env))
+                except ZygoteGone as exc:
+                    events.log("WARNING", f"MCP servers are spawned one by one: {exc}")
+                    continue
+                events.emit("mcp_zygote_started", pid=zygote.pid, modules=[module])
+                zygotes.append(zygote)
+        yield ZygoteGroup(zygotes)

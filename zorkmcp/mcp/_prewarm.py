@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from zorkmcp.config import McpSettings, ServerConfig
     from zorkmcp.observability import EventSink
 
-    from ._zygote import Zygote
+    from ._zygote import Forker
 
 
 __all__ = ["MAX_CONCURRENT_TEARDOWNS", "Spare", "TeardownGate", "start_spare"]
@@ -164,7 +164,7 @@ async def _own(
     events: EventSink,
     gate: TeardownGate,
     pool: httpx2.AsyncBaseTransport | None,
-    zygote: Zygote | None,
+    zygote: Forker | None,
 ) -> None:
     started = False
     try:
@@ -198,7 +198,7 @@ def start_spare(
     *,
     gate: TeardownGate | None = None,
     pool: httpx2.AsyncBaseTransport | None = None,
-    zygote: Zygote | None = None,
+    zygote: Forker | None = None,
 ) -> Spare:
     """Start ``server`` in the background in a task of ``nursery``; returns at once.
 

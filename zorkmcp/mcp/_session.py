@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
     from zorkmcp.config import McpSettings, RemoteKind, ServerConfig
 
-    from ._zygote import Zygote
+    from ._zygote import Forker
 
 __all__ = [
     "INPROCESS_SHUTDOWN_GRACE",
@@ -391,7 +391,7 @@ async def _enter_transport(
 class _Options:
     base_env: Mapping[str, str]
     pool: httpx2.AsyncBaseTransport | None
-    zygote: Zygote | None = None
+    zygote: Forker | None = None
 
 
 def _failure(
@@ -417,6 +417,7 @@ def _started(server: ServerConfig, session: ServerSession, events: EventSink) ->
         "mcp_server_started",
         server=server.name,
         pid=info.pid if info else None,
+        zygote_pid=info.zygote_pid if info else None,
         startup_ms=round(session.startup_seconds * 1000, 1),
         tools=[tool.name for tool in session.tools],
     )
@@ -582,7 +583,7 @@ async def open_server_session(
     events: EventSink | None = None,
     base_env: Mapping[str, str] | None = None,
     pool: httpx2.AsyncBaseTransport | None = None,
-    zygote: Zygote | None = None,
+    zygote: Forker | None = None,
 ) -> AsyncIterator[ServerSession]:
     """Start one MCP server and yield its initialized session with its tools listed.
 
@@ -630,7 +631,7 @@ async def _serve(
     settings: McpSettings,
     events: EventSink | None,
     pool: httpx2.AsyncBaseTransport | None,
-    zygote: Zygote | None,
+    zygote: Forker | None,
     *,
     task_status: anyio.abc.TaskStatus[ServerHandle] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
@@ -657,7 +658,7 @@ async def start_server(
     *,
     events: EventSink | None = None,
     pool: httpx2.AsyncBaseTransport | None = None,
-    zygote: Zygote | None = None,
+    zygote: Forker | None = None,
 ) -> ServerHandle:
     """Start a server in a new task of ``nursery`` and return once it is ready.
 

@@ -24,8 +24,8 @@ passed to the session as an ``Exception`` value and does not end it) and changes
   :data:`EOF_GRACE` → SIGTERM the group → wait up to :data:`TERM_GRACE` → SIGKILL the group. The
   group is always killed when the server exits (children of a server that exited cleanly), and then
   every process whose environment carries the token (children that called ``setsid`` and escaped
-  the group; Linux ``/proc`` scan in a worker thread, skipped elsewhere), and teardown waits for
-  them to be gone. A well-behaved
+  the group; a Linux ``/proc`` walk in a worker thread, shared by the sessions that end together,
+  :mod:`zorkmcp.mcp._sweep`; skipped elsewhere), and teardown waits for them to be gone. A well-behaved
   server costs only its own exit time; the worst case is about :data:`WORST_CASE_TEARDOWN` seconds.
 """
 
@@ -38,7 +38,6 @@ import secrets
 import shlex
 import signal
 import subprocess
-import sys
 from collections import deque
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal
@@ -51,6 +50,7 @@ from attrs import define, field
 from mcp.shared.message import SessionMessage
 
 from ._events import logger
+from ._sweep import SESSION_ENV_VAR, sweep_session
 from ._zygote import ZygoteChild, ZygoteGone
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ if TYPE_CHECKING:
 
     from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-    from ._zygote import Zygote
+    from ._zygote import Forker
 
 __all__ = [
     "EOF_GRACE",
@@ -68,7 +68,6 @@ __all__ = [
     "TERM_GRACE",
     "WORST_CASE_TEARDOWN",
     "ProcessInfo",
-    "kill_session_processes",
     "open_stdio_transport",
 ]
 
@@ -85,8 +84,6 @@ STDERR_DRAIN_GRACE = 0.1
 WORST_CASE_TEARDOWN = EOF_GRACE + TERM_GRACE + 2 * KILL_GRACE + STDERR_DRAIN_GRACE
 STDERR_TAIL_LINES = 40
 """Lines of the server's stderr kept for error messages."""
-SESSION_ENV_VAR = "ZORKMCP_SESSION"
-"""Environment variable marking every process of one session (value: a random token)."""
 _MAX_LINE_BYTES = 64 * 1024 * 1024
 _READ_SIZE = 65536
 
@@ -161,63 +158,6 @@ def _open_pidfd(pid: int) -> int | None:
         return os.pidfd_open(pid)
     except OSError:  # pragma: no cover - kernel older than 5.3
         return None
-
-
-def _read_environ(pid: int) -> bytes | None:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            return f.read()
-    except OSError:
-        return None
-
-
-def _carries(pid: int, needle: bytes) -> bool:
-    environ = _read_environ(pid)
-    return environ is not None and needle in environ.split(b"\0")
-
-
-def kill_session_processes(token: str) -> list[int]:
-    """SIGKILL every process whose environment carries ``ZORKMCP_SESSION=<token>`` (Linux).
-
-    Blocking (reads ``/proc``); run it in a worker thread. Each candidate is pinned with a pidfd and
-    checked again before the signal, so a recycled PID is never hit.
-
-    Args:
-        token: the session's token.
-
-    Returns:
-        pidfds of the processes signalled (the caller waits on them and closes them); empty where
-        ``/proc`` or pidfds are not available.
-    """
-    if not sys.platform.startswith("linux") or not hasattr(os, "pidfd_open"):
-        return []
-    needle = f"{SESSION_ENV_VAR}={token}".encode()
-    me = os.getpid()
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return []
-    pidfds: list[int] = []
-    for entry in entries:
-        if not entry.isdigit() or int(entry) == me:
-            continue
-        pid = int(entry)
-        if not _carries(pid, needle):
-            continue
-        try:
-            pidfd = os.pidfd_open(pid)
-        except OSError:
-            continue
-        if not _carries(pid, needle):
-            os.close(pidfd)
-            continue
-        try:
-            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-        except OSError:
-            os.close(pidfd)
-            continue
-        pidfds.append(pidfd)
-    return pidfds
 
 
 class _Pipe:
@@ -477,7 +417,7 @@ async def _stop(
     # Children of a server that exited cleanly were killed with its group by the exit watcher;
     # children that called setsid are only found by the token in their environment.
     with anyio.move_on_after(KILL_GRACE):
-        pidfds = await anyio.to_thread.run_sync(kill_session_processes, info.token)
+        pidfds = await sweep_session(info.token)
         info.strays_killed = len(pidfds)
         await _wait_gone(pidfds, anyio.current_time() + KILL_GRACE)
     with anyio.move_on_after(STDERR_DRAIN_GRACE):
@@ -499,7 +439,7 @@ def _spawn(argv: list[str], env: dict[str, str], cwd: str | None) -> subprocess.
 
 
 async def _start(
-    command: str, args: Sequence[str], env: dict[str, str], cwd: str | None, zygote: Zygote | None
+    command: str, args: Sequence[str], env: dict[str, str], cwd: str | None, zygote: Forker | None
 ) -> _Process:
     """Fork the server from ``zygote`` when it accepts it, else spawn it with ``Popen``.
 
@@ -543,7 +483,7 @@ async def open_stdio_transport(
     env: Mapping[str, str] | None = None,
     cwd: str | None = None,
     info: ProcessInfo | None = None,
-    zygote: Zygote | None = None,
+    zygote: Forker | None = None,
 ) -> AsyncIterator[
     tuple[
         MemoryObjectReceiveStream[SessionMessage | Exception],

@@ -53,7 +53,7 @@ import socket
 import subprocess
 import sys
 from contextlib import asynccontextmanager
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.abc
@@ -69,17 +69,20 @@ __all__ = [
     "ZYGOTE_EXIT_GRACE",
     "ZYGOTE_MODULES",
     "ZYGOTE_START_TIMEOUT",
+    "Forker",
     "Zygote",
     "ZygoteChild",
     "ZygoteGone",
+    "ZygoteGroup",
     "open_zygote",
     "same_python_vars",
     "zygote_module",
     "zygote_supported",
 ]
 
-ZYGOTE_MODULES: tuple[str, ...] = ("zorkmcp.servers.thinking",)
-"""Server modules an episode may fork from a zygote (``python -m MODULE``, standard library only)."""
+ZYGOTE_MODULES: tuple[str, ...] = ("zorkmcp.servers.thinking", "zorkmcp.game.server")
+"""Server modules that may be forked from a zygote (``python -m MODULE``): the embedded think
+server, and the game server (which ``zorkmcp eval`` starts once per episode)."""
 ZYGOTE_START_TIMEOUT = 10.0
 """Seconds the zygote gets to import its modules; after that the episode spawns servers normally."""
 ZYGOTE_EXIT_GRACE = 1.0
@@ -425,6 +428,50 @@ class Zygote:
             self._lost()
 
 
+class Forker(Protocol):
+    """What the stdio transport forks servers from: a :class:`Zygote` or a :class:`ZygoteGroup`."""
+
+    def accepts(self, command: str, args: Sequence[str], env: Mapping[str, str]) -> str | None: ...
+
+    async def spawn(
+        self, module: str, argv: Sequence[str], env: Mapping[str, str], cwd: str | None
+    ) -> ZygoteChild: ...
+
+
+class ZygoteGroup:
+    """Zygotes that each preloaded their own modules: a server is forked by the one that has its module.
+
+    One zygote per module keeps every forked process small: a think server forked from the game
+    server's zygote would carry Jericho and numpy (about 15 MB more resident memory each).
+    The group owns nothing; each zygote is owned by whoever opened it.
+    """
+
+    def __init__(self, zygotes: Sequence[Zygote] = ()) -> None:
+        self.zygotes = tuple(zygotes)
+        self._by_module = {module: zygote for zygote in reversed(self.zygotes) for module in zygote.modules}
+
+    def accepts(self, command: str, args: Sequence[str], env: Mapping[str, str]) -> str | None:
+        """The module to fork for this server, or ``None`` (see :meth:`Zygote.accepts`)."""
+        module = zygote_module(command, args, tuple(self._by_module))
+        if module is None:
+            return None
+        return self._by_module[module].accepts(command, args, env)
+
+    async def spawn(
+        self, module: str, argv: Sequence[str], env: Mapping[str, str], cwd: str | None
+    ) -> ZygoteChild:
+        """Fork ``module`` from the zygote that preloaded it (see :meth:`Zygote.spawn`).
+
+        Raises:
+            ZygoteGone: no zygote of the group preloaded ``module``, or it is not running.
+            OSError: the zygote could not fork.
+        """
+        zygote = self._by_module.get(module)
+        if zygote is None:
+            raise ZygoteGone(f"no zygote preloaded {module!r}")
+        return await zygote.spawn(module, argv, env, cwd)
+
+
 def _start(
     modules: Sequence[str], fd: int, env: Mapping[str, str], cwd: str | None
 ) -> subprocess.Popen[bytes]:
@@ -474,7 +521,7 @@ async def _stop(zygote: Zygote, process: subprocess.Popen[bytes], pidfd: int) ->
 
 @asynccontextmanager
 async def open_zygote(
-    modules: Sequence[str] = ZYGOTE_MODULES,
+    modules: Sequence[str] = ("zorkmcp.servers.thinking",),
     *,
     env: Mapping[str, str] | None = None,
     cwd: str | None = None,
@@ -486,7 +533,8 @@ async def open_zygote(
     every child it still holds, reaps them and exits (killed after :data:`ZYGOTE_EXIT_GRACE`).
 
     Args:
-        modules: the server modules to preload (each defines ``main(argv) -> int``).
+        modules: the server modules to preload (each defines ``main(argv) -> int``; default the
+            embedded think server).
         env: the zygote's environment (default ``os.environ``); children get their own, but
             variables read when an interpreter starts (``PYTHON*``) come from here.
         cwd: the zygote's working directory (default ours).

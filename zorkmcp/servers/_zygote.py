@@ -1,9 +1,11 @@
 """A fork server ("zygote"): one preloaded interpreter that forks a fresh server process per session.
 
 Usage: ``python -m zorkmcp.servers._zygote FD MODULE [MODULE...]``. Each ``MODULE`` is imported once
-and must define ``main(argv) -> int``. Requests arrive on file descriptor ``FD``, one end of a Unix
-``SOCK_SEQPACKET`` socket pair (one JSON message per packet); the owner's side is
-:mod:`zorkmcp.mcp._zygote`, which documents why this exists and what it saves.
+and must define ``main(argv) -> int``; if it also defines ``zygote_preload()``, that is called once
+after the import, to import (or set up) what ``main`` would otherwise import lazily in every child.
+Requests arrive on file descriptor ``FD``, one end of a Unix ``SOCK_SEQPACKET`` socket pair (one
+JSON message per packet); the owner's side is :mod:`zorkmcp.mcp._zygote`, which documents why this
+exists and what it saves.
 
 Messages, zygote to owner:
 
@@ -247,8 +249,8 @@ def main(argv: list[str] | None = None) -> int:
         argv: ``[FD, MODULE, ...]`` (default ``sys.argv[1:]``).
 
     Returns:
-        The exit status: 0 once the owner closed the socket, 1 if a module failed to import, 2 on
-        a usage error.
+        The exit status: 0 once the owner closed the socket, 1 if a module (or its
+        ``zygote_preload``) failed, 2 on a usage error.
     """
     args = sys.argv[1:] if argv is None else list(argv)
     if len(args) < 2 or not args[0].isdigit():
@@ -260,6 +262,9 @@ def main(argv: list[str] | None = None) -> int:
         for name, module in modules.items():
             if not callable(getattr(module, "main", None)):
                 raise TypeError(f"module {name!r} has no main(argv)")
+            preload = getattr(module, "zygote_preload", None)
+            if callable(preload):
+                preload()
     except Exception as exc:  # noqa: BLE001 - reported to the owner, which falls back to spawning normally
         _send(control, {"op": "failed", "error": "".join(traceback.format_exception_only(exc)).strip()})
         return 1

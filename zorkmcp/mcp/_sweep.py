@@ -1,0 +1,178 @@
+"""Finding and killing what a stdio server left behind: every process that carries its session token.
+
+Each stdio session puts ``ZORKMCP_SESSION=<token>`` in its server's environment; everything the
+server starts inherits it, even a child that called ``setsid`` and left the server's process group.
+At the end of every session, teardown (:mod:`zorkmcp.mcp._stdio`) kills such processes by walking
+``/proc`` and reading each process's environment.
+
+A walk reads every process on the machine, so its cost grows with what runs beside us; ``zorkmcp
+eval`` runs many episodes in one process and ends many sessions at once. One walk serves every
+session that is waiting for one (:func:`sweep_session`): in an eval of 64 episodes the walks took
+about 15% of the eval process's CPU (py-spy, 64 episodes × 5 turns, 2 cores) when each teardown
+walked on its own.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from typing import TYPE_CHECKING
+
+import anyio
+import anyio.lowlevel
+import anyio.to_thread
+from attrs import define, field
+
+if TYPE_CHECKING:
+    from collections.abc import Collection
+
+__all__ = ["SESSION_ENV_VAR", "kill_session_processes", "sweep_session"]
+
+SESSION_ENV_VAR = "ZORKMCP_SESSION"
+"""Environment variable marking every process of one session (value: a random token)."""
+_MARK = f"{SESSION_ENV_VAR}=".encode()
+
+
+def _token_of(pid: int) -> str | None:
+    """The session token in the environment of process ``pid`` (``None``: none, or unreadable)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            environ = f.read()
+    except OSError:
+        return None
+    start = 0
+    while (found := environ.find(_MARK, start)) >= 0:
+        if found == 0 or environ[found - 1] == 0:  # the start of a variable, not inside a value
+            end = environ.find(b"\0", found)
+            value = environ[found + len(_MARK) : end if end >= 0 else len(environ)]
+            return value.decode("ascii", "replace")
+        start = found + 1
+    return None
+
+
+def kill_session_processes(tokens: Collection[str]) -> dict[str, list[int]]:
+    """SIGKILL every process whose environment carries ``ZORKMCP_SESSION=<token>`` for a token given.
+
+    Blocking (reads ``/proc``); run it in a worker thread. Each candidate is pinned with a pidfd and
+    checked again before the signal, so a recycled PID is never hit.
+
+    Args:
+        tokens: the sessions' tokens.
+
+    Returns:
+        For each token with a process signalled, their pidfds (the caller waits on them and closes
+        them); empty where ``/proc`` or pidfds are not available.
+    """
+    if not tokens or not sys.platform.startswith("linux") or not hasattr(os, "pidfd_open"):
+        return {}
+    me = os.getpid()
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return {}
+    found: dict[str, list[int]] = {}
+    for entry in entries:
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        pid = int(entry)
+        token = _token_of(pid)
+        if token is None or token not in tokens:
+            continue
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError:
+            continue
+        if _token_of(pid) != token:
+            os.close(pidfd)
+            continue
+        try:
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        except OSError:
+            os.close(pidfd)
+            continue
+        found.setdefault(token, []).append(pidfd)
+    return found
+
+
+@define(eq=False)
+class _Walk:
+    """The tokens one walk of ``/proc`` looks for, and what it found."""
+
+    tokens: set[str] = field(factory=set)
+    found: dict[str, list[int]] = field(factory=dict)
+    abandoned: set[str] = field(factory=set)
+    """Tokens whose session stopped waiting once the walk had begun (their pidfds are closed)."""
+    done: anyio.Event = field(factory=anyio.Event)
+
+
+@define(eq=False)
+class _Sweeper:
+    """One per event loop: the walk being made, and the next one, which collects tokens meanwhile."""
+
+    next: _Walk = field(factory=_Walk)
+    walking: bool = False
+    idle: anyio.Event = field(factory=anyio.Event)
+
+
+_SWEEPER: anyio.lowlevel.RunVar[_Sweeper] = anyio.lowlevel.RunVar("zorkmcp_sweeper")
+
+
+def _sweeper() -> _Sweeper:
+    try:
+        return _SWEEPER.get()
+    except LookupError:
+        sweeper = _Sweeper()
+        _SWEEPER.set(sweeper)
+        return sweeper
+
+
+def _close_all(pidfds: list[int]) -> None:
+    for pidfd in pidfds:
+        os.close(pidfd)
+
+
+async def sweep_session(token: str) -> list[int]:
+    """Kill every process of session ``token`` (see :func:`kill_session_processes`); their pidfds.
+
+    Sessions that end while a walk is under way share the next walk: at most one walk at a time,
+    however many sessions end together. The walk itself is not cancelled (it is bounded, and it has
+    signalled processes by the time it returns); a caller cancelled while it waits gets nothing,
+    and the pidfds found for it are closed.
+
+    Args:
+        token: the session's token.
+
+    Returns:
+        pidfds of the processes signalled; the caller waits on them and closes them.
+    """
+    sweeper = _sweeper()
+    walk = sweeper.next
+    walk.tokens.add(token)
+    try:
+        while not walk.done.is_set():
+            if sweeper.walking:
+                await sweeper.idle.wait()
+                continue
+            sweeper.walking, sweeper.next = True, _Walk()
+            try:
+                with anyio.CancelScope(shield=True):
+                    walk.found = await anyio.to_thread.run_sync(
+                        kill_session_processes, frozenset(walk.tokens)
+                    )
+            finally:
+                for gone in walk.abandoned:
+                    _close_all(walk.found.pop(gone, []))
+                walk.done.set()
+                sweeper.walking = False
+                sweeper.idle.set()
+                sweeper.idle = anyio.Event()
+    except BaseException:
+        if walk.done.is_set():
+            _close_all(walk.found.pop(token, []))
+        elif walk is sweeper.next:  # not begun: leave it
+            walk.tokens.discard(token)
+        else:
+            walk.abandoned.add(token)
+        raise
+    return walk.found.pop(token, [])
