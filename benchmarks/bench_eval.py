@@ -9,8 +9,8 @@ process (1 s per request, one request per turn). Sampled from /proc every 0.2 s:
 * achieved turns/s between the first and the last ``turn_complete``, over the ideal
   K ÷ (latency × requests per turn);
 * CPU ms per turn by lifecycle: the eval process itself, the ``per_episode`` game servers (their
-  last sample), and the ``per_turn`` servers (what is left of all CPU the run's processes used,
-  from ``getrusage(RUSAGE_CHILDREN)``);
+  last sample), and the ``per_turn`` servers with the run's zygotes (what is left of all CPU the
+  run's processes used, from ``getrusage(RUSAGE_CHILDREN)``);
 * steady CPU ms per turn: all CPU the run's processes used between the first and the last
   ``turn_complete`` (live processes' own CPU plus the eval process's reaped children) ÷ the turns
   completed in that window. It leaves out the fixed costs that the per-lifecycle figures spread over
@@ -83,13 +83,23 @@ def _tree(root: int, table: dict[int, tuple[int, float, int, float]]) -> list[in
     return found
 
 
-def _kind(pid: int, root: int) -> str:
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _kind(pid: int, root: int, table: dict[int, tuple[int, float, int, float]]) -> str:
+    """``runner``, ``zygote``, ``game``, ``per_turn`` or ``other``.
+
+    A server forked by a zygote shows the zygote's command line; its parent tells it apart.
+    """
     if pid == root:
         return "runner"
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return "other"
+    cmdline = _cmdline(pid)
+    if b"zorkmcp.servers._zygote" in cmdline and table.get(pid, (0,))[0] == root:
+        return "zygote"
     if b"zorkmcp.game.server" in cmdline:
         return "game"
     if b"zorkmcp.servers.thinking" in cmdline:
@@ -121,7 +131,7 @@ def _sample_run(proc: subprocess.Popen[bytes]) -> dict[str, Any]:
         peak_rss = max(peak_rss, sum(table[pid][2] for pid in pids))
         peak_pss = max(peak_pss, sum(_pss(pid) for pid in pids))
         for pid in pids:
-            kind = last_cpu[pid][0] if pid in last_cpu else _kind(pid, proc.pid)
+            kind = last_cpu[pid][0] if pid in last_cpu else _kind(pid, proc.pid, table)
             last_cpu[pid] = (kind, table[pid][1])
         peak_games = max(peak_games, sum(1 for pid in pids if last_cpu[pid][0] == "game"))
         time.sleep(SAMPLE_EVERY)
@@ -261,10 +271,11 @@ def test_eval_at_scale(report: Report, tmp_path: Path) -> None:
     section.notes = [
         "targets: ≥ 0.9 × ideal at K = 64; ≤ 40 MB RSS per concurrent episode; episode start ≤ 150 ms",
         "achieved turns/s: turns after the first wave, between the first and the last turn_complete",
-        "per_turn CPU: all CPU of the run's processes minus the eval process and the game servers",
+        "per_turn CPU: all CPU of the run's processes minus the eval process and the game servers (so it "
+        "includes the run's zygotes)",
         "steady CPU: all CPU between the first and the last turn_complete ÷ the turns in between "
         "(no imports, no report)",
-        "RSS per episode is the peak sum ÷ K; 'peak live' counts game servers alive at once (episodes start "
-        "at most one per CPU at a time, so at large K not all K are alive together)",
+        "RSS per episode is the peak sum ÷ K (a forked server's RSS counts the pages it shares with its "
+        "zygote again; PSS counts them once); 'peak live' counts game servers alive at once",
     ]
     report.add(section)

@@ -176,15 +176,15 @@ def test_resume_plays_only_what_is_missing_or_broken(
     assert (run / "report.html").read_text().startswith("<!DOCTYPE html>")
 
 
-def _started_servers(run: Path) -> list[dict[str, Any]]:
+def _events_of(run: Path, event_type: str) -> list[dict[str, Any]]:
     events = []
     for path in sorted((run / "episodes").glob("*/seed-*.events.jsonl")):
-        events += [
-            e
-            for e in map(json.loads, path.read_text().splitlines())
-            if e["event_type"] == "mcp_server_started"
-        ]
+        events += [e for e in map(json.loads, path.read_text().splitlines()) if e["event_type"] == event_type]
     return events
+
+
+def _started_servers(run: Path) -> list[dict[str, Any]]:
+    return _events_of(run, "mcp_server_started")
 
 
 def test_one_zygote_per_server_module_forks_the_whole_runs_servers(
@@ -208,13 +208,38 @@ def test_one_zygote_per_server_module_forks_the_whole_runs_servers(
     games = [e for e in started if e["server"] == "zork"]
     thinks = [e for e in started if e["server"] == "thinking"]
     assert len(games) == 6  # 2 arms × 3 seeds
-    assert len(thinks) >= 9  # the mcp arm: a fresh think server for each of its 3 × 3 turns
+    assert len(thinks) == 9  # the mcp arm: a fresh think server for each of its 3 × 3 turns
+    teardowns = _events_of(tmp_path / "run", "mcp_turn_teardown")
+    assert [e["servers"] for e in teardowns] == [["thinking"]] * 9  # each turn started its own: no spares
     [game_zygote] = {e["zygote_pid"] for e in games}
     [think_zygote] = {e["zygote_pid"] for e in thinks}
     assert None not in (game_zygote, think_zygote)
     assert game_zygote != think_zygote  # a think server does not carry the game's imports
     assert len({e["pid"] for e in started}) == len(started)  # a fresh process each time
     assert not any(is_running(pid, None) for pid in [game_zygote, think_zygote, *(e["pid"] for e in started)])
+
+
+def test_a_per_turn_server_the_zygotes_cannot_fork_is_prewarmed_and_spawned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    args = ["-X", "utf8", "-m", "zorkmcp.servers.thinking"]  # interpreter options: not forkable
+    config = {"mcpServers": {"thinking": {"command": "python", "args": args, "lifecycle": "per_turn"}}}
+    (tmp_path / "spawned.json").write_text(json.dumps(config))
+    (tmp_path / "eval.toml").write_text(
+        "[eval]\nepisodes = 2\nmax_turns = 3\n\n"
+        '[[arms]]\nname = "spawned"\nmcp = true\nmcp_config = "spawned.json"\n'
+    )
+    code, out, _ = _eval(tmp_path, str(tmp_path / "eval.toml"), "--quiet", capsys=capsys)
+    assert code == 0, out
+    started = _started_servers(tmp_path / "run")
+    thinks = [e for e in started if e["server"] == "thinking"]
+    assert len(thinks) >= 6  # a fresh one each turn (the spare for a 4th turn may not get to start)
+    assert {e["zygote_pid"] for e in thinks} == {None}
+    teardowns = _events_of(tmp_path / "run", "mcp_turn_teardown")
+    assert [e["servers"] for e in teardowns] == [[]] * 6  # each turn took a prewarmed spare
+    [game_zygote] = {e["zygote_pid"] for e in started if e["server"] == "zork"}
+    assert game_zygote is not None
 
 
 def test_an_arm_whose_server_cannot_start_fails_its_episodes_and_the_run_goes_on(

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import gc
 import importlib
 import json
 import os
@@ -268,6 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - reported to the owner, which falls back to spawning normally
         _send(control, {"op": "failed", "error": "".join(traceback.format_exception_only(exc)).strip()})
         return 1
+    gc.freeze()
     try:
         return _Zygote(control, modules).serve()
     except OSError as exc:  # pragma: no cover - the zygote itself failed; the owner sees EOF
