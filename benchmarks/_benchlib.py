@@ -401,7 +401,7 @@ def _eval_targets(runs: dict[str, Any] | None, add: Callable[[str, str, str, boo
     if runs is None:
         return
     for run in runs["runs"]:
-        k = run["k"]
+        k = f"{run['k']} × {run.get('turns_each', '?')}"
         add(f"eval turns/s over ideal [K={k}]", "≥ 0.9×", f"{run['ratio']:.2f}×", run["ratio"] >= 0.9)
         rss = run["rss_mb_per_episode"]
         add(f"eval RSS per concurrent episode [K={k}]", "≤ 40 MB", f"{rss:.0f} MB", rss <= 40)

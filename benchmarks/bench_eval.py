@@ -1,7 +1,7 @@
 """``zorkmcp eval`` at scale: K concurrent episodes against a model that answers in 1 s.
 
-For each K (``ZORKMCP_BENCH_EVAL_K``, default ``8,32,64``) one ``zorkmcp eval`` process plays K
-episodes of ``ZORKMCP_BENCH_EVAL_TURNS`` turns (default 5) with K at once, in the default
+For each run K × T (``ZORKMCP_BENCH_EVAL_RUNS``, default ``8x5,32x5,64x5,64x20``) one ``zorkmcp
+eval`` process plays K episodes of T turns with K at once, in the default
 configuration: MCP on, the repository's ``mcp_config.json`` (a fresh ``think`` server per turn,
 Requirement 3), the stdio game server per episode. The model is ``latency_llm.py`` in its own
 process (1 s per request, one request per turn). Sampled from /proc every 0.2 s:
@@ -42,8 +42,15 @@ from zorkmcp.game import PACKAGED_GAME
 if TYPE_CHECKING:
     from _benchlib import Report
 
-KS = [int(k) for k in os.environ.get("ZORKMCP_BENCH_EVAL_K", "8,32,64").split(",") if k.strip()]
-TURNS = int(os.environ.get("ZORKMCP_BENCH_EVAL_TURNS", "5"))
+RUNS = [
+    (int(k), int(t))
+    for k, _, t in (
+        run.strip().partition("x")
+        for run in os.environ.get("ZORKMCP_BENCH_EVAL_RUNS", "8x5,32x5,64x5,64x20").split(",")
+        if run.strip()
+    )
+]
+"""(K, turns) of each run: short episodes show the cost of starting them, long ones the steady state."""
 LATENCY = 1.0
 SAMPLE_EVERY = 0.2
 _TICK = os.sysconf("SC_CLK_TCK")
@@ -177,11 +184,11 @@ def _steady_cpu_ms(times: list[float], timeline: list[tuple[float, float]]) -> f
     return (end[1] - start[1]) * 1000 / turns if turns else float("nan")
 
 
-def _run_k(k: int, port: int, folder: Path) -> dict[str, Any]:
+def _run_k(k: int, turns_each: int, port: int, folder: Path) -> dict[str, Any]:
     run = folder / "run"
     command = [
         sys.executable, "-m", "zorkmcp.cli", "eval", "--game", str(GAME), "--episodes", str(k),
-        "--concurrency", str(k), "--turns", str(TURNS), "--base-url", f"http://127.0.0.1:{port}/v1",
+        "--concurrency", str(k), "--turns", str(turns_each), "--base-url", f"http://127.0.0.1:{port}/v1",
         "--model", "bench", "--out", str(run), "--quiet", "--pyproject", str(_project(folder)),
     ]  # fmt: skip
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -204,6 +211,7 @@ def _run_k(k: int, port: int, folder: Path) -> dict[str, Any]:
     runner, game = sampled["cpu"].get("runner", 0.0), sampled["cpu"].get("game", 0.0)
     return {
         "k": k,
+        "turns_each": turns_each,
         "episodes": len(records),
         "errors": sum(1 for r in records if r.get("error")),
         "turns": turns,
@@ -231,7 +239,7 @@ def _run_k(k: int, port: int, folder: Path) -> dict[str, Any]:
 def _row(f: dict[str, Any]) -> list[str]:
     cpu = f["cpu_ms_per_turn"]
     return [
-        str(f["k"]),
+        f"{f['k']} × {f['turns_each']}",
         f"{f['achieved_turns_per_s']:.2f} / {f['ideal_turns_per_s']:.1f}",
         f"{f['ratio']:.2f}×",
         f"{cpu['runner']:.0f} / {cpu['game']:.0f} / {cpu['per_turn']:.0f} / {cpu['total']:.0f}",
@@ -246,10 +254,10 @@ def _row(f: dict[str, Any]) -> list[str]:
 def test_eval_at_scale(report: Report, tmp_path: Path) -> None:
     section = Section(
         number=7,
-        title=f"zorkmcp eval: K concurrent episodes × {TURNS} turns, model latency {LATENCY:.0f} s, "
+        title=f"zorkmcp eval: K concurrent episodes × T turns, model latency {LATENCY:.0f} s, "
         "default configuration",
         columns=[
-            "K", "turns/s achieved / ideal", "ratio", "CPU ms/turn runner/game/per_turn/all",
+            "K × T", "turns/s achieved / ideal", "ratio", "CPU ms/turn runner/game/per_turn/all",
             "steady CPU ms/turn", "RSS MB/episode (PSS)", "start ms p50/p95", "wall s", "episodes",
         ],
     )  # fmt: skip
@@ -260,14 +268,14 @@ def test_eval_at_scale(report: Report, tmp_path: Path) -> None:
     try:
         assert server.stdout is not None
         port = int(server.stdout.readline())
-        figures = [_run_k(k, port, tmp_path / f"k{k}") for k in KS]
+        figures = [_run_k(k, t, port, tmp_path / f"k{k}x{t}") for k, t in RUNS]
     finally:
         server.terminate()
         server.wait()
         if server.stdout is not None:
             server.stdout.close()
     section.rows = [_row(f) for f in figures]
-    section.figures = {"runs": figures, "turns": TURNS, "latency_s": LATENCY}
+    section.figures = {"runs": figures, "latency_s": LATENCY}
     section.notes = [
         "targets: ≥ 0.9 × ideal at K = 64; ≤ 40 MB RSS per concurrent episode; episode start ≤ 150 ms",
         "achieved turns/s: turns after the first wave, between the first and the last turn_complete",
