@@ -269,6 +269,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - reported to the owner, which falls back to spawning normally
         _send(control, {"op": "failed", "error": "".join(traceback.format_exception_only(exc)).strip()})
         return 1
+    # The preloaded objects move to the collector's permanent generation: a child's collections no
+    # longer write to them, so their pages stay shared with the zygote. A game server forked from
+    # the game's zygote, after a full collection: 5.0 instead of 10.3 MB of private memory.
     gc.freeze()
     try:
         return _Zygote(control, modules).serve()
