@@ -1,7 +1,10 @@
-"""Section 9: CPU time per ``per_turn`` spawn of the embedded ``think`` server, zygote against Popen.
+"""Section 9: CPU time per spawn of our own servers, zygote against Popen.
 
-Each sample is one session of the stdio transport (``open_stdio_transport``: spawn or fork, then
-leave at once: stdin EOF, exit, group kill, reap) of ``python -m zorkmcp.servers.thinking``. What
+Two servers: the embedded ``think`` server (``python -m zorkmcp.servers.thinking``, a fresh one
+every turn) and the game server (``python -m zorkmcp.game.server --game … --seed 12``, one per
+episode, which opens its game before it answers; ``zorkmcp eval`` forks it from a zygote that has
+imported Jericho). Each sample is one session of the stdio transport (``open_stdio_transport``:
+spawn or fork, then leave at once: stdin EOF, exit, group kill, reap). What
 is measured is CPU time, not wall time (on a busy two-core machine CPU is what many concurrent
 episodes run out of), summed over everything the spawn costs:
 
@@ -12,8 +15,8 @@ episodes run out of), summed over everything the spawn costs:
   ``utime stime cutime cstime``, in clock ticks).
 
 The two variants alternate in blocks so that both see the same machine. The zygote's own start
-(interpreter and imports, once per episode) is measured separately: idle zygotes opened and
-closed. Nothing is asserted.
+(interpreter and imports; once per episode for ``think``, once per eval run for the game) is
+measured separately: idle zygotes opened and closed. Nothing is asserted.
 
 Run it alone: ``.venv/bin/python benchmarks/bench_zygote.py [SPAWNS]`` prints the figures;
 ``pytest benchmarks/bench_zygote.py`` adds them to the benchmark report.
@@ -30,15 +33,19 @@ from typing import Any
 
 import anyio
 
+from zorkmcp.game import PACKAGED_GAME
 from zorkmcp.mcp._stdio import open_stdio_transport
 from zorkmcp.mcp._zygote import Zygote, open_zygote
 
 SPAWNS = int(os.environ.get("ZORKMCP_BENCH_ZYGOTE_SPAWNS", "200"))
+GAME_SPAWNS = 40
+"""Game server spawns of each variant (a Popen one costs about 110 ms of CPU)."""
 BLOCK = 20
 """Spawns of one variant before switching to the other."""
 ZYGOTE_STARTS = 20
 """Zygotes started and closed (idle) to measure what one costs."""
-ARGS = ("-m", "zorkmcp.servers.thinking")
+THINK = ("zorkmcp.servers.thinking", ("-m", "zorkmcp.servers.thinking"))
+GAME = ("zorkmcp.game.server", ("-m", "zorkmcp.game.server", "--game", str(PACKAGED_GAME), "--seed", "12"))
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -65,32 +72,33 @@ def _own_cpu() -> float:
     return _self_cpu() + _children_cpu()
 
 
-async def _session(zygote: Zygote | None) -> None:
-    async with open_stdio_transport(sys.executable, ARGS, zygote=zygote) as (_read, _write, info):
+async def _session(zygote: Zygote | None, args: tuple[str, ...]) -> None:
+    async with open_stdio_transport(sys.executable, args, zygote=zygote) as (_read, _write, info):
         pass
     assert info.returncode == 0, info.stderr_tail  # a failed spawn voids the benchmark
     assert (info.zygote_pid is not None) == (zygote is not None)
 
 
-async def _measure(spawns: int) -> dict[str, Any]:
+async def _measure(spawns: int, server: tuple[str, tuple[str, ...]]) -> dict[str, Any]:
+    module, args = server
     cpu = {"popen": 0.0, "zygote": 0.0}
     ours = {"popen": 0.0, "zygote": 0.0}
     done = {"popen": 0, "zygote": 0}
     start_before = _own_cpu()
     for _ in range(ZYGOTE_STARTS):
-        async with open_zygote():
+        async with open_zygote([module]):
             pass
     zygote_start = (_own_cpu() - start_before) / ZYGOTE_STARTS
-    async with open_zygote() as zygote:
+    async with open_zygote([module]) as zygote:
         for _warmup in range(3):
-            await _session(None)
-            await _session(zygote)
+            await _session(None, args)
+            await _session(zygote, args)
         while done["popen"] < spawns:
             for variant, use in (("popen", None), ("zygote", zygote)):
                 count = min(BLOCK, spawns - done[variant])
                 before, ours_before = _own_cpu() + _zygote_cpu(zygote.pid), _self_cpu()
                 for _ in range(count):
-                    await _session(use)
+                    await _session(use, args)
                 cpu[variant] += _own_cpu() + _zygote_cpu(zygote.pid) - before
                 ours[variant] += _self_cpu() - ours_before
                 done[variant] += count
@@ -106,9 +114,12 @@ async def _measure(spawns: int) -> dict[str, Any]:
     }
 
 
-def measure(spawns: int = SPAWNS) -> dict[str, Any]:
-    """Run the comparison on trio (the project's runtime) and return the figures."""
-    return anyio.run(_measure, spawns, backend="trio")
+def measure(spawns: int = SPAWNS, game_spawns: int = GAME_SPAWNS) -> dict[str, Any]:
+    """Run both comparisons on trio (the project's runtime) and return the figures."""
+    return {
+        "think": anyio.run(_measure, spawns, THINK, backend="trio"),
+        "game": anyio.run(_measure, game_spawns, GAME, backend="trio"),
+    }
 
 
 def test_zygote_cpu(report: Any) -> None:
@@ -118,21 +129,25 @@ def test_zygote_cpu(report: Any) -> None:
     figures = measure()
     section = Section(
         number=9,
-        title="CPU per per_turn spawn of the think server: zygote fork vs Popen (ms of CPU)",
-        columns=["spawn", "n", "CPU ms per spawn", "of which in our process"],
+        title="CPU per spawn of our own servers: zygote fork vs Popen (ms of CPU)",
+        columns=["server", "spawn", "n", "CPU ms per spawn", "of which in our process"],
         rows=[
             [
+                server,
                 label,
-                str(SPAWNS),
-                f"{figures[f'{key}_cpu_ms_per_spawn']:.2f}",
-                f"{figures[f'{key}_cpu_ms_in_our_process']:.2f}",
+                str(figures[server]["spawns"]),
+                f"{figures[server][f'{key}_cpu_ms_per_spawn']:.2f}",
+                f"{figures[server][f'{key}_cpu_ms_in_our_process']:.2f}",
             ]
-            for key, label in (
-                ("popen", "Popen (python -m zorkmcp.servers.thinking)"),
-                ("zygote", "forked by the episode's zygote"),
-            )
+            for server in ("think", "game")
+            for key, label in (("popen", "Popen"), ("zygote", "forked by a zygote"))
         ],
-        notes=[f"starting the zygote (once per episode): {figures['zygote_start_cpu_ms']:.1f} ms of CPU"],
+        notes=[
+            "think: python -m zorkmcp.servers.thinking (per_turn); game: python -m zorkmcp.game.server "
+            "(per episode; it opens its game before it answers)",
+            f"starting a zygote: think {figures['think']['zygote_start_cpu_ms']:.1f} ms of CPU (once per "
+            f"episode), game {figures['game']['zygote_start_cpu_ms']:.1f} ms (once per zorkmcp eval run)",
+        ],
         figures=figures,
     )
     section.seconds = time.perf_counter() - began
@@ -141,5 +156,6 @@ def test_zygote_cpu(report: Any) -> None:
 
 if __name__ == "__main__":
     result = measure(int(sys.argv[1]) if len(sys.argv) > 1 else SPAWNS)
-    for key, value in result.items():
-        print(f"{key}: {value}")
+    for server, figures in result.items():
+        for key, value in figures.items():
+            print(f"{server} {key}: {value}")

@@ -68,9 +68,10 @@ __all__ = [
 Runner = str  # "local" or "ray"
 STARTS_PER_CPU = 8
 """Episodes per CPU that may start their servers at once. A game server forked from the run's
-zygote costs about 13 ms of CPU to start: letting 16 episodes start at once instead of 2 took 64
-episodes' starts from a 1.5 s to a 0.75 s spread (p95) on 2 cores. Should the zygote be gone, a
-spawned game server costs about 110 ms: 8 per CPU still start well inside any start-up timeout."""
+zygote costs about 12 ms of CPU to start (``benchmarks/bench_zygote.py``): letting 16 episodes
+start at once instead of 2 took 64 episodes' starts from a 1.5 s to a 0.75 s spread (p95) on 2
+cores. Should the zygote be gone, a spawned game server costs about 110 ms: 8 per CPU still start
+well inside any start-up timeout."""
 _log = logging.getLogger("zorkmcp.eval")
 
 
@@ -430,10 +431,9 @@ class _RunLog:
 async def open_run_zygotes(specs: Iterable[EpisodeSpec]) -> AsyncIterator[ZygoteGroup]:
     """Zygotes for the whole run: one forks every episode's game server, one each embedded server.
 
-    A game server forked from a zygote that has imported Jericho starts in a few milliseconds of
-    CPU instead of about 120 (see :mod:`zorkmcp.mcp._zygote`); per episode, that is most of its
-    start. Arms whose configuration does not load are left out here (their episodes record the
-    error).
+    A game server forked from a zygote that has imported Jericho starts in about 12 ms of CPU
+    instead of about 110 (``benchmarks/bench_zygote.py``); per episode, that is most of its start.
+    Arms whose configuration does not load are left out here (their episodes record the error).
 
     Args:
         specs: the episodes the run will play.

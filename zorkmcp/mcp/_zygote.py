@@ -1,11 +1,15 @@
-"""The owner's side of the zygote: one preloaded Python process per episode that forks servers.
+"""The owner's side of the zygote: a preloaded Python process that forks servers.
 
 A ``per_turn`` server must be a fresh process every turn. For the embedded ``think`` server
 (``python -m zorkmcp.servers.thinking``, standard library only) most of that cost is the
 interpreter starting up, paid again on every spawn. The zygote
-(:mod:`zorkmcp.servers._zygote`) starts the interpreter and imports the server's module once per
-episode; each session is then an ``os.fork()`` of it: still a fresh process with its own state, in
-its own session and process group, with its own environment and working directory.
+(:mod:`zorkmcp.servers._zygote`) starts the interpreter and imports the server's module once;
+each session is then an ``os.fork()`` of it: still a fresh process with its own state, in its own
+session and process group, with its own environment and working directory. An episode opens one
+for its ``per_turn`` servers (:meth:`~zorkmcp.mcp.McpManager.open_episode`); ``zorkmcp eval`` opens
+one per server module for the whole run (:func:`~zorkmcp.mcp.open_zygotes`, grouped in a
+:class:`ZygoteGroup`), including one for the game server, which imports Jericho in
+``zygote_preload`` (110 → 12 ms of CPU per game server start).
 
 Why we wrote our own: the measurement (``.venv/bin/python benchmarks/bench_zygote.py 400``; one
 stdio-transport session per spawn, entered and left at once; CPU time of our process, of the
