@@ -133,11 +133,15 @@ def _servers(spec: EpisodeSpec) -> tuple[McpConfig, bool]:
 def _chat_model(spec: EpisodeSpec, pools: HttpPools, events: EventRecorder) -> tuple[ChatModel, ModelChoice]:
     """The arm's model: a fresh scripted model per episode, or an LLMClient on the shared pool."""
     choice = ModelChoice.from_settings(
-        spec.settings,
-        model_override=spec.model,
-        base_url_override=spec.base_url,
-        walkthrough=default_walkthrough(spec.game_path),
+        spec.settings, model_override=spec.model, base_url_override=spec.base_url
     )
+    if choice.scripted is not None:  # only it plays the walkthrough, and reading one imports Jericho (numpy)
+        choice = ModelChoice.from_settings(
+            spec.settings,
+            model_override=spec.model,
+            base_url_override=spec.base_url,
+            walkthrough=default_walkthrough(spec.game_path),
+        )
     choice.announce(events)
     if choice.scripted is not None:
         return choice.scripted, choice

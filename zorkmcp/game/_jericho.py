@@ -191,10 +191,12 @@ def _checked_story(story_path: Path) -> bytes:
     except ValueError as exc:
         raise GameError(f"{exc}. Pass a Z-machine story file such as zork1.z3") from None
 
+    if header.version <= 3:  # playable whether Jericho knows it or not: no need to import Jericho (numpy)
+        return story
     from jericho import defines
 
-    known = hashlib.md5(story, usedforsecurity=False).hexdigest() in defines.BINDINGS_DICT
-    if not known and header.version > 3:  # checked before frotz runs the story
+    if hashlib.md5(story, usedforsecurity=False).hexdigest() not in defines.BINDINGS_DICT:
+        # a later version must be a game Jericho supports; checked before frotz runs the story
         raise GameError(
             f"{story_path} is a version {header.version} story that Jericho does not support; "
             "only version 1-3 stories (such as zork1.z3) or games Jericho supports can be played"
