@@ -48,6 +48,10 @@ KINDS: tuple[Kind, ...] = ("ok", "fail", "hang", "unknown", "bad_json", "bad_arg
 ANY_TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=12)
 """Any code points, lone surrogates and line separators included."""
 TAGS = ANY_TEXT
+ECHOED_TAGS = st.text(st.characters(codec=None, exclude_categories=("Cs",)), max_size=12)
+"""Tags of ``ok`` calls, which the tool returns in its result: the SDK's server encodes a result as
+JSON text, and a lone surrogate cannot be (it answers "Error executing tool ok"). The other kinds
+keep every code point in their arguments and errors."""
 IDS = st.text(
     st.characters(codec="ascii", categories=("L", "N"), include_characters="_-:."), min_size=1, max_size=12
 )
@@ -136,7 +140,7 @@ def calls(draw: st.DrawFn, call_id: str) -> Call:
     kind: Kind = draw(st.sampled_from(KINDS))
     tools = TOOLS["ok"] if kind in ("ok", "bad_args") else TOOLS["fail"] if kind == "fail" else TOOLS["hang"]
     name = draw(st.sampled_from(tools))  # the model may use the wire or the canonical name
-    tag = draw(TAGS)
+    tag = draw(ECHOED_TAGS if kind == "ok" else TAGS)
     if kind == "ok":
         seconds = draw(st.sampled_from([0.0, 0.25, 1.5, 4.75]))
         return Call(call_id, kind, name, json.dumps({"tag": tag, "seconds": seconds}), tag, seconds)
