@@ -247,7 +247,7 @@ async def _run_loop(
     starting: anyio.CapacityLimiter | None,
     zygotes: ZygoteGroup | None,
 ) -> None:
-    servers, mcp_on = _servers(spec)
+    servers, mcp_on = await anyio.to_thread.run_sync(_servers, spec)  # reads the arm's mcp_config.json
     model, _ = _chat_model(spec, pools, recorder)
     episode.model_name, episode.scripted = model.model, model.scripted  # also when the servers fail
     manager = McpManager(servers, spec.settings.mcp, events=recorder)
@@ -431,6 +431,17 @@ class _RunLog:
         _log.log(logging.getLevelName(level), "%s", message)
 
 
+def _servers_of_arms(specs: Iterable[EpisodeSpec]) -> list[ServerConfig]:
+    """Every server of every arm (reads each arm's ``mcp_config.json``; an arm that fails is skipped)."""
+    servers: list[ServerConfig] = []
+    for spec in {spec.arm: spec for spec in specs}.values():  # an arm's episodes differ only by seed
+        try:
+            servers.extend(_servers(spec)[0].servers)
+        except (ConfigError, OSError):
+            continue
+    return servers
+
+
 @asynccontextmanager
 async def open_run_zygotes(specs: Iterable[EpisodeSpec]) -> AsyncIterator[ZygoteGroup]:
     """Zygotes for the whole run: one forks every episode's game server, one each embedded server.
@@ -442,12 +453,7 @@ async def open_run_zygotes(specs: Iterable[EpisodeSpec]) -> AsyncIterator[Zygote
     Args:
         specs: the episodes the run will play.
     """
-    servers: list[ServerConfig] = []
-    for spec in {spec.arm: spec for spec in specs}.values():  # an arm's episodes differ only by seed
-        try:
-            servers.extend(_servers(spec)[0].servers)
-        except (ConfigError, OSError):
-            continue
+    servers = await anyio.to_thread.run_sync(_servers_of_arms, specs)
     async with open_zygotes(servers, _RunLog(), lifecycles=("per_turn", "per_episode")) as zygotes:
         yield zygotes
 
