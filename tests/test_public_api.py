@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import importlib
-import subprocess
-import sys
 
 import pytest
+from servers.helpers import modules_loaded_by
 
 import bridge
 import zorkmcp
@@ -42,10 +41,4 @@ def test_bridge_exports_the_sync_boundary() -> None:
 
 def test_root_import_does_not_load_heavy_dependencies() -> None:
     # Every per-turn spawn of the embedded server imports the zorkmcp package first.
-    code = (
-        "import sys, zorkmcp;"
-        "heavy = [m for m in ('trio', 'attrs', 'mcp', 'httpx', 'cattrs') if m in sys.modules];"
-        "print(','.join(heavy))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == ""
+    assert modules_loaded_by("import zorkmcp", ("trio", "attrs", "mcp", "httpx", "cattrs")) == []

@@ -31,8 +31,10 @@ class Spawn(Protocol):
 
 
 GUARD = 20  # seconds: a hung test fails instead of hanging the suite
-# real-time: the process only waits to be killed; every test kills it (or the fixture does).
-WAITER = "import sys, time; sys.stdout.write('up\\n'); sys.stdout.flush(); time.sleep(600)"
+WAITER = (
+    "import sys, time; sys.stdout.write('up\\n'); sys.stdout.flush(); "
+    "time.sleep(600)"  # real-time: a process that waits to be killed (each test or the fixture kills it)
+)
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux") or not hasattr(os, "pidfd_open"), reason="needs /proc and pidfds"

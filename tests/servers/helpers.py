@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ __all__ = [
     "RecordingSink",
     "is_alive",
     "misbehaving",
+    "modules_loaded_by",
     "pids_from_stderr",
     "session_processes",
     "thinking",
@@ -97,3 +99,10 @@ class RecordingSink:
 
     def types(self) -> list[str]:
         return [event for event, _ in self.events]
+
+
+def modules_loaded_by(statement: str, modules: tuple[str, ...]) -> list[str]:
+    """Which of ``modules`` a fresh interpreter has imported after running ``statement``."""
+    code = f"import sys; {statement}; print(','.join(m for m in {modules!r} if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return [name for name in done.stdout.strip().split(",") if name]
