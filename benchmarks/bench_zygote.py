@@ -2,11 +2,11 @@
 
 Two servers: the embedded ``think`` server (``python -m zorkmcp.servers.thinking``, a fresh one
 every turn) and the game server (``python -m zorkmcp.game.server --game … --seed 12``, one per
-episode, which opens its game before it answers; ``zorkmcp eval`` forks it from a zygote that has
-imported Jericho). Each sample is one session of the stdio transport (``open_stdio_transport``:
-spawn or fork, then leave at once: stdin EOF, exit, group kill, reap). What
-is measured is CPU time, not wall time (on a busy two-core machine CPU is what many concurrent
-episodes run out of), summed over everything the spawn costs:
+episode, which opens its game before it answers; a zygote for it has imported Jericho). Each
+sample is one session of the stdio transport (``open_stdio_transport``: spawn or fork, then leave
+at once: stdin EOF, exit, group kill, reap). What is measured is CPU time, not wall time (on a
+busy two-core machine CPU is what many concurrent episodes run out of), summed over everything
+the spawn costs:
 
 * our own process (``getrusage(RUSAGE_SELF)``: the event loop, ``fork``/``exec`` of ``Popen``,
   the zygote's socket and pipes);
@@ -15,8 +15,10 @@ episodes run out of), summed over everything the spawn costs:
   ``utime stime cutime cstime``, in clock ticks).
 
 The two variants alternate in blocks so that both see the same machine. The zygote's own start
-(interpreter and imports; once per episode for ``think``, once per eval run for the game) is
-measured separately: idle zygotes opened and closed. Nothing is asserted.
+(interpreter and imports; once per episode, or once per ``zorkmcp eval`` run) is measured
+separately: idle zygotes opened and closed. Beside them, the game as ``zorkmcp eval`` plays it, in
+its own process: CPU per in-process session (the game opened in a worker thread, the MCP handshake
+over the memory transport). Nothing is asserted.
 
 Run it alone: ``.venv/bin/python benchmarks/bench_zygote.py [SPAWNS]`` prints the figures;
 ``pytest benchmarks/bench_zygote.py`` adds them to the benchmark report.
@@ -114,11 +116,45 @@ async def _measure(spawns: int, server: tuple[str, tuple[str, ...]]) -> dict[str
     }
 
 
+class _Quiet:
+    def emit(self, event_type: str, /, **fields: Any) -> None:
+        pass
+
+    def log(self, level: str, message: str, /) -> None:
+        pass
+
+
+async def _measure_inprocess(sessions: int) -> dict[str, Any]:
+    """The game as ``zorkmcp eval`` plays it: opened in a worker thread, served in this process."""
+    from zorkmcp.config import McpConfig, McpSettings
+    from zorkmcp.episode import inprocess_game_server_config
+    from zorkmcp.game.server import preload
+    from zorkmcp.mcp import McpManager
+
+    preload()
+
+    async def session(seed: int) -> None:
+        config = McpConfig(servers=(inprocess_game_server_config(PACKAGED_GAME, seed),))
+        async with McpManager(config, McpSettings(), events=_Quiet()).open_episode(prewarm=False):
+            pass
+
+    for seed in range(3):
+        await session(seed)
+    before = _self_cpu()
+    for seed in range(sessions):
+        await session(seed)
+    return {
+        "sessions": sessions,
+        "cpu_ms_per_session": round((_self_cpu() - before) / sessions * 1000, 2),
+    }
+
+
 def measure(spawns: int = SPAWNS, game_spawns: int = GAME_SPAWNS) -> dict[str, Any]:
     """Run both comparisons on trio (the project's runtime) and return the figures."""
     return {
         "think": anyio.run(_measure, spawns, THINK, backend="trio"),
         "game": anyio.run(_measure, game_spawns, GAME, backend="trio"),
+        "game_inprocess": anyio.run(_measure_inprocess, game_spawns, backend="trio"),
     }
 
 
@@ -141,12 +177,23 @@ def test_zygote_cpu(report: Any) -> None:
             ]
             for server in ("think", "game")
             for key, label in (("popen", "Popen"), ("zygote", "forked by a zygote"))
+        ]
+        + [
+            [
+                "game",
+                "in process (zorkmcp eval)",
+                str(figures["game_inprocess"]["sessions"]),
+                f"{figures['game_inprocess']['cpu_ms_per_session']:.2f}",
+                f"{figures['game_inprocess']['cpu_ms_per_session']:.2f}",
+            ]
         ],
         notes=[
             "think: python -m zorkmcp.servers.thinking (per_turn); game: python -m zorkmcp.game.server "
             "(per episode; it opens its game before it answers)",
             f"starting a zygote: think {figures['think']['zygote_start_cpu_ms']:.1f} ms of CPU (once per "
-            f"episode), game {figures['game']['zygote_start_cpu_ms']:.1f} ms (once per zorkmcp eval run)",
+            f"episode or zorkmcp eval run), game {figures['game']['zygote_start_cpu_ms']:.1f} ms",
+            "game in process: open the game in a worker thread, MCP handshake and tools/list over the "
+            "memory transport, close (the process rows: spawn or fork, stdin EOF, exit, no handshake)",
         ],
         figures=figures,
     )

@@ -187,7 +187,7 @@ def _started_servers(run: Path) -> list[dict[str, Any]]:
     return _events_of(run, "mcp_server_started")
 
 
-def test_one_zygote_per_server_module_forks_the_whole_runs_servers(
+def test_the_games_run_in_process_and_one_zygote_forks_every_think_server(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)
@@ -211,12 +211,12 @@ def test_one_zygote_per_server_module_forks_the_whole_runs_servers(
     assert len(thinks) == 9  # the mcp arm: a fresh think server for each of its 3 × 3 turns
     teardowns = _events_of(tmp_path / "run", "mcp_turn_teardown")
     assert [e["servers"] for e in teardowns] == [["thinking"]] * 9  # each turn started its own: no spares
-    [game_zygote] = {e["zygote_pid"] for e in games}
+    assert [(e["pid"], e["zygote_pid"]) for e in games] == [(None, None)] * 6  # no process: in the eval's
+    assert [e["tools"] for e in games] == [["play_action", "memory", "get_map", "inventory", "status"]] * 6
     [think_zygote] = {e["zygote_pid"] for e in thinks}
-    assert None not in (game_zygote, think_zygote)
-    assert game_zygote != think_zygote  # a think server does not carry the game's imports
-    assert len({e["pid"] for e in started}) == len(started)  # a fresh process each time
-    assert not any(is_running(pid, None) for pid in [game_zygote, think_zygote, *(e["pid"] for e in started)])
+    assert think_zygote is not None
+    assert len({e["pid"] for e in thinks}) == 9  # a fresh process each time
+    assert not any(is_running(pid, None) for pid in [think_zygote, *(e["pid"] for e in thinks)])
 
 
 def test_a_per_turn_server_the_zygotes_cannot_fork_is_prewarmed_and_spawned(
@@ -238,8 +238,7 @@ def test_a_per_turn_server_the_zygotes_cannot_fork_is_prewarmed_and_spawned(
     assert {e["zygote_pid"] for e in thinks} == {None}
     teardowns = _events_of(tmp_path / "run", "mcp_turn_teardown")
     assert [e["servers"] for e in teardowns] == [[]] * 6  # each turn took a prewarmed spare
-    [game_zygote] = {e["zygote_pid"] for e in started if e["server"] == "zork"}
-    assert game_zygote is not None
+    assert [e["pid"] for e in started if e["server"] == "zork"] == [None, None]  # in-process games
 
 
 def test_an_arm_whose_server_cannot_start_fails_its_episodes_and_the_run_goes_on(

@@ -431,7 +431,8 @@ def test_a_game_jericho_supports_uses_its_native_api() -> None:
 
 
 def test_checking_a_version_3_story_does_not_import_jericho() -> None:
-    # zorkmcp eval checks the story in the process that runs every episode; Jericho imports numpy
-    # (about 12 MB there, and 55 ms of CPU), and only a version 4+ story needs Jericho's list.
+    # Checking a story is done where no game runs: zorkmcp play's own process (its game is a server
+    # process), the driver of a Ray run. Jericho imports numpy (about 12 MB, and 55 ms of CPU), and
+    # only a version 4+ story needs Jericho's list.
     statement = f"from zorkmcp.game import check_game_file; check_game_file({str(ZORK1_Z3)!r})"
     assert modules_loaded_by(statement, ("jericho", "numpy")) == []

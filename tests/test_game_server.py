@@ -8,6 +8,8 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.server.mcpserver import MCPServer
+from mcp.server.lowlevel import Server
 from mcp.types import CallToolResult, TextContent
 
 from zorkmcp.errors import GameError
@@ -28,6 +30,8 @@ from zorkmcp.game.server import SERVER_NAME, TOOL_LISTINGS, build_server, create
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+
+    from mcp.server.mcpserver import MCPServer
 
 REPO = Path(__file__).resolve().parents[1]
 ZORK1_Z3 = PACKAGED_GAME
@@ -242,7 +246,7 @@ def test_create_server_reads_game_file_path_from_pyproject(
     with pytest.raises(GameError, match=r"missing\.z3 \(from game_file_path in \[tool\.zorkgpt\.files\]\)"):
         create_server()
     (tmp_path / "pyproject.toml").write_text('[tool.zorkgpt.files]\ngame_file_path = "games/mine.z3"\n')
-    assert isinstance(create_server(), MCPServer)
+    assert isinstance(create_server(), Server)
 
 
 def test_a_bad_seed_variable_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -304,6 +308,63 @@ async def test_the_stdlib_server_lists_what_the_sdk_server_lists(server: MCPServ
         "required": ["action"],
         "title": "play_actionArguments",
     }
+
+
+async def test_the_inprocess_server_lists_and_answers_as_the_stdio_one() -> None:
+    """create_server (the SDK's lowlevel server, what zorkmcp eval plays) next to the stdio loop's answers."""
+    async with Client(create_server(str(zork1_path()), 12), mode="legacy") as client:
+        listed = [
+            tool.model_dump(by_alias=True, exclude_none=True) for tool in (await client.list_tools()).tools
+        ]
+        info = client.server_info
+        empty = await client.call_tool("play_action", {"action": ""})
+        not_text = await client.call_tool("play_action", {"action": 3})
+        north = await client.call_tool("play_action", {"action": "north"})
+        status = await client.call_tool("status", {})
+        with pytest.raises(Exception, match=r"Unknown tool: fly \(available: play_action, memory, get_map, "):
+            await client.call_tool("fly", {})
+    assert listed == [dict(listing) for listing in TOOL_LISTINGS]
+    assert info is not None
+    assert info.name == "Text Adventure Server"
+    assert (empty.is_error, text_of(empty)) == (
+        True,
+        "Error executing tool play_action: action is empty: type a command such as 'look' or 'north'",
+    )
+    assert (not_text.is_error, text_of(not_text)) == (
+        True,
+        "Error executing tool play_action: action must be a string, e.g. 'north'",
+    )
+    assert not north.is_error
+    assert text_of(north).startswith("North of House\nYou are facing the north side of a white house.")
+    assert json.loads(text_of(status))["location"] == "North of House"
+
+
+def test_games_opened_in_many_threads_at_once_are_independent_and_leave_warnings_alone() -> None:
+    """zorkmcp eval opens each episode's game in a worker thread: at once, in any order."""
+    actions = ["north", "east", "open window", "enter", "take all", "west", "take lamp", "move rug"]
+    seeds = [1, 12] * 8
+
+    def transcript(game: ZorkGame) -> list[str]:
+        return [game.step(action).observation for action in actions]
+
+    with ZorkGame.open(zork1_path(), seed=1) as one, ZorkGame.open(zork1_path(), seed=12) as twelve:
+        expected = {1: transcript(one), 12: transcript(twelve)}
+    filters = list(warnings.filters)
+    barrier = threading.Barrier(len(seeds))
+    played: dict[int, list[str]] = {}
+
+    def play(index: int) -> None:
+        barrier.wait()
+        with ZorkGame.open(zork1_path(), seed=seeds[index]) as game:
+            played[index] = transcript(game)
+
+    threads = [threading.Thread(target=play, args=(index,)) for index in range(len(seeds))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert played == {index: expected[seed] for index, seed in enumerate(seeds)}
+    assert warnings.filters == filters  # catch_warnings from two threads at once would leave one behind
 
 
 @pytest.mark.parametrize("variant", [[], ["--sdk"]])

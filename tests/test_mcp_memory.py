@@ -319,6 +319,23 @@ async def test_the_embedded_thinking_server_runs_inprocess() -> None:
     assert result.content["thoughtNumber"] == 1
 
 
+async def test_a_factory_given_in_code_is_called_instead_of_the_module() -> None:
+    made: list[str] = []
+
+    def factory() -> Server[Any]:
+        made.append("called")
+        return rich_server()
+
+    # The module does not exist: naming the server is all it is for when a factory is given.
+    server = ServerConfig(
+        name="made", type="inprocess", module="no_such_package.elsewhere:x", factory=factory
+    )
+    async with open_toolbox([server], SETTINGS) as toolbox:
+        result = await toolbox.call_tool("made.text", {"size": 1})
+    assert (result.is_error, result.content) == (False, "hello")
+    assert made == ["called"]
+
+
 # --- timeouts on virtual time ---------------------------------------------------------------------
 
 

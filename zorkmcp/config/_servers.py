@@ -12,7 +12,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Mapping  # noqa: TC003 - cattrs resolves the annotations at run time
+from collections.abc import Callable, Mapping  # noqa: TC003 - cattrs resolves the annotations at run time
 from pathlib import Path
 from typing import Final, Literal
 from urllib.parse import urlsplit
@@ -73,6 +73,10 @@ class ServerConfig:
     cwd: str | None = None
     module: str | None = None
     """``package.module:factory`` for ``type = "inprocess"``."""
+    factory: Callable[[], object] | None = field(default=None, eq=False, repr=False)
+    """For programs that build their configuration in code (never read from a file): the
+    ``inprocess`` server's factory itself, called instead of importing :attr:`module`'s (which
+    still names the server in messages). Called in a worker thread."""
     disabled: bool = False
     lifecycle: Literal["per_turn", "per_episode"] = field(
         default="per_turn", validator=one_of("per_turn", "per_episode")

@@ -2,7 +2,9 @@
 
 Each episode is the one episode loop (:class:`zorkmcp.episode.Episode`) awaited with
 :func:`~zorkmcp.episode.drive_async`, with its own agent, game server and MCP servers as its arm
-configures them; the game's RNG seed is the episode's seed. When an episode ends its result —
+configures them; the game's RNG seed is the episode's seed. The game server runs in this process
+(:func:`~zorkmcp.episode.inprocess_game_server_config`): its own Jericho interpreter, served over
+the SDK's memory transport. When an episode ends its result —
 ``episodes/<arm>/seed-<N>.json`` (written atomically) and ``seed-<N>.events.jsonl`` — is written
 from a worker thread. An episode that fails (a server that does not start, a model that fails) is
 recorded with its ``error``; the run goes on.
@@ -31,9 +33,10 @@ from ..episode import (
     Step,
     default_walkthrough,
     drive_async,
-    game_server_config,
+    inprocess_game_server_config,
 )
 from ..errors import ConfigError, GameError, LLMError, MCPError
+from ..game.server import preload as preload_game
 from ..llm import OPENROUTER_HEADERS, LLMClient, ModelChoice, is_local_base_url, resolve_api_key
 from ..llm._urls import is_openrouter
 from ..mcp import EpisodeServers, McpManager, ZygoteGroup, build_server_env, open_zygotes
@@ -67,11 +70,11 @@ __all__ = [
 
 Runner = str  # "local" or "ray"
 STARTS_PER_CPU = 8
-"""Episodes per CPU that may start their servers at once. A game server forked from the run's
-zygote costs about 12 ms of CPU to start (``benchmarks/bench_zygote.py``): letting 16 episodes
-start at once instead of 2 took 64 episodes' starts from a 1.5 s to a 0.75 s spread (p95) on 2
-cores. Should the zygote be gone, a spawned game server costs about 110 ms: 8 per CPU still start
-well inside any start-up timeout."""
+"""Episodes per CPU that may start their servers at once. Starting a process is CPU-bound: with
+game servers forked from a zygote (about 12 ms of CPU each, ``benchmarks/bench_zygote.py``),
+letting 16 episodes start at once instead of 2 took 64 episodes' starts from a 1.5 s to a 0.75 s
+spread (p95) on 2 cores. An arm's spawned ``per_episode`` server (a node server: 100 ms and more)
+still starts 8 per CPU at once well inside any start-up timeout."""
 _log = logging.getLogger("zorkmcp.eval")
 
 
@@ -119,7 +122,7 @@ async def open_http_pools(base_urls: Iterable[str], *, concurrency: int) -> Asyn
 
 def _servers(spec: EpisodeSpec) -> tuple[McpConfig, bool]:
     """The game server (seeded) plus, when the arm has MCP, the reasoning servers of its config."""
-    game = spec.game_server or game_server_config(spec.game_path, spec.seed)
+    game = spec.game_server or inprocess_game_server_config(spec.game_path, spec.seed)
     if not spec.settings.mcp.enabled:
         return McpConfig(servers=(game,)), False
     reasoning = McpConfig.from_file(spec.settings.mcp_config_path())
@@ -199,8 +202,8 @@ async def play_episode(
         runner: ``"local"`` or ``"ray"`` (for the record).
         starting: bounds how many episodes start their servers at once (starting a server is
             CPU-bound; K at once on a small machine would push every start past its timeout).
-        zygotes: the run's zygotes (:func:`open_run_zygotes`), which fork the game server and the
-            embedded servers; ``None``: the episode opens its own for its ``per_turn`` servers.
+        zygotes: the run's zygotes (:func:`open_run_zygotes`), which fork the embedded servers;
+            ``None``: the episode opens its own for its ``per_turn`` servers.
     """
     started = time.perf_counter()
     recorder = EventRecorder()
@@ -417,6 +420,8 @@ async def play_episodes(
         open_run_zygotes(specs) as zygotes,
         anyio.create_task_group() as tg,
     ):
+        if any(spec.game_server is None for spec in specs):  # the in-process game: import Jericho once, first
+            await anyio.to_thread.run_sync(preload_game)
         for _ in range(min(concurrency, len(specs))):
             tg.start_soon(worker, pools, zygotes)
 
@@ -444,11 +449,13 @@ def _servers_of_arms(specs: Iterable[EpisodeSpec]) -> list[ServerConfig]:
 
 @asynccontextmanager
 async def open_run_zygotes(specs: Iterable[EpisodeSpec]) -> AsyncIterator[ZygoteGroup]:
-    """Zygotes for the whole run: one forks every episode's game server, one each embedded server.
+    """Zygotes for the whole run, one per embedded server module the arms run as processes.
 
-    A game server forked from a zygote that has imported Jericho starts in about 12 ms of CPU
-    instead of about 110 (``benchmarks/bench_zygote.py``); per episode, that is most of its start.
-    Arms whose configuration does not load are left out here (their episodes record the error).
+    The ``think`` server of the default configuration: about 3.6 ms of CPU per fresh process
+    instead of 24 (``benchmarks/bench_zygote.py``). A game server an arm runs as a process (its
+    ``mcp_config.json`` names ``python -m zorkmcp.game.server``) gets a zygote that has imported
+    Jericho: about 12 ms instead of 115. Arms whose configuration does not load are left out here
+    (their episodes record the error).
 
     Args:
         specs: the episodes the run will play.

@@ -151,7 +151,7 @@ class EpisodeSpec:
     model: str | None = None
     base_url: str | None = None
     game_server: ServerConfig | None = None
-    """The game's MCP server; default: the stdio game server seeded with :attr:`seed`."""
+    """The game's MCP server; default: the game server seeded with :attr:`seed`, in the playing process."""
 
     @property
     def key(self) -> tuple[str, int]:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
@@ -62,6 +63,7 @@ _DEATH = re.compile(r"\*+\s*You have died\s*\*+")
 _GAME_ENDED = re.compile(
     r"\(Type RESTART, RESTORE,? or QUIT\)|Would you like to restart the game", re.IGNORECASE
 )
+_OPENING = threading.Lock()
 _PLAYER_NAMES = ("cretin", "adventurer", "yourself", "you", "player", "me")
 
 
@@ -264,7 +266,9 @@ class ZorkGame:
 
         from jericho import FrotzEnv, UnsupportedGameWarning
 
-        with warnings.catch_warnings():
+        # catch_warnings swaps process-wide state: games opened in several threads at once (the
+        # in-process game servers of ``zorkmcp eval``) take turns here.
+        with _OPENING, warnings.catch_warnings():
             # The z3 is unsupported on purpose: this adapter supplies what Jericho lacks.
             warnings.simplefilter("ignore", UnsupportedGameWarning)
             env = FrotzEnv(str(story_path), seed=seed)

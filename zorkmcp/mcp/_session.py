@@ -278,7 +278,7 @@ async def _build_inprocess(server: ServerConfig) -> Server[Any]:
     deadline then bounds what it is for, the MCP handshake.
     """
     spec = server.module or ""
-    factory = await _load_factory(spec)
+    factory = server.factory if server.factory is not None else await _load_factory(spec)
     return _lowlevel_server(await anyio.to_thread.run_sync(factory), spec)
 
 

@@ -41,40 +41,24 @@ def create_server() -> Server[Any]:
         An ``mcp.server.lowlevel.Server``; run it with the SDK's memory transport
         (``mcp.client._memory.InMemoryTransport`` or ``mcp.client.Client(server)``).
     """
-    import mcp_types as types
-    from mcp.server.lowlevel import Server
-    from mcp.shared.exceptions import MCPError
+    from ._lowlevel import lowlevel_server
 
-    session = ThinkingSession()
-    tool = types.Tool(name=TOOL_NAME, description=TOOL_DESCRIPTION, input_schema=dict(TOOL_INPUT_SCHEMA))
-
-    async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[tool])
-
-    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        if params.name != TOOL_NAME:
-            # The same answer as the stdio server: JSON-RPC invalid params.
-            message = f"Unknown tool: {params.name} (available: {TOOL_NAME})"
-            raise MCPError(code=types.INVALID_PARAMS, message=message)
-        text, is_error = session.call(params.arguments or {})
-        return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=is_error)
-
-    return Server(
-        SERVER_NAME,
-        version=__version__,
-        instructions=_INSTRUCTIONS,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-    )
+    return lowlevel_server(_tools(), name=SERVER_NAME, version=__version__, instructions=_INSTRUCTIONS)
 
 
 def create_stdio_server() -> JsonRpcServer:
     """The stdlib JSON-RPC server with a fresh ``think`` session (what ``main`` runs)."""
-    session = ThinkingSession()
-    tool = StdioTool(
-        name=TOOL_NAME, description=TOOL_DESCRIPTION, input_schema=TOOL_INPUT_SCHEMA, function=session.call
-    )
-    return JsonRpcServer([tool], name=SERVER_NAME, version=__version__, instructions=_INSTRUCTIONS)
+    return JsonRpcServer(_tools(), name=SERVER_NAME, version=__version__, instructions=_INSTRUCTIONS)
+
+
+def _tools() -> list[StdioTool]:
+    """The ``think`` tool over a fresh thought history."""
+    think = ThinkingSession().call
+    return [
+        StdioTool(
+            name=TOOL_NAME, description=TOOL_DESCRIPTION, input_schema=TOOL_INPUT_SCHEMA, function=think
+        )
+    ]
 
 
 def _serve_with_sdk() -> None:
