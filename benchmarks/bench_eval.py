@@ -3,14 +3,16 @@
 For each run K × T (``ZORKMCP_BENCH_EVAL_RUNS``, default ``8x5,32x5,64x5,64x20``) one ``zorkmcp
 eval`` process plays K episodes of T turns with K at once, in the default
 configuration: MCP on, the repository's ``mcp_config.json`` (a fresh ``think`` server per turn,
-Requirement 3), the stdio game server per episode. The model is ``latency_llm.py`` in its own
-process (1 s per request, one request per turn). Sampled from /proc every 0.2 s:
+Requirement 3), and each episode's game in the eval process (as ``zorkmcp eval`` plays it). The
+model is ``latency_llm.py`` in its own process (1 s per request, one request per turn). Sampled
+from /proc every 0.2 s:
 
 * achieved turns/s between the first and the last ``turn_complete``, over the ideal
   K ÷ (latency × requests per turn);
-* CPU ms per turn by lifecycle: the eval process itself, the ``per_episode`` game servers (their
-  last sample), and the ``per_turn`` servers with the run's zygotes (what is left of all CPU the
-  run's processes used, from ``getrusage(RUSAGE_CHILDREN)``);
+* CPU ms per turn by lifecycle: the eval process itself (with the games it plays), game server
+  processes (their last sample; none unless an arm runs the game as a process), and the
+  ``per_turn`` servers with the run's zygotes (what is left of all CPU the run's processes used,
+  from ``getrusage(RUSAGE_CHILDREN)``);
 * steady CPU ms per turn: all CPU the run's processes used between the first and the last
   ``turn_complete`` (live processes' own CPU plus the eval process's reaped children) ÷ the turns
   completed in that window. It leaves out the fixed costs that the per-lifecycle figures spread over
@@ -284,6 +286,7 @@ def test_eval_at_scale(report: Report, tmp_path: Path) -> None:
         "steady CPU: all CPU between the first and the last turn_complete ÷ the turns in between "
         "(no imports, no report)",
         "RSS per episode is the peak sum ÷ K (a forked server's RSS counts the pages it shares with its "
-        "zygote again; PSS counts them once); 'peak live' counts game servers alive at once",
+        "zygote again; PSS counts them once); 'peak live' counts game server processes alive at once "
+        "(none: the games run in the eval process)",
     ]
     report.add(section)
