@@ -349,6 +349,12 @@ def test_games_opened_in_many_threads_at_once_are_independent_and_leave_warnings
 
     with ZorkGame.open(zork1_path(), seed=1) as one, ZorkGame.open(zork1_path(), seed=12) as twelve:
         expected = {1: transcript(one), 12: transcript(twelve)}
+    # Games that shared an interpreter would play each other's moves: this is one game's walk.
+    assert [text.split("\n")[0] for text in expected[1][::3]] == ["North of House", "Kitchen", "Taken."]
+    assert expected[1][-1] == (
+        "With a great effort, the rug is moved to one side of the room, revealing the dusty cover of a "
+        "closed trap door."
+    )
     filters = list(warnings.filters)
     barrier = threading.Barrier(len(seeds))
     played: dict[int, list[str]] = {}
