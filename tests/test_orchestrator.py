@@ -19,6 +19,7 @@ from play_support import (
     write_project,
     zork1_path,
 )
+from servers.helpers import modules_loaded_by
 
 from zorkmcp.config import Settings
 from zorkmcp.errors import ConfigError, GameError, MCPError, MCPServerStartupError
@@ -111,6 +112,26 @@ def test_default_walkthrough_follows_the_file_name_and_falls_back_to_zork1() -> 
     assert zork1 is not None
     assert len(zork1) == 396
     assert default_walkthrough(Path("my-copy.z3")) == zork1
+
+
+@pytest.mark.parametrize(
+    ("base_url", "loaded"),
+    [
+        ("http://127.0.0.1:9/v1", []),  # a real model: no walkthrough, no Jericho in zorkmcp play's process
+        (None, ["jericho", "numpy"]),  # no key, remote endpoint: the offline scripted model plays it
+    ],
+)
+def test_the_walkthrough_is_read_only_for_the_offline_scripted_model(
+    base_url: str | None, loaded: list[str]
+) -> None:
+    statement = (
+        "import os; "
+        "[os.environ.pop(name, None) for name in ('OPENROUTER_API_KEY', 'OPENAI_API_KEY')]; "
+        "from zorkmcp.config import Settings; from zorkmcp.game import PACKAGED_GAME; "
+        "from zorkmcp.orchestrator import Orchestrator; "
+        f"Orchestrator(Settings(), PACKAGED_GAME, base_url={base_url!r}, mcp_enabled=False)._bridge()"
+    )
+    assert modules_loaded_by(statement, ("jericho", "numpy")) == loaded
 
 
 # -- Requirement 9.3 / 9.4: MCP on and off -----------------------------------------------------------

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from .agent import AgentAction
+    from .config import Settings
     from .engine import ToolCallRecord
     from .mcp import ToolCallResult
     from .observability import EventSink
@@ -52,6 +53,7 @@ __all__ = [
     "drive_async",
     "game_server_config",
     "inprocess_game_server_config",
+    "scripted_walkthrough",
 ]
 
 GAME_SERVER_NAME = "zork"
@@ -133,6 +135,26 @@ def default_walkthrough(game_path: Path) -> list[str] | None:
         except GameError:
             continue
     return None  # pragma: no cover - Jericho always knows zork1
+
+
+def scripted_walkthrough(
+    settings: Settings, game_path: Path, *, model: str | None = None, base_url: str | None = None
+) -> list[str] | None:
+    """:func:`default_walkthrough` when the offline scripted model will play, else ``None`` (nothing read).
+
+    Reading a walkthrough imports Jericho (and numpy): about 0.1 s of CPU and 11 MB that a process
+    whose model is real never needs (``zorkmcp play`` with a model: 1.10 → 0.96 s of CPU, 92 → 81 MB).
+
+    Args:
+        settings: the settings that choose the model (:meth:`zorkmcp.llm.ModelChoice.from_settings`).
+        game_path: the story file.
+        model: overrides the configured model.
+        base_url: overrides the configured endpoint.
+    """
+    from .llm import ModelChoice
+
+    choice = ModelChoice.from_settings(settings, model_override=model, base_url_override=base_url)
+    return default_walkthrough(game_path) if choice.scripted is not None else None
 
 
 @attrs.frozen(kw_only=True)

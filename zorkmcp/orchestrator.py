@@ -34,6 +34,7 @@ from .episode import (
     default_walkthrough,
     drive,
     game_server_config,
+    scripted_walkthrough,
 )
 from .errors import CassetteError, ConfigError, GameError, LLMError, MCPError
 from .llm import CassetteHeader, ChatModel, ModelChoice, RecordingModel, ReplayModel
@@ -67,7 +68,8 @@ class Orchestrator:
             read, no reasoning server is started and the agent gets no tools (Requirement 9.4).
         model: overrides the configured model.
         base_url: overrides the configured endpoint.
-        walkthrough: commands for the offline scripted model; default :func:`default_walkthrough`.
+        walkthrough: commands for the offline scripted model; default :func:`default_walkthrough`
+            (read only when that model plays).
         record: write every model exchange of the episode to this cassette.
         replay: answer from this cassette instead of a model (no network); see
             :class:`zorkmcp.llm.ReplayModel`.
@@ -131,9 +133,11 @@ class Orchestrator:
 
     def _bridge(self) -> Bridge:
         servers = self.servers()
-        walkthrough = (
-            self.walkthrough if self.walkthrough is not None else default_walkthrough(self.game_path)
-        )
+        walkthrough = self.walkthrough
+        if walkthrough is None and self.replay is None:
+            walkthrough = scripted_walkthrough(
+                self.settings, self.game_path, model=self.model, base_url=self.base_url
+            )
         try:
             return Bridge(
                 self.settings,

@@ -31,9 +31,9 @@ from ..episode import (
     AskAgent,
     Episode,
     Step,
-    default_walkthrough,
     drive_async,
     inprocess_game_server_config,
+    scripted_walkthrough,
 )
 from ..errors import ConfigError, GameError, LLMError, MCPError
 from ..game.server import preload as preload_game
@@ -135,16 +135,12 @@ def _servers(spec: EpisodeSpec) -> tuple[McpConfig, bool]:
 
 def _chat_model(spec: EpisodeSpec, pools: HttpPools, events: EventRecorder) -> tuple[ChatModel, ModelChoice]:
     """The arm's model: a fresh scripted model per episode, or an LLMClient on the shared pool."""
-    choice = ModelChoice.from_settings(
-        spec.settings, model_override=spec.model, base_url_override=spec.base_url
+    walkthrough = scripted_walkthrough(
+        spec.settings, spec.game_path, model=spec.model, base_url=spec.base_url
     )
-    if choice.scripted is not None:  # only it plays the walkthrough, and reading one imports Jericho (numpy)
-        choice = ModelChoice.from_settings(
-            spec.settings,
-            model_override=spec.model,
-            base_url_override=spec.base_url,
-            walkthrough=default_walkthrough(spec.game_path),
-        )
+    choice = ModelChoice.from_settings(
+        spec.settings, model_override=spec.model, base_url_override=spec.base_url, walkthrough=walkthrough
+    )
     choice.announce(events)
     if choice.scripted is not None:
         return choice.scripted, choice
