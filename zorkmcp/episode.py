@@ -22,6 +22,7 @@ import re
 import sys
 import time
 from collections.abc import Awaitable, Callable, Generator, Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -101,8 +102,6 @@ def inprocess_game_server_config(game_path: Path, seed: int | None) -> ServerCon
         game_path: the story file.
         seed: the interpreter's RNG seed (``None``: Jericho's default).
     """
-    from functools import partial
-
     from .game.server import create_server
 
     return ServerConfig(

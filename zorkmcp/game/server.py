@@ -36,6 +36,7 @@ import sys
 from typing import TYPE_CHECKING, Annotated, Any
 
 from .. import __version__
+from .._argtypes import non_negative_int
 from ..errors import ConfigError, GameError
 from ..servers._stdio_jsonrpc import JsonRpcServer, StdioTool
 from ._paths import resolve_game_path
@@ -298,7 +299,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--game", metavar="PATH", help="the story file (default: GAME, game_file_path, or zork1)"
     )
     parser.add_argument(
-        "--seed", type=_non_negative_int, help="the interpreter's RNG seed (default: ZORKMCP_GAME_SEED)"
+        "--seed", type=non_negative_int, help="the interpreter's RNG seed (default: ZORKMCP_GAME_SEED)"
     )
     parser.add_argument(
         "--sdk", action="store_true", help="serve with the MCP SDK's server (slower to start; same tools)"
@@ -306,7 +307,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     # Jericho imports numpy, whose OpenBLAS starts a thread per core at import; this process does no
     # linear algebra. One thread: a start to the first answer costs 118 instead of 188 ms of CPU
-    # (measured on 2 cores; zorkmcp eval starts one game server per episode). A value the user set
+    # (measured on 2 cores; zorkmcp play starts one game server per episode). A value the user set
     # is kept.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
@@ -328,19 +329,9 @@ def _seed_from_env(env: Mapping[str, str]) -> int | None:
     if not text:
         return None
     try:
-        return _non_negative_int(text)
+        return non_negative_int(text)
     except argparse.ArgumentTypeError as exc:
-        raise GameError(f"ZORKMCP_GAME_SEED: {exc}") from None
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"a seed must be a non-negative integer, got {text!r}")
-    return value
+        raise GameError(f"ZORKMCP_GAME_SEED: a seed {exc}") from None
 
 
 if __name__ == "__main__":
