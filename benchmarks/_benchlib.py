@@ -401,6 +401,8 @@ def _eval_targets(runs: dict[str, Any] | None, add: Callable[[str, str, str, boo
     if runs is None:
         return
     for run in runs["runs"]:
+        if not run.get("mcp", True):  # the --no-mcp floor: the targets are the default configuration's
+            continue
         k = f"{run['k']} × {run.get('turns_each', '?')}"
         add(f"eval turns/s over ideal [K={k}]", "≥ 0.9×", f"{run['ratio']:.2f}×", run["ratio"] >= 0.9)
         rss = run["rss_mb_per_episode"]

@@ -1,11 +1,11 @@
 """``zorkmcp eval`` at scale: K concurrent episodes against a model that answers in 1 s.
 
-For each run K × T (``ZORKMCP_BENCH_EVAL_RUNS``, default ``8x5,32x5,64x5,64x20``) one ``zorkmcp
-eval`` process plays K episodes of T turns with K at once, in the default
-configuration: MCP on, the repository's ``mcp_config.json`` (a fresh ``think`` server per turn,
-Requirement 3), and each episode's game in the eval process (as ``zorkmcp eval`` plays it). The
-model is ``latency_llm.py`` in its own process (1 s per request, one request per turn). Sampled
-from /proc every 0.2 s:
+For each run K × T (``ZORKMCP_BENCH_EVAL_RUNS``, default ``8x5,32x5,64x5,64x5-nomcp,64x20``) one
+``zorkmcp eval`` process plays K episodes of T turns with K at once, in the default configuration:
+MCP on, the repository's ``mcp_config.json`` (a fresh ``think`` server per turn, Requirement 3),
+and each episode's game in the eval process (as ``zorkmcp eval`` plays it); ``-nomcp`` runs with
+``--no-mcp`` (the game the only server; not held to the targets). The model is ``latency_llm.py``
+in its own process (1 s per request, one request per turn). Sampled from /proc every 0.2 s:
 
 * achieved turns/s between the first and the last ``turn_complete``, over the ideal
   K ÷ (latency × requests per turn);
@@ -45,14 +45,16 @@ if TYPE_CHECKING:
     from _benchlib import Report
 
 RUNS = [
-    (int(k), int(t))
+    (int(k), int(t.removesuffix("-nomcp")), not t.endswith("-nomcp"))
     for k, _, t in (
         run.strip().partition("x")
-        for run in os.environ.get("ZORKMCP_BENCH_EVAL_RUNS", "8x5,32x5,64x5,64x20").split(",")
+        for run in os.environ.get("ZORKMCP_BENCH_EVAL_RUNS", "8x5,32x5,64x5,64x5-nomcp,64x20").split(",")
         if run.strip()
     )
 ]
-"""(K, turns) of each run: short episodes show the cost of starting them, long ones the steady state."""
+"""(K, turns, MCP on) of each run: short episodes show the cost of starting them, long ones the
+steady state; ``-nomcp`` plays the same episodes with no MCP server but the game (``--no-mcp``):
+the floor the engine's MCP work adds to."""
 LATENCY = 1.0
 SAMPLE_EVERY = 0.2
 _TICK = os.sysconf("SC_CLK_TCK")
@@ -186,12 +188,13 @@ def _steady_cpu_ms(times: list[float], timeline: list[tuple[float, float]]) -> f
     return (end[1] - start[1]) * 1000 / turns if turns else float("nan")
 
 
-def _run_k(k: int, turns_each: int, port: int, folder: Path) -> dict[str, Any]:
+def _run_k(k: int, turns_each: int, port: int, folder: Path, *, mcp: bool = True) -> dict[str, Any]:
     run = folder / "run"
     command = [
         sys.executable, "-m", "zorkmcp.cli", "eval", "--game", str(GAME), "--episodes", str(k),
         "--concurrency", str(k), "--turns", str(turns_each), "--base-url", f"http://127.0.0.1:{port}/v1",
         "--model", "bench", "--out", str(run), "--quiet", "--pyproject", str(_project(folder)),
+        *(() if mcp else ("--no-mcp",)),
     ]  # fmt: skip
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
@@ -214,6 +217,7 @@ def _run_k(k: int, turns_each: int, port: int, folder: Path) -> dict[str, Any]:
     return {
         "k": k,
         "turns_each": turns_each,
+        "mcp": mcp,
         "episodes": len(records),
         "errors": sum(1 for r in records if r.get("error")),
         "turns": turns,
@@ -241,7 +245,7 @@ def _run_k(k: int, turns_each: int, port: int, folder: Path) -> dict[str, Any]:
 def _row(f: dict[str, Any]) -> list[str]:
     cpu = f["cpu_ms_per_turn"]
     return [
-        f"{f['k']} × {f['turns_each']}",
+        f"{f['k']} × {f['turns_each']}" + ("" if f["mcp"] else ", no MCP"),
         f"{f['achieved_turns_per_s']:.2f} / {f['ideal_turns_per_s']:.1f}",
         f"{f['ratio']:.2f}×",
         f"{cpu['runner']:.0f} / {cpu['game']:.0f} / {cpu['per_turn']:.0f} / {cpu['total']:.0f}",
@@ -270,7 +274,9 @@ def test_eval_at_scale(report: Report, tmp_path: Path) -> None:
     try:
         assert server.stdout is not None
         port = int(server.stdout.readline())
-        figures = [_run_k(k, t, port, tmp_path / f"k{k}x{t}") for k, t in RUNS]
+        figures = [
+            _run_k(k, t, port, tmp_path / f"k{k}x{t}{'' if mcp else '-nomcp'}", mcp=mcp) for k, t, mcp in RUNS
+        ]
     finally:
         server.terminate()
         server.wait()
@@ -281,6 +287,8 @@ def test_eval_at_scale(report: Report, tmp_path: Path) -> None:
     section.notes = [
         "targets: ≥ 0.9 × ideal at K = 64; ≤ 40 MB RSS per concurrent episode; episode start ≤ 150 ms",
         "achieved turns/s: turns after the first wave, between the first and the last turn_complete",
+        "no MCP: the same episodes with the game as their only server (--no-mcp): what the eval process "
+        "costs before any MCP server of the configuration",
         "per_turn CPU: all CPU of the run's processes minus the eval process and the game servers (so it "
         "includes the run's zygotes)",
         "steady CPU: all CPU between the first and the last turn_complete ÷ the turns in between "
