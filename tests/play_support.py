@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
+import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +26,7 @@ __all__ = [
     "offline_env",
     "proc_start_time",
     "read_events",
+    "run_in_tmux",
     "write_project",
     "zork1_path",
 ]
@@ -71,6 +75,31 @@ def offline_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _KEY_VARIABLES}
     env.update(extra)
     return env
+
+
+def run_in_tmux(cwd: Path, command: str, width: int, height: int) -> list[str]:
+    """``command`` in a ``width``×``height`` tmux pane (a real terminal); the screen and its scrollback.
+
+    Skips the test when tmux is not installed.
+    """
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed: a live view cannot be checked in a real terminal")
+    socket = f"zorkmcp-live-{uuid.uuid4().hex[:8]}"
+    tmux = ["tmux", "-L", socket]
+    script = f"cd {cwd} && {command}; {' '.join(tmux)} wait-for -S ran; exec cat"
+    env = offline_env(TERM="xterm-256color")
+    env.pop("TMUX", None)
+    subprocess.run(
+        [*tmux, "new-session", "-d", "-x", str(width), "-y", str(height), script], env=env, check=True
+    )
+    try:
+        subprocess.run([*tmux, "wait-for", "ran"], env=env, check=True, timeout=60)
+        pane = subprocess.run(
+            [*tmux, "capture-pane", "-p", "-S", "-200"], env=env, check=True, capture_output=True, text=True
+        )
+    finally:
+        subprocess.run([*tmux, "kill-server"], env=env, check=False)
+    return pane.stdout.rstrip("\n").splitlines()
 
 
 def write_project(

@@ -6,9 +6,11 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import eval_support
@@ -16,7 +18,15 @@ import pytest
 import trio
 from eval_support import inprocess_game
 from llm_server import agent_reply, server_error
-from play_support import PER_TURN_THINKING, default_sigint, descendants, is_running, offline_env, zork1_path
+from play_support import (
+    PER_TURN_THINKING,
+    default_sigint,
+    descendants,
+    is_running,
+    offline_env,
+    run_in_tmux,
+    zork1_path,
+)
 
 from zorkmcp.cli import main
 from zorkmcp.config import Settings
@@ -24,8 +34,6 @@ from zorkmcp.errors import ConfigError
 from zorkmcp.eval import EpisodeSpec, episode_paths, load_eval_file, play_episodes, read_episode
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from llm_server import LLMServer
 
 EPISODE_KEYS = {
@@ -79,14 +87,18 @@ async def test_k_episodes_whose_model_takes_a_second_finish_in_the_time_of_one(
 ) -> None:
     llm_server.script(*[agent_reply("look", delay=1.0) for _ in range(12)])  # 4 episodes x 3 turns
     finished: list[tuple[float, dict[str, Any]]] = []
+    turns: list[tuple[float, int]] = []
     start = trio.current_time()
     await play_episodes(
         [_spec(seed, llm_server.base_url) for seed in (1, 2, 3, 4)],
         tmp_path,
         concurrency=concurrency,
+        on_turn=lambda spec: turns.append((trio.current_time() - start, spec.seed)),
         on_done=lambda record: finished.append((trio.current_time() - start, record)),
     )
     assert max(t for t, _ in finished) == pytest.approx(seconds)
+    assert sorted(seed for _, seed in turns) == [1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4]
+    assert turns[0][0] == pytest.approx(1.0)  # told of each turn as it ends, not when its episode does
     assert sorted(r["seed"] for _, r in finished) == [1, 2, 3, 4]
     record = finished[0][1]
     assert EPISODE_KEYS <= record.keys()
@@ -167,6 +179,7 @@ def test_resume_plays_only_what_is_missing_or_broken(
     code, out, _ = _eval(tmp_path, "--episodes", "3", "--resume", *common, capsys=capsys)
     assert code == 0, out
     assert "2 episode(s) played, 1 resumed" in " ".join(out.split())
+    assert "(episodes/, summary.json, summary.csv, report.html)" in " ".join(out.split())
     assert (run / "episodes" / "no-mcp" / "seed-12.json").read_bytes() == first[("no-mcp", 12)]
     records = _records(run)
     assert sorted(records) == [("no-mcp", 12), ("no-mcp", 13), ("no-mcp", 14)]
@@ -339,7 +352,102 @@ def test_plan_from_file_and_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert (specs[0].settings.mcp.enabled, specs[1].settings.mcp.enabled) == (True, False)
 
 
+# -- live progress ------------------------------------------------------------------------------------
+
+
+def _record_of(arm: str, seed: int, *, score: int, turns: int) -> dict[str, Any]:
+    return {"arm": arm, "seed": seed, "score": score, "turns": turns, "moves": turns, "victory": False}
+
+
+def test_live_progress_counts_turns_as_they_are_played_and_not_those_of_resumed_episodes(
+    tmp_path: Path,
+) -> None:
+    from io import StringIO
+
+    from rich.console import Console
+
+    from zorkmcp._cli_eval import LiveProgress
+    from zorkmcp.eval import ArmSpec, EvalPlan
+
+    plan = EvalPlan(
+        arms=(ArmSpec(name="mcp"), ArmSpec(name="no-mcp")),
+        episodes=3,
+        seed=12,
+        max_turns=50,
+        concurrency=2,
+        game_path=zork1_path(),
+        out=tmp_path / "run",
+        settings=Settings(),
+    )
+    specs = {(spec.arm, spec.seed): spec for spec in plan.specs()}
+    progress = LiveProgress(Console(file=StringIO()), plan, quiet=True)
+    progress.resumed([_record_of("mcp", 12, score=10, turns=50)])
+    progress.started(specs["mcp", 13])
+    progress.started(specs["mcp", 14])
+    progress.turned(specs["mcp", 13])
+    progress.turned(specs["mcp", 13])
+    progress.turned(specs["mcp", 14])
+    mcp = progress.arms["mcp"]
+    assert (mcp.done, mcp.running, mcp.score, mcp.turns) == (1, 2, 10, 3)
+    progress.finished(_record_of("mcp", 13, score=4, turns=2))
+    assert (mcp.done, mcp.running, mcp.score, mcp.turns) == (2, 1, 14, 3)
+    # an episode whose turns were not seen one by one (on Ray) counts them all when it ends
+    progress.started(specs["no-mcp", 12])
+    progress.finished(_record_of("no-mcp", 12, score=0, turns=7))
+    no_mcp = progress.arms["no-mcp"]
+    assert (no_mcp.done, no_mcp.running, no_mcp.score, no_mcp.turns) == (1, 0, 0, 7)
+
+
+def test_arm_stats_show_each_figure_once_it_means_something() -> None:
+    from zorkmcp._cli_eval import ArmTally, arm_stats
+
+    assert arm_stats(ArmTally(total=20), 0.0) == ""
+    assert arm_stats(ArmTally(total=20, running=16), 0.5) == "16 running"
+    assert arm_stats(ArmTally(total=20, running=16, turns=30), 2.0) == "16 running  15.0 turns/s"
+    assert arm_stats(ArmTally(total=20, done=4, score=50, turns=45), 3.0) == "mean score 12.5  15.0 turns/s"
+
+
+def test_live_progress_in_an_80x24_terminal(tmp_path: Path) -> None:
+    zorkmcp = Path(sys.executable).with_name("zorkmcp")
+    command = (
+        f"{zorkmcp} eval --compare-mcp --episodes 3 --concurrency 2 --turns 4 --game {zork1_path()} "
+        f"--out {tmp_path / 'run'}"
+    )
+    lines = run_in_tmux(tmp_path, command, 80, 24)
+    assert max(len(line) for line in lines) <= 80
+    bars = [line for line in lines if line.startswith(("mcp ", "no-mcp ")) and "━" in line]
+    assert len(bars) == 2, lines  # one line per arm, drawn in place
+    for bar in bars:
+        assert re.search(r" 3/3 mean score \d+\.\d  \d+\.\d turns/s ", bar), bar
+        assert "running" not in bar
+    assert any("Eval summary" in line for line in lines)
+    assert any(
+        "(episodes/, summary.json, summary.csv, report.html)" in line for line in " ".join(lines).split("\n")
+    )
+
+
 # -- Ctrl-C ------------------------------------------------------------------------------------------
+
+
+def test_a_run_stopped_before_any_episode_finished_names_only_the_files_it_wrote(tmp_path: Path) -> None:
+    from io import StringIO
+
+    from rich.console import Console
+
+    from zorkmcp._cli_eval import print_outcome
+    from zorkmcp.eval import EvalOutcome
+    from zorkmcp.eval._runner import write_run_summary
+
+    run = tmp_path / "run"
+    run.mkdir()
+    summary = write_run_summary(run, [])  # what run_eval writes when Ctrl-C came before any episode ended
+    out = StringIO()
+    outcome = EvalOutcome(run_dir=run, episodes=[], played=0, resumed=0, interrupted=True, summary=summary)
+    print_outcome(Console(file=out, width=300, color_system=None), outcome)
+    assert out.getvalue().splitlines() == [
+        "No episode has finished: nothing to summarize.",
+        f"0 episode(s) played, 0 resumed; files in {run} (summary.json, summary.csv)",
+    ]
 
 
 def test_ctrl_c_stops_the_episodes_in_flight_keeps_finished_files_and_exits_130(tmp_path: Path) -> None:

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import sys
-import uuid
 from pathlib import Path
 
-import pytest
-from play_support import INPROCESS_THINKING, offline_env, write_project, zork1_path
+from play_support import INPROCESS_THINKING, run_in_tmux, write_project, zork1_path
 from rich.console import Console
 
 from zorkmcp._live import LiveView, Progress, sparkline
@@ -135,31 +131,15 @@ def story_file() -> Path:
 
 def _play_in_tmux(tmp_path: Path, width: int, height: int) -> list[str]:
     """``zorkmcp play --turns 12`` in a ``width``×``height`` tmux pane; the screen and its scrollback."""
-    if shutil.which("tmux") is None:
-        pytest.skip("tmux is not installed: the live view cannot be checked in a real terminal")
     game = story_file()
     pyproject = write_project(
         tmp_path,
         mcp_config=INPROCESS_THINKING,
         files={"json_log_file": str(tmp_path / "events.jsonl"), "episode_log_file": str(tmp_path / "ep.log")},
     )
-    socket = f"zorkmcp-live-{uuid.uuid4().hex[:8]}"
-    tmux = ["tmux", "-L", socket]
-    play = f"{ZORKMCP} play --turns 12 --game {game} --pyproject {pyproject}"
-    script = f"cd {tmp_path} && {play}; {' '.join(tmux)} wait-for -S played; exec cat"
-    env = offline_env(TERM="xterm-256color")
-    env.pop("TMUX", None)
-    subprocess.run(
-        [*tmux, "new-session", "-d", "-x", str(width), "-y", str(height), script], env=env, check=True
+    return run_in_tmux(
+        tmp_path, f"{ZORKMCP} play --turns 12 --game {game} --pyproject {pyproject}", width, height
     )
-    try:
-        subprocess.run([*tmux, "wait-for", "played"], env=env, check=True, timeout=60)
-        pane = subprocess.run(
-            [*tmux, "capture-pane", "-p", "-S", "-200"], env=env, check=True, capture_output=True, text=True
-        )
-    finally:
-        subprocess.run([*tmux, "kill-server"], env=env, check=False)
-    return pane.stdout.rstrip("\n").splitlines()
 
 
 def _frame(lines: list[str]) -> list[str]:

@@ -189,25 +189,33 @@ def json_quote(text: str) -> str:
 
 
 @attrs.define
-class _ArmTally:
+class ArmTally:
     total: int
     done: int = 0
+    running: int = 0
     score: int = 0
     turns: int = 0
+    """Turns played by this run (resumed episodes' are not), counted as they are played."""
     task: TaskID | None = None
 
 
-class _LiveProgress:
-    """Episodes done per arm, running mean score and turns per second (rich), or one line each."""
+class LiveProgress:
+    """Per arm: episodes done and running, running mean score, turns per second (rich); or one line each.
+
+    Turns count as they are played (on Ray, when their episode ends), so turns per second moves
+    before the first episode ends; episodes found by ``--resume`` count as done, not in the rate.
+    """
 
     def __init__(self, console: Console, plan: EvalPlan, *, quiet: bool) -> None:
         self.console = console
         self.mode = "off" if quiet else "live" if console.is_terminal else "lines"
         self.started_at = time.monotonic()
-        self.arms = {arm.name: _ArmTally(total=plan.episodes) for arm in plan.arms}
+        self.arms = {arm.name: ArmTally(total=plan.episodes) for arm in plan.arms}
+        self.counted: dict[tuple[str, int], int] = {}
+        """Turns already counted of each episode in flight."""
         self.bar: Progress | None = None
 
-    def __enter__(self) -> _LiveProgress:
+    def __enter__(self) -> LiveProgress:
         if self.mode == "live":
             self.bar = Progress(
                 TextColumn("[bold]{task.fields[arm]}"),
@@ -230,28 +238,52 @@ class _LiveProgress:
 
     def resumed(self, records: list[dict[str, Any]]) -> None:
         for record in records:
-            self._count(record)
+            tally = self.arms.get(record["arm"])
+            if tally is not None:
+                tally.done += 1
+                tally.score += int(record["score"])
+                self._show(tally)
 
     def started(self, spec: EpisodeSpec, /) -> None:
-        del spec
+        tally = self.arms.get(spec.arm)
+        if tally is not None:
+            tally.running += 1
+            self.counted[spec.key] = 0
+            self._show(tally)
+
+    def turned(self, spec: EpisodeSpec, /) -> None:
+        tally = self.arms.get(spec.arm)
+        if tally is not None:
+            tally.turns += 1
+            self.counted[spec.key] = self.counted.get(spec.key, 0) + 1
+            self._show(tally)
 
     def finished(self, record: dict[str, Any], /) -> None:
-        self._count(record)
+        tally = self.arms.get(record["arm"])
+        if tally is not None:
+            tally.running = max(tally.running - 1, 0)
+            tally.done += 1
+            tally.score += int(record["score"])
+            tally.turns += int(record["turns"]) - self.counted.pop((record["arm"], record["seed"]), 0)
+            self._show(tally)
         if self.mode == "lines":
             self.console.out(episode_line(record), highlight=False)
             self.console.file.flush()
 
-    def _count(self, record: dict[str, Any]) -> None:
-        tally = self.arms.get(record["arm"])
-        if tally is None:
-            return
-        tally.done += 1
-        tally.score += int(record["score"])
-        tally.turns += int(record["turns"])
+    def _show(self, tally: ArmTally) -> None:
         if self.bar is not None and tally.task is not None:
-            rate = tally.turns / max(time.monotonic() - self.started_at, 1e-9)
-            stats = f"mean score {tally.score / tally.done:.1f}  {rate:.1f} turns/s"
+            stats = arm_stats(tally, time.monotonic() - self.started_at)
             self.bar.update(tally.task, completed=tally.done, stats=stats)
+
+
+def arm_stats(tally: ArmTally, elapsed: float) -> str:
+    """``2 running  mean score 12.5  3.1 turns/s``: each part once it means something."""
+    parts = [f"{tally.running} running"] if tally.running else []
+    if tally.done:
+        parts.append(f"mean score {tally.score / tally.done:.1f}")
+    if tally.turns and elapsed > 0:
+        parts.append(f"{tally.turns / elapsed:.1f} turns/s")
+    return "  ".join(parts)
 
 
 # -- the command ------------------------------------------------------------------------------------
@@ -291,8 +323,15 @@ def summary_table(summary: dict[str, Any]) -> Table:
     return table
 
 
-def _report(console: Console, outcome: EvalOutcome) -> None:
-    console.print(summary_table(outcome.summary))
+_OUTPUTS = ("episodes", "summary.json", "summary.csv", "report.html")
+
+
+def print_outcome(console: Console, outcome: EvalOutcome) -> None:
+    """The summary table, the comparisons, and the files the run left (only those it wrote)."""
+    if outcome.summary.get("arms"):
+        console.print(summary_table(outcome.summary))
+    else:
+        console.print("No episode has finished: nothing to summarize.", highlight=False)
     for c in outcome.summary.get("comparisons", []):
         lo, hi = c.get("ci95") or (None, None)  # null below two scored episodes per arm
         console.print(
@@ -300,9 +339,12 @@ def _report(console: Console, outcome: EvalOutcome) -> None:
             f"{_fmt(c.get('diff_mean_score'))} (95% CI {_fmt(lo)} … {_fmt(hi)})",
             highlight=False,
         )
+    written = [
+        f"{name}/" if name == "episodes" else name for name in _OUTPUTS if (outcome.run_dir / name).exists()
+    ]
     console.print(
         f"{outcome.played} episode(s) played, {outcome.resumed} resumed; files in {outcome.run_dir} "
-        "(episodes/, summary.json, summary.csv, report.html)",
+        f"({', '.join(written)})",
         style="dim",
         highlight=False,
     )
@@ -324,11 +366,11 @@ def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
         f"{'; on Ray' if args.ray else ''}; writing {escape(str(plan.out))}",
         highlight=False,
     )
-    with _LiveProgress(console, plan, quiet=args.quiet) as progress:
+    with LiveProgress(console, plan, quiet=args.quiet) as progress:
         if args.resume:
             progress.resumed(collect_episodes(plan))
         outcome = run_eval(plan, resume=args.resume, ray=args.ray, progress=progress)
-    _report(console, outcome)
+    print_outcome(console, outcome)
     failed = [r for r in outcome.episodes if r.get("error")]
     if outcome.interrupted:
         err.print("zorkmcp eval: interrupted; the summary covers the finished episodes", highlight=False)

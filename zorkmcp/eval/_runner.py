@@ -79,9 +79,15 @@ _log = logging.getLogger("zorkmcp.eval")
 
 
 class Progress(Protocol):
-    """Told about episodes as they start and end (in the event loop, or Ray's driver: be quick)."""
+    """Told about episodes as they start, play turns and end (in the event loop, or Ray's driver: be quick).
+
+    On Ray an episode's turns are not seen one by one: ``turned`` is not called, and the record
+    given to ``finished`` has them all.
+    """
 
     def started(self, spec: EpisodeSpec, /) -> None: ...
+
+    def turned(self, spec: EpisodeSpec, /) -> None: ...
 
     def finished(self, record: dict[str, Any], /) -> None: ...
 
@@ -187,6 +193,7 @@ async def play_episode(
     runner: Runner = "local",
     starting: anyio.CapacityLimiter | None = None,
     zygotes: ZygoteGroup | None = None,
+    turned: Callable[[], None] | None = None,
 ) -> EpisodeResult:
     """Play one episode with the one episode loop; failures end up in the record's ``error``.
 
@@ -200,6 +207,7 @@ async def play_episode(
             CPU-bound; K at once on a small machine would push every start past its timeout).
         zygotes: the run's zygotes (:func:`open_run_zygotes`), which fork the embedded servers;
             ``None``: the episode opens its own for its ``per_turn`` servers.
+        turned: called after each turn (in the event loop; must be quick).
     """
     started = time.perf_counter()
     recorder = EventRecorder()
@@ -219,6 +227,8 @@ async def play_episode(
         tally.scores.append(record.score)
         tally.deaths += bool(episode.status is not None and episode.status.died)
         tally.events.extend(recorder.drain()[0])  # the recorder is bounded: hand over every turn
+        if turned is not None:
+            turned()
 
     def on_start(model: str, scripted: bool) -> None:
         del model, scripted
@@ -383,6 +393,7 @@ async def play_episodes(
     *,
     concurrency: int,
     on_start: Callable[[EpisodeSpec], None] | None = None,
+    on_turn: Callable[[EpisodeSpec], None] | None = None,
     on_done: Callable[[dict[str, Any]], None] | None = None,
 ) -> None:
     """Play ``specs``, at most ``concurrency`` at once, writing each episode's files when it ends.
@@ -396,6 +407,7 @@ async def play_episodes(
         concurrency: K, the most episodes in flight (at most :data:`STARTS_PER_CPU` per CPU start
             their servers at once).
         on_start: called when an episode starts (in the event loop; must be quick).
+        on_turn: called when an episode has played a turn (in the event loop; must be quick).
         on_done: called with each record once its files are written.
     """
     starting = anyio.CapacityLimiter(STARTS_PER_CPU * (os.cpu_count() or 1))
@@ -406,7 +418,8 @@ async def play_episodes(
         for spec in queue:
             if on_start is not None:
                 on_start(spec)
-            result = await play_episode(spec, pools, starting=starting, zygotes=zygotes)
+            turned = partial(on_turn, spec) if on_turn is not None else None
+            result = await play_episode(spec, pools, starting=starting, zygotes=zygotes, turned=turned)
             await anyio.to_thread.run_sync(write_episode, run_dir, result)
             if on_done is not None:
                 on_done(result.record)
@@ -535,6 +548,7 @@ def run_eval(
 def _play(pending: list[EpisodeSpec], plan: EvalPlan, ray: str | None, progress: Progress | None) -> None:
     """Play ``pending`` in this process (one trio loop) or as Ray tasks; Ctrl-C raises KeyboardInterrupt."""
     on_start = progress.started if progress is not None else None
+    on_turn = progress.turned if progress is not None else None
     on_done = progress.finished if progress is not None else None
     if ray is not None:
         from ._ray import play_on_ray
@@ -547,7 +561,13 @@ def _play(pending: list[EpisodeSpec], plan: EvalPlan, ray: str | None, progress:
 
     run_trio(
         partial(
-            play_episodes, pending, plan.out, concurrency=plan.concurrency, on_start=on_start, on_done=on_done
+            play_episodes,
+            pending,
+            plan.out,
+            concurrency=plan.concurrency,
+            on_start=on_start,
+            on_turn=on_turn,
+            on_done=on_done,
         )
     )
 
