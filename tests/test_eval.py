@@ -13,12 +13,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import eval_support
 import pytest
 import trio
 from eval_support import inprocess_game
 from llm_server import agent_reply, server_error
 from play_support import (
+    INPROCESS_THINKING,
     PER_TURN_THINKING,
     default_sigint,
     descendants,
@@ -146,6 +148,30 @@ async def test_a_model_that_fails_is_recorded_and_the_other_episodes_go_on(
     assert "error" not in played
     assert played["turns"] == 1
     assert read_episode(episode_paths(tmp_path, "a", failed["seed"])[0]) == failed
+
+
+async def test_an_arm_plays_the_configuration_it_had_when_the_run_started(
+    llm_server: LLMServer, autojump_clock: trio.testing.MockClock, tmp_path: Path
+) -> None:
+    # Each arm's mcp_config.json is read once: one arm, one configuration, whatever the file becomes.
+    config = tmp_path / "tools.json"
+    config.write_text(json.dumps(INPROCESS_THINKING))
+    settings = Settings()
+    settings = attrs.evolve(settings, mcp=attrs.evolve(settings.mcp, enabled=True, config_file=str(config)))
+    specs = [attrs.evolve(_spec(seed, llm_server.base_url, turns=1), settings=settings) for seed in (1, 2)]
+    llm_server.script(agent_reply("look", delay=1.0), agent_reply("look", delay=1.0))
+    done: list[dict[str, Any]] = []
+
+    def break_the_file(spec: EpisodeSpec) -> None:
+        if spec.seed == 1:  # once the run has started: a user edits the file (a small write)
+            config.write_text('{"mcpServers": {"thinking": ')
+
+    await play_episodes(specs, tmp_path, concurrency=1, on_start=break_the_file, on_done=done.append)
+    assert [(r["seed"], r.get("error"), r["turns"]) for r in done] == [(1, None, 1), (2, None, 1)]
+    for seed in (1, 2):
+        events = [json.loads(line) for line in episode_paths(tmp_path, "a", seed)[1].read_text().splitlines()]
+        started = [e["server"] for e in events if e["event_type"] == "mcp_server_started"]
+        assert sorted(started) == ["thinking", "zork"]
 
 
 # -- the command -------------------------------------------------------------------------------------

@@ -63,6 +63,7 @@ __all__ = [
     "open_run_zygotes",
     "play_episode",
     "play_episodes",
+    "read_arm_configs",
     "read_episode",
     "run_eval",
     "write_episode",
@@ -126,17 +127,45 @@ async def open_http_pools(base_urls: Iterable[str], *, concurrency: int) -> Asyn
         yield pools
 
 
-def _servers(spec: EpisodeSpec) -> tuple[McpConfig, bool]:
-    """The game server (seeded) plus, when the arm has MCP, the reasoning servers of its config."""
-    game = spec.game_server or inprocess_game_server_config(spec.game_path, spec.seed)
+def _reasoning(spec: EpisodeSpec) -> McpConfig | None:
+    """The arm's reasoning servers (its ``mcp_config.json``, read now); ``None`` when the arm has no MCP."""
     if not spec.settings.mcp.enabled:
-        return McpConfig(servers=(game,)), False
+        return None
     reasoning = McpConfig.from_file(spec.settings.mcp_config_path())
     if any(s.name == GAME_SERVER_NAME for s in reasoning.servers):
         raise ConfigError(
             f"{reasoning.source} defines a server named '{GAME_SERVER_NAME}', reserved for the game"
         )
+    return reasoning
+
+
+def _servers(spec: EpisodeSpec, reasoning: McpConfig | None) -> tuple[McpConfig, bool]:
+    """The game server (seeded) plus the arm's reasoning servers, if it has MCP."""
+    game = spec.game_server or inprocess_game_server_config(spec.game_path, spec.seed)
+    if reasoning is None:
+        return McpConfig(servers=(game,)), False
     return McpConfig(servers=(*reasoning.servers, game), source=reasoning.source), True
+
+
+ArmConfigs = dict[str, McpConfig | None]
+"""Each arm's reasoning servers, read once for the run (:func:`read_arm_configs`)."""
+
+
+def read_arm_configs(specs: Iterable[EpisodeSpec]) -> ArmConfigs:
+    """Read each arm's ``mcp_config.json`` once, so that all its episodes play one configuration.
+
+    An arm's episodes differ only by seed. A file edited while the run goes on changes nothing in
+    it. An arm whose file does not load is left out: its episodes read the file themselves and
+    record the error. (On Ray each episode reads the file in its worker, where its ``${VAR}``
+    values come from.)
+    """
+    configs: ArmConfigs = {}
+    for spec in {spec.arm: spec for spec in specs}.values():
+        try:
+            configs[spec.arm] = _reasoning(spec)
+        except (ConfigError, OSError):
+            continue
+    return configs
 
 
 def _chat_model(spec: EpisodeSpec, pools: HttpPools, events: EventRecorder) -> tuple[ChatModel, ModelChoice]:
@@ -194,6 +223,7 @@ async def play_episode(
     starting: anyio.CapacityLimiter | None = None,
     zygotes: ZygoteGroup | None = None,
     turned: Callable[[], None] | None = None,
+    configs: ArmConfigs | None = None,
 ) -> EpisodeResult:
     """Play one episode with the one episode loop; failures end up in the record's ``error``.
 
@@ -208,6 +238,8 @@ async def play_episode(
         zygotes: the run's zygotes (:func:`open_run_zygotes`), which fork the embedded servers;
             ``None``: the episode opens its own for its ``per_turn`` servers.
         turned: called after each turn (in the event loop; must be quick).
+        configs: the run's arm configurations (:func:`read_arm_configs`); an arm not in it (or
+            ``None``): the episode reads its arm's ``mcp_config.json`` itself.
     """
     started = time.perf_counter()
     recorder = EventRecorder()
@@ -237,7 +269,7 @@ async def play_episode(
     episode.on_turn, episode.on_start = on_turn, on_start
     stopped, error = "turn limit", None
     try:
-        await _run_loop(spec, pools, recorder, episode, tally, starting, zygotes)
+        await _run_loop(spec, pools, recorder, episode, tally, starting, zygotes, configs)
     except (GameError, MCPError, LLMError, OSError, ValueError) as exc:
         stopped, error = "error", f"{type(exc).__name__}: {exc}"
         recorder.log("ERROR", f"Episode stopped: {error}")
@@ -255,8 +287,13 @@ async def _run_loop(
     tally: _Tally,
     starting: anyio.CapacityLimiter | None,
     zygotes: ZygoteGroup | None,
+    configs: ArmConfigs | None,
 ) -> None:
-    servers, mcp_on = await anyio.to_thread.run_sync(_servers, spec)  # reads the arm's mcp_config.json
+    if configs is not None and spec.arm in configs:
+        reasoning = configs[spec.arm]
+    else:
+        reasoning = await anyio.to_thread.run_sync(_reasoning, spec)  # reads the arm's mcp_config.json
+    servers, mcp_on = _servers(spec, reasoning)
     model, _ = _chat_model(spec, pools, recorder)
     episode.model_name, episode.scripted = model.model, model.scripted  # also when the servers fail
     manager = McpManager(servers, spec.settings.mcp, events=recorder)
@@ -419,14 +456,17 @@ async def play_episodes(
             if on_start is not None:
                 on_start(spec)
             turned = partial(on_turn, spec) if on_turn is not None else None
-            result = await play_episode(spec, pools, starting=starting, zygotes=zygotes, turned=turned)
+            result = await play_episode(
+                spec, pools, starting=starting, zygotes=zygotes, turned=turned, configs=configs
+            )
             await anyio.to_thread.run_sync(write_episode, run_dir, result)
             if on_done is not None:
                 on_done(result.record)
 
+    configs = await anyio.to_thread.run_sync(read_arm_configs, specs)
     async with (
         open_http_pools(urls, concurrency=concurrency) as pools,
-        open_run_zygotes(specs) as zygotes,
+        open_run_zygotes(specs, configs) as zygotes,
         anyio.create_task_group() as tg,
     ):
         if any(spec.game_server is None for spec in specs):  # the in-process game: import Jericho once, first
@@ -445,19 +485,21 @@ class _RunLog:
         _log.log(logging.getLevelName(level), "%s", message)
 
 
-def _servers_of_arms(specs: Iterable[EpisodeSpec]) -> list[ServerConfig]:
-    """Every server of every arm (reads each arm's ``mcp_config.json``; an arm that fails is skipped)."""
-    servers: list[ServerConfig] = []
-    for spec in {spec.arm: spec for spec in specs}.values():  # an arm's episodes differ only by seed
-        try:
-            servers.extend(_servers(spec)[0].servers)
-        except (ConfigError, OSError):
-            continue
-    return servers
+def _servers_of_arms(specs: Iterable[EpisodeSpec], configs: ArmConfigs) -> list[ServerConfig]:
+    """Every server of every arm whose configuration loaded."""
+    arms = {spec.arm: spec for spec in specs}  # an arm's episodes differ only by seed
+    return [
+        server
+        for arm, spec in arms.items()
+        if arm in configs
+        for server in _servers(spec, configs[arm])[0].servers
+    ]
 
 
 @asynccontextmanager
-async def open_run_zygotes(specs: Iterable[EpisodeSpec]) -> AsyncIterator[ZygoteGroup]:
+async def open_run_zygotes(
+    specs: Iterable[EpisodeSpec], configs: ArmConfigs | None = None
+) -> AsyncIterator[ZygoteGroup]:
     """Zygotes for the whole run, one per embedded server module the arms run as processes.
 
     The ``think`` server of the default configuration: about 3.6 ms of CPU per fresh process
@@ -468,8 +510,12 @@ async def open_run_zygotes(specs: Iterable[EpisodeSpec]) -> AsyncIterator[Zygote
 
     Args:
         specs: the episodes the run will play.
+        configs: the arms' configurations (:func:`read_arm_configs`; ``None``: read them now).
     """
-    servers = await anyio.to_thread.run_sync(_servers_of_arms, specs)
+    specs = list(specs)
+    if configs is None:
+        configs = await anyio.to_thread.run_sync(read_arm_configs, specs)
+    servers = _servers_of_arms(specs, configs)
     async with open_zygotes(servers, _RunLog(), lifecycles=("per_turn", "per_episode")) as zygotes:
         yield zygotes
 
