@@ -45,7 +45,8 @@ FILE.toml: an [eval] table (episodes, seed, max_turns, concurrency, game, out) a
 Relative paths in it are relative to its folder. Flags override the file.
 
 written to --out (default runs/<UTC timestamp>): episodes/<arm>/seed-<N>.json (atomically, when
-the episode ends) and seed-<N>.events.jsonl, then summary.json, summary.csv and report.html.
+the episode ends) and seed-<N>.events.jsonl, then summary.json, summary.csv and (once an episode
+has finished) report.html. Each arm's mcp_config.json is read once, when the run starts.
 --resume plays only the episodes whose file is missing or does not parse.
 
 exit status: 0 every episode played; 1 some episode failed (recorded with its error, the run went
