@@ -71,10 +71,11 @@ __all__ = [
 
 Runner = str  # "local" or "ray"
 STARTS_PER_CPU = 8
-"""Episodes per CPU that may start their servers at once. Starting a process is CPU-bound: with
-game servers forked from a zygote (about 12 ms of CPU each, ``benchmarks/bench_zygote.py``),
-letting 16 episodes start at once instead of 2 took 64 episodes' starts from a 1.5 s to a 0.75 s
-spread (p95) on 2 cores. An arm's spawned ``per_episode`` server (a node server: 100 ms and more)
+"""Episodes per CPU that may start their servers at once. Starting a server is CPU-bound: when each
+episode's game server was a process forked from a zygote (about 12 ms of CPU each,
+``benchmarks/bench_zygote.py``), letting 16 episodes start at once instead of 2 took 64 episodes'
+starts from a 1.5 s to a 0.75 s spread (p95) on 2 cores; with the games in process, 1, 8 or 32 per
+CPU measured the same. An arm's spawned ``per_episode`` server (a node server: 100 ms and more)
 still starts 8 per CPU at once well inside any start-up timeout."""
 _log = logging.getLogger("zorkmcp.eval")
 

@@ -8,7 +8,8 @@ each session is then an ``os.fork()`` of it: still a fresh process with its own 
 session and process group, with its own environment and working directory. An episode opens one
 for its ``per_turn`` servers (:meth:`~zorkmcp.mcp.McpManager.open_episode`); ``zorkmcp eval`` opens
 one per server module for the whole run (:func:`~zorkmcp.mcp.open_zygotes`, grouped in a
-:class:`ZygoteGroup`), including one for the game server, which imports Jericho in
+:class:`ZygoteGroup`), including one for the game server when an arm's ``mcp_config.json`` runs it
+as a process (the eval's own games run in its process), which imports Jericho in
 ``zygote_preload`` (110 → 12 ms of CPU per game server start).
 
 Why we wrote our own: the measurement (``.venv/bin/python benchmarks/bench_zygote.py 400``; one
@@ -86,7 +87,7 @@ __all__ = [
 
 ZYGOTE_MODULES: tuple[str, ...] = ("zorkmcp.servers.thinking", "zorkmcp.game.server")
 """Server modules that may be forked from a zygote (``python -m MODULE``): the embedded think
-server, and the game server (which ``zorkmcp eval`` starts once per episode)."""
+server, and the game server (a process per episode when an arm's ``mcp_config.json`` runs it)."""
 ZYGOTE_START_TIMEOUT = 10.0
 """Seconds the zygote gets to import its modules; after that the episode spawns servers normally."""
 ZYGOTE_EXIT_GRACE = 1.0
