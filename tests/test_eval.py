@@ -280,27 +280,29 @@ def test_a_per_turn_server_the_zygotes_cannot_fork_is_prewarmed_and_spawned(
     assert [e["pid"] for e in started if e["server"] == "zork"] == [None, None]  # in-process games
 
 
+_DEAD_SERVER = {
+    "mcpServers": {
+        "dead": {"command": sys.executable, "args": ["-c", "raise SystemExit(3)"], "lifecycle": "per_episode"}
+    }
+}
+_PLAIN_AND_BROKEN = (
+    '[eval]\nepisodes = 2\nmax_turns = 2\n\n[[arms]]\nname = "plain"\nmcp = false\n\n'
+    '[[arms]]\nname = "broken"\nmcp = true\nmcp_config = "broken.json"\n'
+)
+
+
 def test_an_arm_whose_server_cannot_start_fails_its_episodes_and_the_run_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    broken = {
-        "mcpServers": {
-            "dead": {
-                "command": sys.executable,
-                "args": ["-c", "raise SystemExit(3)"],
-                "lifecycle": "per_episode",
-            }
-        }
-    }
-    (tmp_path / "broken.json").write_text(json.dumps(broken))
-    (tmp_path / "eval.toml").write_text(
-        '[eval]\nepisodes = 2\nmax_turns = 2\n\n[[arms]]\nname = "plain"\nmcp = false\n\n'
-        '[[arms]]\nname = "broken"\nmcp = true\nmcp_config = "broken.json"\n'
-    )
+    (tmp_path / "broken.json").write_text(json.dumps(_DEAD_SERVER))
+    (tmp_path / "eval.toml").write_text(_PLAIN_AND_BROKEN)
     code, _, err = _eval(tmp_path, str(tmp_path / "eval.toml"), "--quiet", capsys=capsys)
     assert code == 1
     assert "2 episode(s) failed" in " ".join(err.split())
+    assert f"to play them again, run the same command with --retry-failed --out {tmp_path / 'run'}" in (
+        " ".join(err.split())
+    )
     records = _records(tmp_path / "run")
     assert sorted(records) == [("broken", 12), ("broken", 13), ("plain", 12), ("plain", 13)]
     for seed in (12, 13):
@@ -321,6 +323,62 @@ def test_an_arm_whose_server_cannot_start_fails_its_episodes_and_the_run_goes_on
     page = (run / "report.html").read_text()
     assert "plain" in page
     assert "broken" in page
+
+    # the server is mended: --retry-failed plays the two failed episodes again, and only those
+    plain = {seed: episode_paths(run, "plain", seed)[0].read_bytes() for seed in (12, 13)}
+    (tmp_path / "broken.json").write_text(json.dumps(INPROCESS_THINKING))
+    code, out, err = _eval(tmp_path, str(tmp_path / "eval.toml"), "--quiet", "--retry-failed", capsys=capsys)
+    assert (code, err) == (0, "")
+    assert "2 episode(s) played, 2 resumed" in " ".join(out.split())
+    assert {seed: episode_paths(run, "plain", seed)[0].read_bytes() for seed in (12, 13)} == plain
+    records = _records(run)
+    for seed in (12, 13):
+        assert "error" not in records["broken", seed]
+        assert records["broken", seed]["turns"] == 2
+    summary = json.loads((run / "summary.json").read_text())
+    assert (summary["arms"]["broken"]["episodes"], summary["arms"]["broken"]["failed"]) == (2, 0)
+
+
+def test_resume_refuses_episodes_played_with_other_settings_and_changes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An arm whose episodes had other settings would average two configurations into one mean.
+    monkeypatch.chdir(tmp_path)
+    common = ("--no-mcp", "--episodes", "2", "--concurrency", "2", "--quiet")
+    code, out, _ = _eval(tmp_path, "--turns", "2", *common, capsys=capsys)
+    assert code == 0, out
+    run = tmp_path / "run"
+    before = {path: path.read_bytes() for path in sorted(run.rglob("*")) if path.is_file()}
+    seed_12 = episode_paths(run, "no-mcp", 12)[0]
+    for flags, message in [
+        (
+            ("--turns", "3"),
+            f"{seed_12}: max_turns is 2 but this run's arm no-mcp has 3 (--turns, or max_turns in [eval]) "
+            "(and 1 more episode file(s)); resume with the settings the run began with, or pass a new --out",
+        ),
+        (
+            ("--turns", "2", "--model", "other", "--base-url", "http://127.0.0.1:9/v1"),  # a real model
+            f'{seed_12}: model is "scripted-walkthrough" but this run\'s arm no-mcp has "other" (--model, or '
+            "the arm's model) (and 1 more episode file(s)); resume with the settings the run began with, "
+            "or pass a new --out",
+        ),
+    ]:
+        for resume in ("--resume", "--retry-failed"):
+            code, _, err = _eval(tmp_path, *flags, resume, *common, capsys=capsys)
+            assert code == 2
+            assert "".join(err.split()) == "".join(
+                f"zorkmcp eval: ConfigError: {message}".split()
+            )  # rich wraps
+            assert {path: path.read_bytes() for path in sorted(run.rglob("*")) if path.is_file()} == before
+    seed_13 = episode_paths(run, "no-mcp", 13)[0]
+    record = json.loads(seed_13.read_text())
+    record["game"] = "other.z5"
+    seed_13.write_text(json.dumps(record))
+    code, _, err = _eval(tmp_path, "--turns", "2", "--resume", *common, capsys=capsys)
+    assert code == 2
+    assert "".join(
+        f'{seed_13}: game is "other.z5" but this run\'s arm no-mcp has "zork1.z3"'.split()
+    ) in "".join(err.split())
 
 
 @pytest.mark.parametrize(
@@ -422,6 +480,11 @@ def test_live_progress_counts_turns_as_they_are_played_and_not_those_of_resumed_
     progress.finished(_record_of("no-mcp", 12, score=0, turns=7))
     no_mcp = progress.arms["no-mcp"]
     assert (no_mcp.done, no_mcp.running, no_mcp.score, no_mcp.turns) == (1, 0, 0, 7)
+    # a failed episode is done, counted as failed, and left out of the mean (as in the summary)
+    progress.started(specs["no-mcp", 13])
+    progress.finished({**_record_of("no-mcp", 13, score=9, turns=1), "error": "LLMHTTPError: 429"})
+    progress.resumed([{**_record_of("no-mcp", 14, score=9, turns=0), "error": "MCPServerStartupError: x"}])
+    assert (no_mcp.done, no_mcp.failed, no_mcp.score, no_mcp.turns) == (3, 2, 0, 8)
 
 
 def test_arm_stats_show_each_figure_once_it_means_something() -> None:
@@ -431,6 +494,10 @@ def test_arm_stats_show_each_figure_once_it_means_something() -> None:
     assert arm_stats(ArmTally(total=20, running=16), 0.5) == "16 running"
     assert arm_stats(ArmTally(total=20, running=16, turns=30), 2.0) == "16 running  15.0 turns/s"
     assert arm_stats(ArmTally(total=20, done=4, score=50, turns=45), 3.0) == "mean score 12.5  15.0 turns/s"
+    assert arm_stats(ArmTally(total=20, running=2, done=6, failed=2, score=50), 3.0) == (
+        "2 running  [red]2 failed[/]  mean score 12.5"
+    )
+    assert arm_stats(ArmTally(total=20, done=3, failed=3), 3.0) == "[red]3 failed[/]"
 
 
 def test_live_progress_in_an_80x24_terminal(tmp_path: Path) -> None:
@@ -450,6 +517,23 @@ def test_live_progress_in_an_80x24_terminal(tmp_path: Path) -> None:
     assert any(
         "(episodes/, summary.json, summary.csv, report.html)" in line for line in " ".join(lines).split("\n")
     )
+
+
+def test_live_progress_shows_each_failure_as_it_happens_in_an_80x24_terminal(tmp_path: Path) -> None:
+    (tmp_path / "broken.json").write_text(json.dumps(_DEAD_SERVER))
+    (tmp_path / "eval.toml").write_text(_PLAIN_AND_BROKEN)
+    zorkmcp = Path(sys.executable).with_name("zorkmcp")
+    command = f"{zorkmcp} eval eval.toml --game {zork1_path()} --out {tmp_path / 'run'}"
+    lines = run_in_tmux(tmp_path, command, 80, 24)
+    assert max(len(line) for line in lines) <= 80
+    screen = " ".join(" ".join(lines).split())
+    for seed in (12, 13):  # printed above the bars when the episode ends
+        assert f"arm=broken seed={seed} score=0 turns=0 moves=0 tool_calls=0 deaths=0" in screen
+    assert screen.count('error="MCPServerStartupError: ') == 2
+    bars = {line.split()[0]: line for line in lines if line.startswith(("plain ", "broken ")) and "━" in line}
+    assert re.search(r" 2/2 mean score \d+\.\d  \d+\.\d turns/s ", bars["plain"]), bars
+    assert " 2/2 2 failed " in bars["broken"], bars
+    assert "mean score" not in bars["broken"]
 
 
 # -- Ctrl-C ------------------------------------------------------------------------------------------

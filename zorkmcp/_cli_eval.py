@@ -1,7 +1,8 @@
 """``zorkmcp eval``: play many seeded episodes per arm and report mean ± standard error.
 
 Exit codes: 0 every episode played; 1 some episode failed (its file has ``error``; the others and
-the summary are written); 2 a bad eval file, setting, flag or game file (nothing started);
+the summary are written); 2 a bad eval file, setting, flag or game file, or a ``--resume`` whose
+finished episodes had other settings (nothing started);
 130 interrupted (Ctrl-C: the finished episodes and the summary of them are written).
 """
 
@@ -18,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from ._argtypes import non_negative_int, positive_int
 from .errors import ConfigError, GameError
@@ -47,11 +49,13 @@ Relative paths in it are relative to its folder. Flags override the file.
 written to --out (default runs/<UTC timestamp>): episodes/<arm>/seed-<N>.json (atomically, when
 the episode ends) and seed-<N>.events.jsonl, then summary.json, summary.csv and (once an episode
 has finished) report.html. Each arm's mcp_config.json is read once, when the run starts.
---resume plays only the episodes whose file is missing or does not parse.
+--resume plays only the episodes whose file is missing or does not parse, and stops (exit 2) if a
+finished one was played with another model, turn limit, game or tools setting; --retry-failed also
+plays again the episodes that failed.
 
 exit status: 0 every episode played; 1 some episode failed (recorded with its error, the run went
-on); 2 a bad eval file, setting or flag (nothing started); 130 interrupted (Ctrl-C: episodes in
-flight are stopped, finished files stay, the summary covers them)."""
+on); 2 a bad eval file, setting or flag, or a resume with other settings (nothing started); 130
+interrupted (Ctrl-C: episodes in flight are stopped, finished files stay, the summary covers them)."""
 
 
 def add_eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -80,6 +84,11 @@ def add_eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--compare-mcp", action="store_true", help='two arms: "mcp" (tools) and "no-mcp"')
     p.add_argument("--out", metavar="DIR", help="the run's folder (default runs/<UTC timestamp>)")
     p.add_argument("--resume", action="store_true", help="skip episodes already finished in --out")
+    p.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="--resume, and also play again the episodes that failed (their files are replaced)",
+    )
     p.add_argument(
         "--ray",
         nargs="?",
@@ -145,8 +154,9 @@ def build_plan(args: argparse.Namespace, settings: Settings) -> EvalPlan:
     check_game_file(game_path)
     out = pick(args.out, "out", None)
     if out is None:
-        if args.resume:
-            raise ConfigError("--resume needs the run's folder: pass --out DIR (or set out in [eval])")
+        if args.resume or args.retry_failed:
+            flag = "--retry-failed" if args.retry_failed else "--resume"
+            raise ConfigError(f"{flag} needs the run's folder: pass --out DIR (or set out in [eval])")
         out = f"runs/{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
     arms = _arms(args, settings, file)
     for arm in arms:  # a bad mcp_config.json stops the run before anything starts
@@ -194,7 +204,10 @@ class ArmTally:
     total: int
     done: int = 0
     running: int = 0
+    failed: int = 0
+    """Done episodes with an ``error``: counted as done, left out of the mean score (as in the summary)."""
     score: int = 0
+    """The sum of the final scores of the done episodes that did not fail."""
     turns: int = 0
     """Turns played by this run (resumed episodes' are not), counted as they are played."""
     task: TaskID | None = None
@@ -242,7 +255,7 @@ class LiveProgress:
             tally = self.arms.get(record["arm"])
             if tally is not None:
                 tally.done += 1
-                tally.score += int(record["score"])
+                self._count(tally, record)
                 self._show(tally)
 
     def started(self, spec: EpisodeSpec, /) -> None:
@@ -264,12 +277,21 @@ class LiveProgress:
         if tally is not None:
             tally.running = max(tally.running - 1, 0)
             tally.done += 1
-            tally.score += int(record["score"])
+            self._count(tally, record)
             tally.turns += int(record["turns"]) - self.counted.pop((record["arm"], record["seed"]), 0)
             self._show(tally)
         if self.mode == "lines":
             self.console.out(episode_line(record), highlight=False)
             self.console.file.flush()
+        elif self.mode == "live" and record.get("error"):  # above the bars, as it happens
+            self.console.print(Text(episode_line(record), style="red"))
+
+    @staticmethod
+    def _count(tally: ArmTally, record: dict[str, Any]) -> None:
+        if record.get("error"):
+            tally.failed += 1
+        else:
+            tally.score += int(record["score"])
 
     def _show(self, tally: ArmTally) -> None:
         if self.bar is not None and tally.task is not None:
@@ -278,10 +300,15 @@ class LiveProgress:
 
 
 def arm_stats(tally: ArmTally, elapsed: float) -> str:
-    """``2 running  mean score 12.5  3.1 turns/s``: each part once it means something."""
+    """``2 running  1 failed  mean score 12.5  3.1 turns/s``: each part once it means something.
+
+    The mean is over the episodes that did not fail, as in ``summary.json``.
+    """
     parts = [f"{tally.running} running"] if tally.running else []
-    if tally.done:
-        parts.append(f"mean score {tally.score / tally.done:.1f}")
+    if tally.failed:
+        parts.append(f"[red]{tally.failed} failed[/]")
+    if tally.done > tally.failed:
+        parts.append(f"mean score {tally.score / (tally.done - tally.failed):.1f}")
     if tally.turns and elapsed > 0:
         parts.append(f"{tally.turns / elapsed:.1f} turns/s")
     return "  ".join(parts)
@@ -353,7 +380,7 @@ def print_outcome(console: Console, outcome: EvalOutcome) -> None:
 
 def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
     from .config import Settings
-    from .eval import collect_episodes, run_eval
+    from .eval import resumable_episodes, run_eval
 
     pyproject = Path(args.pyproject) if args.pyproject else None
     if pyproject is not None and not pyproject.is_file():
@@ -367,10 +394,15 @@ def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
         f"{'; on Ray' if args.ray else ''}; writing {escape(str(plan.out))}",
         highlight=False,
     )
+    resume = args.resume or args.retry_failed
+    kept = (
+        resumable_episodes(plan, retry_failed=args.retry_failed) if resume else []
+    )  # checked before anything starts
     with LiveProgress(console, plan, quiet=args.quiet) as progress:
-        if args.resume:
-            progress.resumed(collect_episodes(plan))
-        outcome = run_eval(plan, resume=args.resume, ray=args.ray, progress=progress)
+        progress.resumed(kept)
+        outcome = run_eval(
+            plan, resume=resume, retry_failed=args.retry_failed, ray=args.ray, progress=progress
+        )
     print_outcome(console, outcome)
     failed = [r for r in outcome.episodes if r.get("error")]
     if outcome.interrupted:
@@ -380,7 +412,8 @@ def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
         first = failed[0]
         err.print(
             f"[bold red]zorkmcp eval: {len(failed)} episode(s) failed[/], e.g. {escape(first['arm'])} seed "
-            f"{first['seed']}: {escape(str(first['error']))}",
+            f"{first['seed']}: {escape(' '.join(str(first['error']).split()))}; to play them again, run the "
+            f"same command with --retry-failed --out {escape(str(outcome.run_dir))}",
             highlight=False,
         )
         return EXIT_FAILED

@@ -3,7 +3,7 @@ on Ray; their statistics, and pages that draw them.
 
 - :class:`EvalPlan`, :class:`ArmSpec`, :func:`load_eval_file`: what to play (the TOML file and flags).
 - :func:`run_eval`: play it and write ``episodes/<arm>/seed-<N>.json``, ``summary.json``,
-  ``summary.csv`` and ``report.html``.
+  ``summary.csv`` and ``report.html``; :func:`resumable_episodes`: what ``--resume`` keeps.
 - :func:`play_episode` / :func:`play_episodes`: one episode, or many in one task group.
 - :func:`summarize`, :func:`write_summary_csv`: ``summary.json``'s object and ``summary.csv``.
 - :func:`welch_interval`, :func:`t_quantile`: the 95% interval for a difference of mean scores.
@@ -25,6 +25,7 @@ from ._runner import episode_paths as episode_paths
 from ._runner import play_episode as play_episode
 from ._runner import play_episodes as play_episodes
 from ._runner import read_episode as read_episode
+from ._runner import resumable_episodes as resumable_episodes
 from ._runner import run_eval as run_eval
 from ._runner import write_episode as write_episode
 from ._spec import ArmSpec as ArmSpec
@@ -56,6 +57,7 @@ __all__ = [
     "read_run_episodes",
     "render_episode_report",
     "render_eval_report",
+    "resumable_episodes",
     "run_eval",
     "summarize",
     "t_quantile",

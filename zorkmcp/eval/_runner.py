@@ -18,7 +18,7 @@ import os
 import time
 from contextlib import AsyncExitStack, asynccontextmanager, nullcontext
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import anyio
 import attrs
@@ -376,6 +376,7 @@ def _record(spec: EpisodeSpec, summary: Any, tally: _Tally, *, runner: Runner, w
         "scripted": summary.scripted,
         "mcp": spec.settings.mcp.enabled,
         "max_turns": spec.max_turns,
+        "game": spec.game_path.name,
         "stopped": summary.stopped,
     }
     if summary.error is not None:
@@ -555,8 +556,73 @@ def collect_episodes(plan: EvalPlan) -> list[dict[str, Any]]:
     return found
 
 
+_RESUME_KEYS: Final = {
+    "model": "--model, or the arm's model",
+    "scripted": "true: the offline scripted model, which plays when no API key is set",
+    "mcp": "--no-mcp, --compare-mcp, or the arm's mcp",
+    "max_turns": "--turns, or max_turns in [eval]",
+    "game": "--game, or game in [eval]",
+}
+"""What a resumed record must share with the plan's episode, and what sets each."""
+
+
+def _planned(spec: EpisodeSpec) -> dict[str, Any]:
+    choice = ModelChoice.from_settings(
+        spec.settings, model_override=spec.model, base_url_override=spec.base_url
+    )
+    return {
+        "model": choice.model if choice.scripted is None else choice.scripted.model,
+        "scripted": choice.scripted is not None,
+        "mcp": spec.settings.mcp.enabled,
+        "max_turns": spec.max_turns,
+        "game": spec.game_path.name,
+    }
+
+
+def resumable_episodes(plan: EvalPlan, *, retry_failed: bool = False) -> list[dict[str, Any]]:
+    """The finished episodes ``--resume`` keeps (does not play again), each checked against the plan.
+
+    A record the plan would play otherwise (another model, turn limit or game, tools on or off)
+    stops the resume before anything starts: its arm would mix two configurations and its mean
+    would answer neither. Keys a record lacks (written by an older zorkmcp) are not checked.
+
+    Args:
+        plan: the run to resume.
+        retry_failed: leave out the failed episodes (with an ``error``), so they are played again.
+
+    Raises:
+        ConfigError: a kept record differs from the plan; the message names the file, the key, both
+            values and the setting that decides it.
+    """
+    specs = {spec.key: spec for spec in plan.specs()}
+    kept = [r for r in collect_episodes(plan) if not (retry_failed and r.get("error"))]
+    planned: dict[str, dict[str, Any]] = {}
+    clashes = []
+    for record in kept:
+        spec = specs[record["arm"], record["seed"]]
+        expected = planned.get(spec.arm) or planned.setdefault(spec.arm, _planned(spec))
+        keys = [key for key in _RESUME_KEYS if key in record and record[key] != expected[key]]
+        if keys:
+            clashes.append((record, keys[0]))
+    if clashes:
+        record, key = clashes[0]
+        path = episode_paths(plan.out, record["arm"], record["seed"])[0]
+        more = f" (and {len(clashes) - 1} more episode file(s))" if len(clashes) > 1 else ""
+        raise ConfigError(
+            f"{path}: {key} is {json.dumps(record[key])} but this run's arm {record['arm']} has "
+            f"{json.dumps(planned[record['arm']][key])} ({_RESUME_KEYS[key]}){more}; resume with the "
+            "settings the run began with, or pass a new --out"
+        )
+    return kept
+
+
 def run_eval(
-    plan: EvalPlan, *, resume: bool = False, ray: str | None = None, progress: Progress | None = None
+    plan: EvalPlan,
+    *,
+    resume: bool = False,
+    retry_failed: bool = False,
+    ray: str | None = None,
+    progress: Progress | None = None,
 ) -> EvalOutcome:
     """Play the plan (here, or on Ray), then write ``summary.json``, ``summary.csv`` and ``report.html``.
 
@@ -566,18 +632,27 @@ def run_eval(
 
     Args:
         plan: what to play.
-        resume: skip episodes whose file exists and parses.
+        resume: skip episodes whose file exists and parses (:func:`resumable_episodes`).
+        retry_failed: with ``resume``, play the failed episodes again (their new files replace the old).
         ray: ``None`` plays in this process; ``"local"`` starts a local Ray runtime; any other value
             is the address of a cluster to join (``auto``, ``ray://head:10001``).
         progress: told when an episode starts and ends.
+
+    Raises:
+        ConfigError: ``resume`` found an episode played with other settings (nothing was played).
     """
     specs = plan.specs()
-    done = {(r["arm"], r["seed"]) for r in collect_episodes(plan)} if resume else set()
+    done = (
+        {(r["arm"], r["seed"]) for r in resumable_episodes(plan, retry_failed=retry_failed)}
+        if resume
+        else set()
+    )
     pending = [spec for spec in specs if spec.key not in done]
     plan.out.mkdir(parents=True, exist_ok=True)
+    played: list[dict[str, Any]] = []
     interrupted = False
     try:
-        _play(pending, plan, ray, progress)
+        _play(pending, plan, ray, progress, played.append)
     except KeyboardInterrupt:
         interrupted = True
     episodes = collect_episodes(plan)
@@ -585,18 +660,29 @@ def run_eval(
     return EvalOutcome(
         run_dir=plan.out,
         episodes=episodes,
-        played=len(episodes) - len(done),
+        played=len(played),
         resumed=len(done),
         interrupted=interrupted,
         summary=summary,
     )
 
 
-def _play(pending: list[EpisodeSpec], plan: EvalPlan, ray: str | None, progress: Progress | None) -> None:
+def _play(
+    pending: list[EpisodeSpec],
+    plan: EvalPlan,
+    ray: str | None,
+    progress: Progress | None,
+    written: Callable[[dict[str, Any]], None],
+) -> None:
     """Play ``pending`` in this process (one trio loop) or as Ray tasks; Ctrl-C raises KeyboardInterrupt."""
     on_start = progress.started if progress is not None else None
     on_turn = progress.turned if progress is not None else None
-    on_done = progress.finished if progress is not None else None
+
+    def on_done(record: dict[str, Any]) -> None:
+        written(record)
+        if progress is not None:
+            progress.finished(record)
+
     if ray is not None:
         from ._ray import play_on_ray
 
