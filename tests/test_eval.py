@@ -500,6 +500,33 @@ def test_arm_stats_show_each_figure_once_it_means_something() -> None:
     assert arm_stats(ArmTally(total=20, done=3, failed=3), 3.0) == "[red]3 failed[/]"
 
 
+def test_the_comparison_line_gives_the_paired_interval_when_the_arms_share_seeds() -> None:
+    from zorkmcp._cli_eval import comparison_line
+    from zorkmcp.eval import summarize
+
+    def episode(arm: str, seed: int, score: int) -> dict[str, Any]:
+        return {"arm": arm, "seed": seed, "score": score, "turns": 10, "moves": 10}
+
+    # the seed moves both arms. Welch: se 8.1445, df 5.97, t 2.4497; paired: differences 2, 1, 3, 2
+    scores = {"mcp": [40, 31, 59, 48], "no-mcp": [38, 30, 56, 46]}
+    summary = summarize(
+        [episode(arm, 12 + i, s) for arm, arm_scores in scores.items() for i, s in enumerate(arm_scores)]
+    )
+    assert comparison_line(summary["comparisons"][0]) == (
+        "mcp − no-mcp: mean score difference 2.00 (95% CI -17.95 … 21.95); "
+        "seed by seed (4 pairs): 2.00 (95% CI 0.70 … 3.30)"
+    )
+    # Welch: variances 8 and 8, se sqrt(8), df 2, t(0.975, 2) = 4.302653; one seed (2) in both arms
+    one_pair = summarize([episode("a", 1, 5), episode("a", 2, 9), episode("b", 2, 2), episode("b", 3, 6)])
+    assert comparison_line(one_pair["comparisons"][0]) == (
+        "a − b: mean score difference 3.00 (95% CI -9.17 … 15.17); seed by seed (1 pair): 7.00 (95% CI - … -)"
+    )
+    apart = summarize([episode("a", 1, 5), episode("a", 2, 9), episode("b", 3, 2), episode("b", 4, 6)])
+    assert (
+        comparison_line(apart["comparisons"][0]) == "a − b: mean score difference 3.00 (95% CI -9.17 … 15.17)"
+    )
+
+
 def test_live_progress_in_an_80x24_terminal(tmp_path: Path) -> None:
     zorkmcp = Path(sys.executable).with_name("zorkmcp")
     command = (

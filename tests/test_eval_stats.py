@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from zorkmcp.eval import summarize, t_quantile, welch_interval, write_summary_csv
+from zorkmcp.eval import paired_interval, summarize, t_quantile, welch_interval, write_summary_csv
 from zorkmcp.eval._stats import standard_error
 
 if TYPE_CHECKING:
@@ -101,6 +101,29 @@ def test_welch_interval_is_centred_on_the_difference(a: list[int], b: list[int])
     assert diff - lo == pytest.approx(hi - diff, abs=1e-9)
 
 
+def test_paired_interval_by_hand() -> None:
+    # differences 2, 1, 3, 2: mean 2, sd sqrt(2/3), se 0.408248; t(0.975, 3) = 3.182446
+    diff, lo, hi = paired_interval([2, 1, 3, 2]) or (0, 0, 0)
+    assert diff == pytest.approx(2.0)
+    assert (lo, hi) == pytest.approx((0.700772, 3.299228), abs=1e-5)
+
+
+def test_paired_interval_edge_cases() -> None:
+    assert paired_interval([]) is None
+    assert paired_interval([4]) is None
+    assert paired_interval([3, 3, 3]) == (3.0, 3.0, 3.0)
+
+
+@given(st.lists(st.integers(0, 350), min_size=2, max_size=8), st.integers(-50, 50))
+def test_a_shift_seed_by_seed_is_certain_paired_and_not_with_welch(scores: list[int], shift: int) -> None:
+    # The seed moves both arms alike: paired, only the shift is left.
+    a = [float(s + shift) for s in scores]
+    assert paired_interval([x - y for x, y in zip(a, scores, strict=True)]) == (shift, shift, shift)
+    welch = welch_interval(a, scores)
+    assert welch is not None
+    assert welch[1] <= shift <= welch[2]
+
+
 def test_summarize_arms_and_comparison() -> None:
     episodes = [
         record("mcp", 1, 10, tool_calls=3, victory=True),
@@ -128,6 +151,11 @@ def test_summarize_arms_and_comparison() -> None:
     assert (comparison["a"], comparison["b"]) == ("mcp", "no-mcp")
     assert comparison["diff_mean_score"] == pytest.approx(10.0)
     assert comparison["ci95"] == pytest.approx([-25.4820, 45.4820], abs=1e-4)
+    # seeds 1-3 scored in both arms (4 failed): differences 10, 20, 0; se 5.773503; t(0.975, 2) = 4.302653
+    paired = comparison["paired"]
+    assert (paired["pairs"], paired["diff_mean_score"]) == (3, pytest.approx(10.0))
+    assert paired["se"] == pytest.approx(5.773503, abs=1e-6)
+    assert paired["ci95"] == pytest.approx([-14.841380, 34.841380], abs=1e-5)
 
 
 def test_summarize_one_comparison_per_pair_in_arm_order() -> None:
@@ -137,6 +165,7 @@ def test_summarize_one_comparison_per_pair_in_arm_order() -> None:
     assert pairs == [("c", "a"), ("c", "b"), ("a", "b")]
     assert summary["arms"]["c"]["se_score"] is None
     assert all(c["ci95"] is None for c in summary["comparisons"])
+    assert all(c["paired"]["pairs"] == 1 and c["paired"]["ci95"] is None for c in summary["comparisons"])
 
 
 def test_summarize_an_arm_of_failures_only() -> None:

@@ -354,6 +354,26 @@ def summary_table(summary: dict[str, Any]) -> Table:
 _OUTPUTS = ("episodes", "summary.json", "summary.csv", "report.html")
 
 
+def comparison_line(c: dict[str, Any]) -> str:
+    """``a − b: mean score difference 2.00 (95% CI …); seed by seed (4 pairs): 2.00 (95% CI …)``.
+
+    The second part, the paired interval, only when the arms share a scored seed.
+    """
+    lo, hi = c.get("ci95") or (None, None)  # null below two scored episodes per arm
+    line = (
+        f"{escape(str(c.get('a')))} − {escape(str(c.get('b')))}: mean score difference "
+        f"{_fmt(c.get('diff_mean_score'))} (95% CI {_fmt(lo)} … {_fmt(hi)})"
+    )
+    paired = c.get("paired") or {}
+    if paired.get("pairs"):
+        lo, hi = paired.get("ci95") or (None, None)  # null below two pairs
+        line += (
+            f"; seed by seed ({paired['pairs']} pair{'s' if paired['pairs'] > 1 else ''}): "
+            f"{_fmt(paired.get('diff_mean_score'))} (95% CI {_fmt(lo)} … {_fmt(hi)})"
+        )
+    return line
+
+
 def print_outcome(console: Console, outcome: EvalOutcome) -> None:
     """The summary table, the comparisons, and the files the run left (only those it wrote)."""
     if outcome.summary.get("arms"):
@@ -361,12 +381,7 @@ def print_outcome(console: Console, outcome: EvalOutcome) -> None:
     else:
         console.print("No episode has finished: nothing to summarize.", highlight=False)
     for c in outcome.summary.get("comparisons", []):
-        lo, hi = c.get("ci95") or (None, None)  # null below two scored episodes per arm
-        console.print(
-            f"{escape(str(c.get('a')))} − {escape(str(c.get('b')))}: mean score difference "
-            f"{_fmt(c.get('diff_mean_score'))} (95% CI {_fmt(lo)} … {_fmt(hi)})",
-            highlight=False,
-        )
+        console.print(comparison_line(c), highlight=False)
     written = [
         f"{name}/" if name == "episodes" else name for name in _OUTPUTS if (outcome.run_dir / name).exists()
     ]

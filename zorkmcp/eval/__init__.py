@@ -6,7 +6,8 @@ on Ray; their statistics, and pages that draw them.
   ``summary.csv`` and ``report.html``; :func:`resumable_episodes`: what ``--resume`` keeps.
 - :func:`play_episode` / :func:`play_episodes`: one episode, or many in one task group.
 - :func:`summarize`, :func:`write_summary_csv`: ``summary.json``'s object and ``summary.csv``.
-- :func:`welch_interval`, :func:`t_quantile`: the 95% interval for a difference of mean scores.
+- :func:`welch_interval`, :func:`paired_interval`, :func:`t_quantile`: the 95% intervals for a
+  difference of mean scores (two samples, or seed by seed).
 - :func:`render_eval_report`, :func:`render_episode_report`: self-contained HTML pages.
 """
 
@@ -33,6 +34,7 @@ from ._spec import EpisodeSpec as EpisodeSpec
 from ._spec import EvalFile as EvalFile
 from ._spec import EvalPlan as EvalPlan
 from ._spec import load_eval_file as load_eval_file
+from ._stats import paired_interval as paired_interval
 from ._stats import summarize as summarize
 from ._stats import t_quantile as t_quantile
 from ._stats import welch_interval as welch_interval
@@ -50,6 +52,7 @@ __all__ = [
     "collect_episodes",
     "episode_paths",
     "load_eval_file",
+    "paired_interval",
     "play_episode",
     "play_episodes",
     "read_episode",

@@ -1,8 +1,16 @@
-"""Statistics of an eval run: per-arm means with standard errors, and Welch intervals between arms.
+"""Statistics of an eval run: per-arm means with standard errors, and intervals between arms.
 
-The 95% interval for a difference of two means is Welch's t interval: the Welch–Satterthwaite
-degrees of freedom and the Student t quantile, found by bisection on the t distribution's CDF
-(the regularized incomplete beta function, evaluated by its continued fraction). No scipy.
+Two 95% intervals for the difference of two arms' mean scores:
+
+- Welch's t interval (every scored episode of each arm, as two independent samples): the
+  Welch–Satterthwaite degrees of freedom and the Student t quantile;
+- the paired t interval over the seeds both arms scored. Every arm plays the same seeds, and the
+  seed decides much of a score (the thief, the troll's fight): the differences seed by seed leave
+  that out, so the paired interval is the narrower, truer answer to "did the tools help" whenever
+  the seed matters; Welch's stays for arms that do not share seeds.
+
+The t quantile is found by bisection on the t distribution's CDF (the regularized incomplete beta
+function, evaluated by its continued fraction). No scipy.
 
 Failed episodes (records with ``error``) are counted per arm but left out of every score figure.
 """
@@ -21,6 +29,7 @@ __all__ = [
     "CSV_COLUMNS",
     "group_by_arm",
     "mean",
+    "paired_interval",
     "standard_error",
     "summarize",
     "t_quantile",
@@ -153,6 +162,43 @@ def welch_interval(
     return diff, diff - half, diff + half
 
 
+def paired_interval(differences: Sequence[float], level: float = 0.95) -> tuple[float, float, float] | None:
+    """``(mean, low, high)``: the paired t interval for the mean of per-seed differences ``a - b``.
+
+    ``None`` below two pairs. When the differences have no spread the interval is their mean.
+    """
+    n = len(differences)
+    se = standard_error(differences)
+    if se is None:
+        return None
+    diff = sum(differences) / n
+    if se == 0.0:
+        return diff, diff, diff
+    half = t_quantile(0.5 + level / 2.0, n - 1) * se
+    return diff, diff - half, diff + half
+
+
+def _scored_by_seed(records: Iterable[dict[str, Any]]) -> dict[Any, float]:
+    return {
+        r["seed"]: float(r["score"])
+        for r in records
+        if not r.get("error") and isinstance(r.get("score"), int | float) and r.get("seed") is not None
+    }
+
+
+def _paired(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> dict[str, Any]:
+    scores_a, scores_b = _scored_by_seed(a), _scored_by_seed(b)
+    differences = [scores_a[seed] - scores_b[seed] for seed in scores_a if seed in scores_b]
+    interval = paired_interval(differences)
+    return {
+        "pairs": len(differences),
+        "diff_mean_score": mean(differences),
+        "se": standard_error(differences),
+        "ci95": [interval[1], interval[2]] if interval is not None else None,
+        "method": "paired t interval over the seeds both arms scored",
+    }
+
+
 def _numbers(records: Iterable[dict[str, Any]], key: str) -> list[float]:
     return [float(r[key]) for r in records if isinstance(r.get(key), int | float)]
 
@@ -198,7 +244,8 @@ def summarize(episodes: Iterable[dict[str, Any]]) -> dict[str, Any]:
     Arms come in the order they first appear in ``episodes``; each comparison's ``a`` is the
     earlier arm. Failed episodes (with ``error``) count in ``episodes`` and ``failed`` and in the
     token and tool-error totals, never in score, win-rate, moves or tool-calls-per-turn figures.
-    ``se_score`` and ``ci95`` are ``null`` below two scored episodes.
+    ``se_score`` and ``ci95`` are ``null`` below two scored episodes. Each comparison's ``paired``
+    holds the paired interval over the seeds both arms scored (``ci95`` ``null`` below two pairs).
     """
     arms = group_by_arm(episodes)
     scores = {name: _numbers([r for r in rs if not r.get("error")], "score") for name, rs in arms.items()}
@@ -215,6 +262,7 @@ def summarize(episodes: Iterable[dict[str, Any]]) -> dict[str, Any]:
                     "diff_mean_score": ma - mb if ma is not None and mb is not None else None,
                     "ci95": [interval[1], interval[2]] if interval is not None else None,
                     "method": "Welch t interval (Welch–Satterthwaite df)",
+                    "paired": _paired(arms[a], arms[b]),
                 }
             )
     return {
