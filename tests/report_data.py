@@ -240,3 +240,20 @@ def write_run(run_dir: Path, seeds: int = 5, failed: bool = True) -> list[dict[s
             write_events(folder / f"seed-{seed}.events.jsonl", episode_events(f"{arm}-s{seed}", seed))
             records.append(record)
     return records
+
+
+def fail_episode(run_dir: Path, arm: str, seed: int, error: str, turns: int = 0) -> None:
+    """Rewrite one record of a :func:`write_run` folder as ``zorkmcp eval`` leaves a failed episode."""
+    path = run_dir / "episodes" / arm / f"seed-{seed}.json"
+    record = json.loads(path.read_text(encoding="utf-8"))
+    scores = record["scores"][:turns]
+    record.update(
+        error=error,
+        stopped="error",
+        turns=turns,
+        moves=turns,
+        scores=scores,
+        score=scores[-1] if scores else 0,
+        game_over=False,
+    )
+    path.write_text(json.dumps(record), encoding="utf-8")

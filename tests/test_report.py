@@ -10,7 +10,7 @@ import sys
 from typing import TYPE_CHECKING
 
 import pytest
-from report_data import episode_events, write_events, write_run
+from report_data import episode_events, fail_episode, write_events, write_run
 
 from zorkmcp._cli_report import add_report_parser, run_report
 from zorkmcp.eval import ReportInputError, render_episode_report, render_eval_report
@@ -109,13 +109,109 @@ def test_eval_page(tmp_path: Path) -> None:
     assert html.index("<td>mcp</td>") < html.index("<td>no-mcp</td>")
 
 
+def test_eval_page_gives_both_intervals_for_a_comparison(tmp_path: Path) -> None:
+    write_run(tmp_path, seeds=4, failed=False)
+    scores = {"mcp": [40, 31, 59, 48], "no-mcp": [38, 30, 56, 46]}  # the seed moves both arms
+    for arm, arm_scores in scores.items():
+        for seed, score in enumerate(arm_scores, start=1):
+            path = tmp_path / "episodes" / arm / f"seed-{seed}.json"
+            record = json.loads(path.read_text(encoding="utf-8"))
+            record.update(score=score, scores=[score])
+            path.write_text(json.dumps(record), encoding="utf-8")
+    html = render_eval_report(tmp_path).read_text(encoding="utf-8")
+    # Welch: se 8.1445, df 5.97, t 2.4497; paired: differences 2, 1, 3, 2, se 0.408248, t(0.975, 3) 3.182446
+    assert (
+        "<tr><td>mcp − no-mcp</td><td class=n>2.00</td><td class=n>-17.95 … 21.95</td>"
+        "<td class=n>4</td><td class=n>2.00</td><td class=n>0.70 … 3.30</td></tr>"
+    ) in html
+
+
 def test_eval_page_follows_the_summary_arm_order(tmp_path: Path) -> None:
     write_run(tmp_path, seeds=2, failed=False)
     (tmp_path / "summary.json").write_text(json.dumps({"arms": {"no-mcp": {}, "mcp": {}}}))
     html = render_eval_report(tmp_path, tmp_path / "other.html").read_text(encoding="utf-8")
     assert html.index("<td>no-mcp</td>") < html.index("<td>mcp</td>")
     assert "no-mcp − mcp" in html
+    assert "<h2>Failed episodes</h2>" not in html
     assert not (tmp_path / "report.html").exists()
+
+
+REFUSED = (
+    "LLMTransportError: POST http://127.0.0.1:8000/v1/chat/completions failed: "
+    "ConnectError: [Errno 111] Connection refused"
+)
+
+
+@pytest.mark.filterwarnings("error")
+def test_eval_page_when_every_episode_failed(tmp_path: Path) -> None:
+    write_run(tmp_path, seeds=2, failed=False)
+    for arm in ("mcp", "no-mcp"):
+        for seed in (1, 2):
+            fail_episode(tmp_path, arm, seed, REFUSED)
+    html = render_eval_report(tmp_path).read_text(encoding="utf-8")
+    assert "data:image/png;base64," not in html
+    assert (
+        "<h2>Figures</h2><p class=note>Nothing to draw: no episode finished without an error "
+        "(see Failed episodes below).</p><h2>Failed episodes</h2>"
+    ) in html
+    rows = [
+        f"<tr><td>{arm}</td><td class=n>{seed}</td><td class=n>0</td><td>{REFUSED}</td></tr>"
+        for arm, seed in (("mcp", 1), ("mcp", 2), ("no-mcp", 1), ("no-mcp", 2))
+    ]
+    assert [html.index(row) for row in rows] == sorted(html.index(row) for row in rows)
+    assert "more failed episode(s)" not in html
+
+
+@pytest.mark.filterwarnings("error")
+def test_eval_page_lists_failed_episodes_escaped_and_cut(tmp_path: Path) -> None:
+    write_run(tmp_path, seeds=3, failed=False)
+    (tmp_path / "summary.json").write_text(json.dumps({"arms": {"no-mcp": {}, "mcp": {}}}))
+    gateway = "<html>\n  <body>upstream connect error or disconnect/reset before headers</body>\n</html>\n"
+    fail_episode(tmp_path, "mcp", 2, "GameError: the story file\n\tstopped <script>alert(1)</script>", 12)
+    fail_episode(tmp_path, "no-mcp", 1, REFUSED)
+    fail_episode(
+        tmp_path,
+        "no-mcp",
+        2,
+        "LLMHTTPError: POST /v1/chat/completions: HTTP 502 Bad Gateway; body: " + gateway * 4,
+        3,
+    )
+    fail_episode(tmp_path, "no-mcp", 3, "MCPServerStartupError: Failed to start MCP server 'thinking'", 7)
+    html = render_eval_report(tmp_path).read_text(encoding="utf-8")
+    assert html.count("data:image/png;base64,") == 3  # the arm with no finished episode has no curve
+    assert "Nothing to draw" not in html
+    assert "<script>" not in html
+    rows = [
+        "<tr><td>no-mcp</td><td class=n>1</td><td class=n>0</td><td>" + REFUSED + "</td></tr>",
+        "<tr><td>no-mcp</td><td class=n>2</td><td class=n>3</td><td>LLMHTTPError: POST /v1/chat/completions: "
+        "HTTP 502 Bad Gateway; body: &lt;html&gt; &lt;body&gt;upstream connect error or disconnect/reset "
+        "before headers&lt;/body&gt; &lt;/html&gt; &lt;html&gt; &lt;body&gt;upstream connect error or "
+        "disconnect/reset before headers&lt;/body&gt; &lt;/html&gt; &lt;html&gt; &lt;body&gt;upstream "
+        "connect error or disconnect/reset be…</td></tr>",
+        "<tr><td>no-mcp</td><td class=n>3</td><td class=n>7</td><td>MCPServerStartupError: Failed to start "
+        "MCP server &#x27;thinking&#x27;</td></tr>",
+        "<tr><td>mcp</td><td class=n>2</td><td class=n>12</td><td>GameError: the story file stopped "
+        "&lt;script&gt;alert(1)&lt;/script&gt;</td></tr>",
+    ]
+    assert html.index("<h2>Figures</h2>") < html.index("<h2>Failed episodes</h2>")
+    assert [html.index(row) for row in rows] == sorted(html.index(row) for row in rows)
+
+
+@pytest.mark.filterwarnings("error")
+def test_eval_page_lists_at_most_50_failed_episodes(tmp_path: Path) -> None:
+    write_run(tmp_path, seeds=30, failed=False)
+    for arm in ("mcp", "no-mcp"):
+        for seed in range(1, 31):
+            fail_episode(tmp_path, arm, seed, REFUSED)
+    html = render_eval_report(tmp_path).read_text(encoding="utf-8")
+    assert html.count(REFUSED) == 50
+    assert "<tr><td>mcp</td><td class=n>30</td>" in html
+    assert "<tr><td>no-mcp</td><td class=n>20</td>" in html
+    assert "<tr><td>no-mcp</td><td class=n>21</td>" not in html
+    assert (
+        "<p class=note>10 more failed episode(s) are not listed; every record is in "
+        "episodes/&lt;arm&gt;/seed-&lt;N&gt;.json.</p>"
+    ) in html
 
 
 def test_not_a_run_folder(tmp_path: Path) -> None:

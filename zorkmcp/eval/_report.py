@@ -146,7 +146,8 @@ def _score_curves_img(arms: dict[str, list[dict[str, Any]]]) -> str:
             turns, [sum(c) / len(c) for c in columns], color=color, lw=2, label=f"{name} (n={len(curves)})"
         )
     ax.set(xlabel="turn", ylabel="score", title="Score over turns: mean, band = min–max")
-    ax.legend(loc="upper left", frameon=False)
+    if ax.get_legend_handles_labels()[0]:  # a legend of nothing makes matplotlib warn on the terminal
+        ax.legend(loc="upper left", frameon=False)
     return _img(fig, "score over turns per arm")
 
 
@@ -204,15 +205,77 @@ def _comparison_table(summary: dict[str, Any]) -> str:
     for c in summary["comparisons"]:
         ci = c.get("ci95")
         interval = f"{_fmt(ci[0])} … {_fmt(ci[1])}" if ci else "– (needs ≥ 2 scored episodes per arm)"
+        paired = c.get("paired") or {}
+        pci = paired.get("ci95")
+        paired_interval = (
+            f"{_fmt(pci[0])} … {_fmt(pci[1])}" if pci else "– (needs ≥ 2 seeds both arms scored)"
+        )
         rows.append(
             f"<tr><td>{escape(c['a'])} − {escape(c['b'])}</td>"
-            f"<td class=n>{_fmt(c['diff_mean_score'])}</td><td class=n>{interval}</td></tr>"
+            f"<td class=n>{_fmt(c['diff_mean_score'])}</td><td class=n>{interval}</td>"
+            f"<td class=n>{_fmt(paired.get('pairs'))}</td>"
+            f"<td class=n>{_fmt(paired.get('diff_mean_score'))}</td><td class=n>{paired_interval}</td></tr>"
         )
     return (
-        "<table><tr><th>comparison</th><th>difference of mean scores</th><th>95% CI (Welch)</th></tr>"
+        "<table><tr><th>comparison</th><th>difference of mean scores</th><th>95% CI (Welch)</th>"
+        "<th>seeds both arms scored</th><th>mean difference seed by seed</th><th>95% CI (paired)</th></tr>"
         + "".join(rows)
         + "</table>"
     )
+
+
+def _figures(arms: dict[str, list[dict[str, Any]]], final_title: str) -> str:
+    """The figures, or one sentence when no episode finished: empty axes would only look like a bug."""
+    if all(r.get("error") for records in arms.values() for r in records):
+        return (
+            "<p class=note>Nothing to draw: no episode finished without an error "
+            "(see Failed episodes below).</p>"
+        )
+    return (
+        _score_curves_img(arms)
+        + "<p class=note>An episode that ended early holds its final score for the remaining turns.</p>"
+        + '<div class="grid">'
+        + _strip_img(arms, lambda r: r.get("score"), "score", final_title)
+        + _strip_img(arms, _tool_rate, "tool calls / turn", "Tool calls per turn, per episode")
+        + "</div>"
+    )
+
+
+_FAILED_ROWS = 50
+"""Failed episodes listed on the page; a run against a dead endpoint can fail hundreds alike."""
+
+_ERROR_CHARS = 300
+"""Longest error text shown; a traceback's tail can run to pages, and the record keeps it whole."""
+
+
+def _error_text(error: Any) -> str:
+    """An error as one escaped line: whitespace collapsed so a table row stays one readable block."""
+    text = " ".join(str(error).split())
+    if len(text) > _ERROR_CHARS:
+        text = text[: _ERROR_CHARS - 1].rstrip() + "…"
+    return escape(text)
+
+
+def _failed_section(arms: dict[str, list[dict[str, Any]]]) -> str:
+    """Which episodes failed and why, in arm then seed order; the arm table only counts them."""
+    failed = [(name, r) for name, records in arms.items() for r in records if r.get("error")]
+    if not failed:
+        return ""
+    rows = "".join(
+        f"<tr><td>{escape(name)}</td><td class=n>{_fmt(r.get('seed'))}</td>"
+        f"<td class=n>{_fmt(r.get('turns'))}</td><td>{_error_text(r['error'])}</td></tr>"
+        for name, r in failed[:_FAILED_ROWS]
+    )
+    text = (
+        "<h2>Failed episodes</h2><table><tr><th>arm</th><th>seed</th><th>turns played</th>"
+        f"<th>error</th></tr>{rows}</table>"
+    )
+    if len(failed) > _FAILED_ROWS:
+        text += (
+            f"<p class=note>{len(failed) - _FAILED_ROWS} more failed episode(s) are not listed; every "
+            "record is in episodes/&lt;arm&gt;/seed-&lt;N&gt;.json.</p>"
+        )
+    return text
 
 
 def _eval_header(run_dir: Path, episodes: list[dict[str, Any]], bad: int) -> str:
@@ -247,14 +310,13 @@ def render_eval_report(run_dir: Path, out_path: Path | None = None) -> Path:
         + "<p class=note>Failed episodes (with an error) are counted but excluded from score statistics. "
         "se = sample standard deviation / √n.</p><h2>Comparisons</h2>"
         + _comparison_table(summary)
-        + "<p class=note>Welch's t interval: Welch–Satterthwaite degrees of freedom, Student t quantile.</p>"
+        + "<p class=note>Welch's t interval takes the arms as two samples (Welch–Satterthwaite degrees of "
+        "freedom, Student t quantile). The paired t interval takes the score differences seed by seed, "
+        "over the seeds both arms scored: every arm plays the same seeds, so what the seed does to a "
+        "score cancels, and the paired interval is the narrower answer when the seed matters.</p>"
         + "<h2>Figures</h2>"
-        + _score_curves_img(arms)
-        + "<p class=note>An episode that ended early holds its final score for the remaining turns.</p>"
-        + '<div class="grid">'
-        + _strip_img(arms, lambda r: r.get("score"), "score", final_title)
-        + _strip_img(arms, _tool_rate, "tool calls / turn", "Tool calls per turn, per episode")
-        + "</div>"
+        + _figures(arms, final_title)
+        + _failed_section(arms)
     )
     target = run_dir / "report.html" if out_path is None else Path(out_path)
     return _write(target, _page(f"zorkmcp eval {run_dir.name}", body))
