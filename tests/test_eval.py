@@ -541,6 +541,15 @@ def test_live_progress_in_an_80x24_terminal(tmp_path: Path) -> None:
         assert re.search(r" 3/3 mean score \d+\.\d  \d+\.\d turns/s ", bar), bar
         assert "running" not in bar
     assert any("Eval summary" in line for line in lines)
+    # the closing table: every figure of an arm on its one line
+    words = [" ".join(line.split()) for line in lines]
+    assert "arm episodes failed score ± se win rate moves tools/turn tokens in/out" in words, lines
+    rows = [
+        w
+        for w in words
+        if re.fullmatch(r"(mcp|no-mcp) 3 0 \d+\.\d\d ± \d+\.\d\d 0\.00 4\.0 0\.\d\d \d+ / \d+", w)
+    ]
+    assert len(rows) == 2, lines
     assert any(
         "(episodes/, summary.json, summary.csv, report.html)" in line for line in " ".join(lines).split("\n")
     )
@@ -561,6 +570,7 @@ def test_live_progress_shows_each_failure_as_it_happens_in_an_80x24_terminal(tmp
     assert re.search(r" 2/2 mean score \d+\.\d  \d+\.\d turns/s ", bars["plain"]), bars
     assert " 2/2 2 failed " in bars["broken"], bars
     assert "mean score" not in bars["broken"]
+    assert "broken 2 2 - ± - - - - 0 / 0" in [" ".join(line.split()) for line in lines]  # on one line
 
 
 # -- Ctrl-C ------------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
@@ -326,22 +327,20 @@ def _fmt(value: Any, digits: int = 2) -> str:
 
 
 def summary_table(summary: dict[str, Any]) -> Table:
-    """The per-arm table printed at the end (from ``summary.json``'s object)."""
-    table = Table(title="Eval summary")
-    for column in (
-        "arm",
-        "episodes",
-        "mean score ± se",
-        "win rate",
-        "mean moves",
-        "tool calls/turn",
-        "tokens in/out",
-    ):
-        table.add_column(column, justify="left" if column == "arm" else "right")
+    """The per-arm table printed at the end (from ``summary.json``'s object).
+
+    Compact enough for an 80-column terminal or log (one space between columns, short headers):
+    the figures never wrap, a long arm name folds onto a second line.
+    """
+    table = Table(title="Eval summary", box=box.SIMPLE_HEAD, padding=0, pad_edge=False, show_edge=False)
+    table.add_column("arm", min_width=6, overflow="fold")
+    for column in ("episodes", "failed", "score ± se", "win rate", "moves", "tools/turn", "tokens in/out"):
+        table.add_column(column, justify="right", no_wrap=True)
     for name, arm in summary.get("arms", {}).items():
         table.add_row(
             escape(name),
-            _fmt(arm.get("episodes")) + (f" ({arm['failed']} failed)" if arm.get("failed") else ""),
+            _fmt(arm.get("episodes")),
+            _fmt(arm.get("failed")),
             f"{_fmt(arm.get('mean_score'))} ± {_fmt(arm.get('se_score'))}",
             _fmt(arm.get("win_rate")),
             _fmt(arm.get("mean_moves"), 1),
