@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 EPISODE_KEYS = {
     "arm", "seed", "score", "max_score", "moves", "turns", "victory", "game_over", "deaths", "tool_calls",
     "tool_errors", "tool_timeouts", "llm_requests", "prompt_tokens", "completion_tokens", "wall_seconds",
-    "scores", "runner", "pid", "model", "scripted",
+    "scores", "runner", "pid", "model", "scripted", "mcp", "max_turns", "game", "sampling", "stopped",
 }  # fmt: skip
 
 
@@ -108,6 +108,12 @@ async def test_k_episodes_whose_model_takes_a_second_finish_in_the_time_of_one(
     assert (record["turns"], record["llm_requests"], record["tool_calls"]) == (3, 3, 0)
     assert (record["prompt_tokens"], record["completion_tokens"]) == (33, 21)  # 11 + 7 per reply
     assert len(record["scores"]) == 3
+    assert (record["game"], record["sampling"], record["max_turns"], record["mcp"]) == (
+        "zork1.z3",
+        {},
+        3,
+        False,
+    )
     assert (record["runner"], record["pid"], record["model"], record["scripted"]) == (
         "local", os.getpid(), "test-model", False,
     )  # fmt: skip
@@ -371,14 +377,14 @@ def test_resume_refuses_episodes_played_with_other_settings_and_changes_nothing(
             )  # rich wraps
             assert {path: path.read_bytes() for path in sorted(run.rglob("*")) if path.is_file()} == before
     seed_13 = episode_paths(run, "no-mcp", 13)[0]
-    record = json.loads(seed_13.read_text())
-    record["game"] = "other.z5"
-    seed_13.write_text(json.dumps(record))
-    code, _, err = _eval(tmp_path, "--turns", "2", "--resume", *common, capsys=capsys)
-    assert code == 2
-    assert "".join(
-        f'{seed_13}: game is "other.z5" but this run\'s arm no-mcp has "zork1.z3"'.split()
-    ) in "".join(err.split())
+    for key, value, planned in [("game", "other.z5", '"zork1.z3"'), ("sampling", {"temperature": 0.7}, "{}")]:
+        record = json.loads(seed_13.read_text())
+        seed_13.write_text(json.dumps({**record, key: value}))
+        code, _, err = _eval(tmp_path, "--turns", "2", "--resume", *common, capsys=capsys)
+        assert code == 2
+        clash = f"{seed_13}: {key} is {json.dumps(value)} but this run's arm no-mcp has {planned}"
+        assert "".join(clash.split()) in "".join(err.split())
+        seed_13.write_text(json.dumps(record))
 
 
 @pytest.mark.parametrize(

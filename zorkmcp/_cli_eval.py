@@ -51,8 +51,8 @@ written to --out (default runs/<UTC timestamp>): episodes/<arm>/seed-<N>.json (a
 the episode ends) and seed-<N>.events.jsonl, then summary.json, summary.csv and (once an episode
 has finished) report.html. Each arm's mcp_config.json is read once, when the run starts.
 --resume plays only the episodes whose file is missing or does not parse, and stops (exit 2) if a
-finished one was played with another model, turn limit, game or tools setting; --retry-failed also
-plays again the episodes that failed.
+finished one was played with another model, turn limit, game, sampling or tools setting;
+--retry-failed also plays again the episodes that failed.
 
 exit status: 0 every episode played; 1 some episode failed (recorded with its error, the run went
 on); 2 a bad eval file, setting or flag, or a resume with other settings (nothing started); 130

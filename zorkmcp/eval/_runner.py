@@ -377,6 +377,7 @@ def _record(spec: EpisodeSpec, summary: Any, tally: _Tally, *, runner: Runner, w
         "mcp": spec.settings.mcp.enabled,
         "max_turns": spec.max_turns,
         "game": spec.game_path.name,
+        "sampling": _sampling(spec),
         "stopped": summary.stopped,
     }
     if summary.error is not None:
@@ -562,6 +563,7 @@ _RESUME_KEYS: Final = {
     "mcp": "--no-mcp, --compare-mcp, or the arm's mcp",
     "max_turns": "--turns, or max_turns in [eval]",
     "game": "--game, or game in [eval]",
+    "sampling": "the arm's temperature, top_p, top_k, min_p, max_tokens, or [tool.zorkgpt.agent_sampling]",
 }
 """What a resumed record must share with the plan's episode, and what sets each."""
 
@@ -576,13 +578,21 @@ def _planned(spec: EpisodeSpec) -> dict[str, Any]:
         "mcp": spec.settings.mcp.enabled,
         "max_turns": spec.max_turns,
         "game": spec.game_path.name,
+        "sampling": _sampling(spec),
+    }
+
+
+def _sampling(spec: EpisodeSpec) -> dict[str, Any]:
+    """The sampling values the arm sets (temperature, top_p, …); the model's defaults are left out."""
+    return {
+        key: value for key, value in attrs.asdict(spec.settings.agent_sampling).items() if value is not None
     }
 
 
 def resumable_episodes(plan: EvalPlan, *, retry_failed: bool = False) -> list[dict[str, Any]]:
     """The finished episodes ``--resume`` keeps (does not play again), each checked against the plan.
 
-    A record the plan would play otherwise (another model, turn limit or game, tools on or off)
+    A record the plan would play otherwise (another model, turn limit, game or sampling, tools on or off)
     stops the resume before anything starts: its arm would mix two configurations and its mean
     would answer neither. Keys a record lacks (written by an older zorkmcp) are not checked.
 
