@@ -409,9 +409,8 @@ def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
         highlight=False,
     )
     resume = args.resume or args.retry_failed
-    kept = (
-        resumable_episodes(plan, retry_failed=args.retry_failed) if resume else []
-    )  # checked before anything starts
+    # a resume that would mix settings stops here, before anything starts
+    kept = resumable_episodes(plan, retry_failed=args.retry_failed) if resume else []
     with LiveProgress(console, plan, quiet=args.quiet) as progress:
         progress.resumed(kept)
         outcome = run_eval(

@@ -592,8 +592,8 @@ def _sampling(spec: EpisodeSpec) -> dict[str, Any]:
 def resumable_episodes(plan: EvalPlan, *, retry_failed: bool = False) -> list[dict[str, Any]]:
     """The finished episodes ``--resume`` keeps (does not play again), each checked against the plan.
 
-    A record the plan would play otherwise (another model, turn limit, game or sampling, tools on or off)
-    stops the resume before anything starts: its arm would mix two configurations and its mean
+    A record the plan would play otherwise (another model, turn limit, game or sampling, tools on or
+    off) stops the resume before anything starts: its arm would mix two configurations and its mean
     would answer neither. Keys a record lacks (written by an older zorkmcp) are not checked.
 
     Args:
@@ -604,24 +604,27 @@ def resumable_episodes(plan: EvalPlan, *, retry_failed: bool = False) -> list[di
         ConfigError: a kept record differs from the plan; the message names the file, the key, both
             values and the setting that decides it.
     """
-    specs = {spec.key: spec for spec in plan.specs()}
-    kept = [r for r in collect_episodes(plan) if not (retry_failed and r.get("error"))]
+    kept: list[dict[str, Any]] = []
     planned: dict[str, dict[str, Any]] = {}
-    clashes = []
-    for record in kept:
-        spec = specs[record["arm"], record["seed"]]
-        expected = planned.get(spec.arm) or planned.setdefault(spec.arm, _planned(spec))
-        keys = [key for key in _RESUME_KEYS if key in record and record[key] != expected[key]]
+    clashes: list[tuple[Path, str, Any, Any]] = []
+    for spec in plan.specs():
+        path = episode_paths(plan.out, spec.arm, spec.seed)[0]
+        record = read_episode(path)
+        if record is None or (retry_failed and record.get("error")):
+            continue
+        kept.append(record)
+        if spec.arm not in planned:
+            planned[spec.arm] = _planned(spec)
+        keys = [key for key in _RESUME_KEYS if key in record and record[key] != planned[spec.arm][key]]
         if keys:
-            clashes.append((record, keys[0]))
+            clashes.append((path, keys[0], record[keys[0]], planned[spec.arm][keys[0]]))
     if clashes:
-        record, key = clashes[0]
-        path = episode_paths(plan.out, record["arm"], record["seed"])[0]
+        path, key, found, expected = clashes[0]
         more = f" (and {len(clashes) - 1} more episode file(s))" if len(clashes) > 1 else ""
         raise ConfigError(
-            f"{path}: {key} is {json.dumps(record[key])} but this run's arm {record['arm']} has "
-            f"{json.dumps(planned[record['arm']][key])} ({_RESUME_KEYS[key]}){more}; resume with the "
-            "settings the run began with, or pass a new --out"
+            f"{path}: {key} is {json.dumps(found)} but this run's arm {path.parent.name} has "
+            f"{json.dumps(expected)} ({_RESUME_KEYS[key]}){more}; resume with the settings the run "
+            "began with, or pass a new --out"
         )
     return kept
 
