@@ -38,9 +38,10 @@ EXIT_INTERRUPTED = 130
 
 EVAL_HELP = """\
 Play many seeded episodes per arm (a configuration of the agent), up to K at once, and report
-mean score ± standard error per arm and the difference between arms with a 95% interval. Every arm
-plays the seeds S … S+N-1 (the game's RNG seed). Without FILE there is one arm with the settings
-zorkmcp play would use; --compare-mcp makes two, "mcp" and "no-mcp"."""
+mean score ± standard error per arm and the difference between arms with 95% intervals (Welch's,
+and paired over the seeds both arms scored). Every arm plays the seeds S … S+N-1 (the game's RNG
+seed). Without FILE there is one arm with the settings zorkmcp play would use; --compare-mcp makes
+two, "mcp" and "no-mcp"."""
 
 EVAL_EPILOG = """\
 FILE.toml: an [eval] table (episodes, seed, max_turns, concurrency, game, out) and [[arms]] tables
