@@ -414,9 +414,7 @@ def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
     kept = resumable_episodes(plan, retry_failed=args.retry_failed) if resume else []
     with LiveProgress(console, plan, quiet=args.quiet) as progress:
         progress.resumed(kept)
-        outcome = run_eval(
-            plan, resume=resume, retry_failed=args.retry_failed, ray=args.ray, progress=progress
-        )
+        outcome = run_eval(plan, kept=kept, ray=args.ray, progress=progress)
     print_outcome(console, outcome)
     failed = [r for r in outcome.episodes if r.get("error")]
     if outcome.interrupted:

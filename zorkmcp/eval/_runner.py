@@ -632,8 +632,7 @@ def resumable_episodes(plan: EvalPlan, *, retry_failed: bool = False) -> list[di
 def run_eval(
     plan: EvalPlan,
     *,
-    resume: bool = False,
-    retry_failed: bool = False,
+    kept: Iterable[dict[str, Any]] = (),
     ray: str | None = None,
     progress: Progress | None = None,
 ) -> EvalOutcome:
@@ -645,21 +644,14 @@ def run_eval(
 
     Args:
         plan: what to play.
-        resume: skip episodes whose file exists and parses (:func:`resumable_episodes`).
-        retry_failed: with ``resume``, play the failed episodes again (their new files replace the old).
+        kept: the finished episodes not to play again (``--resume``: :func:`resumable_episodes`, which
+            also leaves out the failed ones for ``--retry-failed``); they count as resumed.
         ray: ``None`` plays in this process; ``"local"`` starts a local Ray runtime; any other value
             is the address of a cluster to join (``auto``, ``ray://head:10001``).
         progress: told when an episode starts and ends.
-
-    Raises:
-        ConfigError: ``resume`` found an episode played with other settings (nothing was played).
     """
     specs = plan.specs()
-    done = (
-        {(r["arm"], r["seed"]) for r in resumable_episodes(plan, retry_failed=retry_failed)}
-        if resume
-        else set()
-    )
+    done = {(r["arm"], r["seed"]) for r in kept}
     pending = [spec for spec in specs if spec.key not in done]
     plan.out.mkdir(parents=True, exist_ok=True)
     played: list[dict[str, Any]] = []
