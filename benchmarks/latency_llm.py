@@ -2,7 +2,8 @@
 
 ``python benchmarks/latency_llm.py SECONDS`` prints its port on the first line of stdout, then
 answers every ``POST`` (keep-alive) with the agent's final JSON (``{"thinking", "action": "look",
-"new_objective": null}``) after ``SECONDS``. It runs in its own process, so its CPU is not the run's.
+"new_objective": null}``) after ``SECONDS``, and anything else (``zorkmcp eval``'s probe of the
+endpoint) with 404 at once. It runs in its own process, so its CPU is not the run's.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ _HEAD = (
     + b"\r\n\r\n"
 )
 
+_NOT_FOUND = b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n"
+
 
 async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, latency: float) -> None:
     try:
@@ -47,6 +50,10 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, lat
                 if name.strip().lower() == b"content-length":
                     length = int(value)
             await reader.readexactly(length)
+            if not head.startswith(b"POST "):  # zorkmcp eval's probe (GET /models): no model, no wait
+                writer.write(_NOT_FOUND)
+                await writer.drain()
+                continue
             await asyncio.sleep(latency)
             writer.write(_HEAD + _BODY)
             await writer.drain()

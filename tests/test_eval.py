@@ -8,8 +8,10 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -414,6 +416,78 @@ def test_a_bad_eval_file_exits_2_before_anything_starts(
     assert code == 2
     assert "arms[0] has unknown key modle" in " ".join(err.split())
     assert not (tmp_path / "run").exists()
+
+
+# -- a model endpoint that cannot be reached stops the run before it starts ---------------------------
+
+
+async def test_an_endpoint_that_refuses_connections_stops_the_run_naming_it_and_its_arms(
+    llm_server: LLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Before, every episode retried its connection six times (~31 s) and the run ended with all failed.
+    monkeypatch.chdir(tmp_path)
+    llm_server.default = agent_reply("look")
+    with socket.socket() as closed:  # bound, not listening: a connection to it is refused
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+        wrong = f"http://127.0.0.1:{port}/v1"
+        (tmp_path / "eval.toml").write_text(
+            "".join(
+                f'[[arms]]\nname = "{name}"\nmodel = "m"\nmcp = false\nbase_url = "{url}"\n'
+                for name, url in [("a", wrong), ("good", llm_server.base_url), ("b", wrong)]
+            )
+        )
+        code, out, err = await trio.to_thread.run_sync(
+            partial(_eval, tmp_path, str(tmp_path / "eval.toml"), "--episodes", "2", "--quiet", capsys=capsys)
+        )
+    assert code == 2, out
+    line = " ".join(err.split())  # one line, which rich wraps
+    assert line.startswith(
+        f"zorkmcp eval: ConfigError: the model endpoint {wrong} of arm(s) a, b cannot be reached "
+        "(ConnectError: "
+    )  # then anyio's words for it
+    assert line.endswith(
+        "); start it, or pass the right --base-url (or base_url in [[arms]], or agent_base_url in "
+        "[tool.zorkgpt.llm])"
+    )
+    assert [(r.method, r.path) for r in llm_server.requests] == [("GET", "/v1/models")]  # probed, not played
+    assert not (tmp_path / "run").exists()
+
+
+async def test_a_peer_that_does_not_speak_http_stops_the_run(
+    nursery: trio.Nursery, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # an SSH server's port, say: it answers, not in HTTP, and hangs up
+    async def ssh(stream: trio.SocketStream) -> None:
+        async with stream:
+            await stream.receive_some()
+            await stream.send_all(b"SSH-2.0-OpenSSH_9.2\r\nProtocol mismatch.\n")
+
+    monkeypatch.chdir(tmp_path)
+    listeners = await nursery.start(partial(trio.serve_tcp, ssh, 0, host="127.0.0.1"))
+    url = f"http://127.0.0.1:{listeners[0].socket.getsockname()[1]}/v1"
+    code, _, err = await trio.to_thread.run_sync(
+        partial(_eval, tmp_path, "--no-mcp", "--model", "m", "--base-url", url, "--quiet", capsys=capsys)
+    )
+    assert code == 2
+    assert f"{url} of arm(s) no-mcp cannot be reached (RemoteProtocolError: " in " ".join(err.split())
+    assert not (tmp_path / "run").exists()
+
+
+async def test_an_endpoint_that_answers_any_status_lets_the_run_play_against_it(
+    llm_server: LLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Not every server lists its models: a 404 to the probe is still an answer.
+    monkeypatch.chdir(tmp_path)
+    llm_server.script(server_error(404, "no such route"), *[agent_reply("look") for _ in range(2)])
+    flags = ("--no-mcp", "--model", "m", "--base-url", llm_server.base_url, "--episodes", "2", "--turns", "1")
+    code, out, _ = await trio.to_thread.run_sync(partial(_eval, tmp_path, *flags, "--quiet", capsys=capsys))
+    assert code == 0, out
+    assert [(r.method, r.path) for r in llm_server.requests] == [
+        ("GET", "/v1/models"), ("POST", "/v1/chat/completions"), ("POST", "/v1/chat/completions"),
+    ]  # fmt: skip
+    records = _records(tmp_path / "run")
+    assert [(r["model"], r["scripted"], r["turns"]) for r in records.values()] == [("m", False, 1)] * 2
 
 
 def test_plan_from_file_and_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,9 +1,9 @@
 """``zorkmcp eval``: play many seeded episodes per arm and report mean ± standard error.
 
 Exit codes: 0 every episode played; 1 some episode failed (its file has ``error``; the others and
-the summary are written); 2 a bad eval file, setting, flag or game file, or a ``--resume`` whose
-finished episodes had other settings (nothing started);
-130 interrupted (Ctrl-C: the finished episodes and the summary of them are written).
+the summary are written); 2 a bad eval file, setting, flag or game file, a model endpoint that
+gives no HTTP answer, or a ``--resume`` whose finished episodes had other settings (nothing
+started); 130 interrupted (Ctrl-C: the finished episodes and the summary of them are written).
 """
 
 from __future__ import annotations
@@ -56,8 +56,9 @@ finished one was played with another model, turn limit, game, sampling or tools 
 --retry-failed also plays again the episodes that failed.
 
 exit status: 0 every episode played; 1 some episode failed (recorded with its error, the run went
-on); 2 a bad eval file, setting or flag, or a resume with other settings (nothing started); 130
-interrupted (Ctrl-C: episodes in flight are stopped, finished files stay, the summary covers them)."""
+on); 2 a bad eval file, setting or flag, a model endpoint that gives no HTTP answer, or a resume
+with other settings (nothing started); 130 interrupted (Ctrl-C: episodes in flight are stopped,
+finished files stay, the summary covers them)."""
 
 
 def add_eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -395,7 +396,7 @@ def print_outcome(console: Console, outcome: EvalOutcome) -> None:
 
 def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
     from .config import Settings
-    from .eval import resumable_episodes, run_eval
+    from .eval import check_endpoints, resumable_episodes, run_eval
 
     pyproject = Path(args.pyproject) if args.pyproject else None
     if pyproject is not None and not pyproject.is_file():
@@ -412,6 +413,10 @@ def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
     resume = args.resume or args.retry_failed
     # a resume that would mix settings stops here, before anything starts
     kept = resumable_episodes(plan, retry_failed=args.retry_failed) if resume else []
+    # and so does a model endpoint that cannot be reached (not on a cluster: its workers' network decides)
+    if args.ray in (None, "local"):
+        done = {(r["arm"], r["seed"]) for r in kept}
+        check_endpoints(spec for spec in plan.specs() if spec.key not in done)
     with LiveProgress(console, plan, quiet=args.quiet) as progress:
         progress.resumed(kept)
         outcome = run_eval(plan, kept=kept, ray=args.ray, progress=progress)
