@@ -488,6 +488,31 @@ async def test_an_endpoint_that_answers_any_status_lets_the_run_play_against_it(
     ]  # fmt: skip
     records = _records(tmp_path / "run")
     assert [(r["model"], r["scripted"], r["turns"]) for r in records.values()] == [("m", False, 1)] * 2
+    assert f"\n  no-mcp  m at {llm_server.base_url}; no tools\n" in out
+    assert "scripted" not in out
+
+
+def test_the_run_says_what_each_arm_plays_and_when_it_is_the_offline_scripted_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A run that forgot its API key would otherwise report the walkthrough's scores as the model's.
+    monkeypatch.chdir(tmp_path)
+    flags = ("--compare-mcp", "--episodes", "1", "--turns", "1", "--quiet")
+    code, out, _ = _eval(tmp_path, *flags, capsys=capsys)
+    assert code == 0, out
+    lines = out.splitlines()
+    at = lines.index("settings: embedded defaults (no [tool.zorkgpt] in ./pyproject.toml)")
+    assert lines[at + 1 : at + 3] == [
+        "  mcp     offline scripted model; tools: thinking (default_mcp_config.json)",
+        "  no-mcp  offline scripted model; no tools",
+    ]
+    notice = " ".join(" ".join(lines[at + 3 :]).split("Eval summary")[0].split())
+    assert notice == (
+        "No API key for https://openrouter.ai/api/v1: mcp, no-mcp play the offline scripted model, which "
+        "replays Jericho's walkthrough of the game (no LLM is called). To evaluate a real model, set "
+        "OPENROUTER_API_KEY or OPENAI_API_KEY (or api_key_env in [[arms]]), or pass --base-url for a local "
+        "server such as http://127.0.0.1:11434/v1 (Ollama)."
+    )
 
 
 def test_plan_from_file_and_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

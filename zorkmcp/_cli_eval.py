@@ -29,7 +29,15 @@ if TYPE_CHECKING:
     from .config import Settings
     from .eval import ArmSpec, EpisodeSpec, EvalFile, EvalOutcome, EvalPlan
 
-__all__ = ["EVAL_EPILOG", "EVAL_HELP", "add_eval_parser", "build_plan", "cmd_eval", "episode_line"]
+__all__ = [
+    "EVAL_EPILOG",
+    "EVAL_HELP",
+    "add_eval_parser",
+    "arm_lines",
+    "build_plan",
+    "cmd_eval",
+    "episode_line",
+]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -394,6 +402,48 @@ def print_outcome(console: Console, outcome: EvalOutcome) -> None:
     )
 
 
+def arm_lines(plan: EvalPlan) -> list[str]:
+    """What each arm plays with, one line each (rich markup): its model and endpoint, its MCP servers.
+
+    An arm that would play the offline scripted model says so, and a notice follows saying why and
+    what to set, as ``zorkmcp play`` does: a run that forgot its API key would otherwise report the
+    walkthrough's scores as the model's.
+    """
+    from .config import McpConfig
+    from .llm import API_KEY_ENV_VARS, ModelChoice
+
+    firsts = {spec.arm: spec for spec in reversed(plan.specs())}  # an arm's episodes share all but the seed
+    width = max(len(arm.name) for arm in plan.arms)
+    lines, offline, variables, url = [], [], "", ""
+    for arm in plan.arms:
+        spec = firsts[arm.name]
+        choice = ModelChoice.from_settings(
+            spec.settings, model_override=spec.model, base_url_override=spec.base_url
+        )
+        if choice.scripted is not None:
+            model = "[yellow]offline scripted model[/]"
+            offline.append(arm.name)
+            variables = spec.settings.llm.api_key_env or " or ".join(API_KEY_ENV_VARS)
+            url = choice.base_url
+        else:
+            model = f"{escape(choice.model)} at {escape(choice.base_url)}"
+        tools = "no tools"
+        if spec.settings.mcp.enabled:
+            path = spec.settings.mcp_config_path()
+            names = ", ".join(server.name for server in McpConfig.from_file(path).servers) or "none"
+            tools = f"tools: {escape(names)} ({escape(path.name)})"
+        lines.append(f"  [bold]{escape(arm.name.ljust(width))}[/]  {model}; {tools}")
+    if offline:
+        lines.append(
+            f"[bold yellow]No API key for {escape(url)}[/]: {escape(', '.join(offline))} "
+            f"{'plays' if len(offline) == 1 else 'play'} the offline scripted model, which replays "
+            "Jericho's walkthrough of the game (no LLM is called). To evaluate a real model, set "
+            f"{escape(variables)} (or api_key_env in \\[\\[arms]]), or pass --base-url for a local "
+            "server such as http://127.0.0.1:11434/v1 (Ollama)."
+        )
+    return lines
+
+
 def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
     from .config import Settings
     from .eval import check_endpoints, resumable_episodes, run_eval
@@ -410,6 +460,12 @@ def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
         f"{'; on Ray' if args.ray else ''}; writing {escape(str(plan.out))}",
         highlight=False,
     )
+    origin = (
+        settings.source or f"embedded defaults (no [tool.zorkgpt] in {args.pyproject or './pyproject.toml'})"
+    )
+    console.print(f"settings: {escape(str(origin))}", highlight=False)
+    for line in arm_lines(plan):
+        console.print(line, highlight=False)
     resume = args.resume or args.retry_failed
     # a resume that would mix settings stops here, before anything starts
     kept = resumable_episodes(plan, retry_failed=args.retry_failed) if resume else []
