@@ -619,16 +619,18 @@ def test_the_comparison_line_gives_the_paired_interval_when_the_arms_share_seeds
     )
     assert comparison_line(summary["comparisons"][0]) == (
         "mcp − no-mcp: mean score difference 2.00 (95% CI -17.95 … 21.95); "
-        "seed by seed (4 pairs): 2.00 (95% CI 0.70 … 3.30)"
+        "seed by seed (4 pairs): 2.00 (95% CI 0.70 … 3.30) → mcp scores higher (paired 95% interval above 0)"
     )
     # Welch: variances 8 and 8, se sqrt(8), df 2, t(0.975, 2) = 4.302653; one seed (2) in both arms
     one_pair = summarize([episode("a", 1, 5), episode("a", 2, 9), episode("b", 2, 2), episode("b", 3, 6)])
     assert comparison_line(one_pair["comparisons"][0]) == (
-        "a − b: mean score difference 3.00 (95% CI -9.17 … 15.17); seed by seed (1 pair): 7.00 (95% CI - … -)"
+        "a − b: mean score difference 3.00 (95% CI -9.17 … 15.17); seed by seed (1 pair): 7.00 "
+        "(95% CI - … -) → no difference shown (Welch's 95% interval holds 0)"
     )
     apart = summarize([episode("a", 1, 5), episode("a", 2, 9), episode("b", 3, 2), episode("b", 4, 6)])
-    assert (
-        comparison_line(apart["comparisons"][0]) == "a − b: mean score difference 3.00 (95% CI -9.17 … 15.17)"
+    assert comparison_line(apart["comparisons"][0]) == (
+        "a − b: mean score difference 3.00 (95% CI -9.17 … 15.17) → no difference shown "
+        "(Welch's 95% interval holds 0)"
     )
 
 

@@ -13,7 +13,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from zorkmcp.eval import paired_interval, summarize, t_quantile, welch_interval, write_summary_csv
+from zorkmcp.eval import (
+    comparison_reading,
+    paired_interval,
+    summarize,
+    t_quantile,
+    welch_interval,
+    write_summary_csv,
+)
 from zorkmcp.eval._stats import standard_error
 
 if TYPE_CHECKING:
@@ -122,6 +129,26 @@ def test_a_shift_seed_by_seed_is_certain_paired_and_not_with_welch(scores: list[
     welch = welch_interval(a, scores)
     assert welch is not None
     assert welch[1] <= shift <= welch[2]
+
+
+@pytest.mark.parametrize(
+    ("welch", "paired", "reading"),
+    [
+        ([0.7, 3.3], None, "a scores higher (Welch's 95% interval above 0)"),
+        ([-9.2, 15.2], {"pairs": 4, "ci95": [0.7, 3.3]}, "a scores higher (paired 95% interval above 0)"),
+        ([-9.2, 15.2], {"pairs": 4, "ci95": [-3.3, -0.1]}, "b scores higher (paired 95% interval below 0)"),
+        ([0.7, 3.3], {"pairs": 4, "ci95": [-1.0, 3.3]}, "no difference shown (paired 95% interval holds 0)"),
+        ([-29, 29], {"pairs": 4, "ci95": [0.0, 0.0]}, "no difference shown (paired 95% interval holds 0)"),
+        ([-9.2, 15.2], {"pairs": 1, "ci95": None}, "no difference shown (Welch's 95% interval holds 0)"),
+        ([-9.2, -0.5], {"pairs": 0, "ci95": None}, "b scores higher (Welch's 95% interval below 0)"),
+        (None, {"pairs": 1, "ci95": None}, "too few scored episodes to tell (an interval needs two per arm)"),
+    ],
+)
+def test_comparison_reading_reads_the_paired_interval_first(
+    welch: list[float] | None, paired: dict[str, Any] | None, reading: str
+) -> None:
+    comparison = {"a": "a", "b": "b", "diff_mean_score": 1.0, "ci95": welch, "paired": paired}
+    assert comparison_reading(comparison) == reading
 
 
 def test_summarize_arms_and_comparison() -> None:

@@ -121,8 +121,9 @@ def test_eval_page_gives_both_intervals_for_a_comparison(tmp_path: Path) -> None
     html = render_eval_report(tmp_path).read_text(encoding="utf-8")
     # Welch: se 8.1445, df 5.97, t 2.4497; paired: differences 2, 1, 3, 2, se 0.408248, t(0.975, 3) 3.182446
     assert (
-        "<tr><td>mcp − no-mcp</td><td class=n>2.00</td><td class=n>-17.95 … 21.95</td>"
-        "<td class=n>4</td><td class=n>2.00</td><td class=n>0.70 … 3.30</td></tr>"
+        "<tr><td class=nw>mcp − no-mcp</td><td class=n>2.00</td><td class=n>-17.95 … 21.95</td>"
+        "<td class=n>4</td><td class=n>2.00</td><td class=n>0.70 … 3.30</td>"
+        "<td>mcp scores higher (paired 95% interval above 0)</td></tr>"
     ) in html
 
 

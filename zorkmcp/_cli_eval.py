@@ -47,9 +47,9 @@ EXIT_INTERRUPTED = 130
 EVAL_HELP = """\
 Play many seeded episodes per arm (a configuration of the agent), up to K at once, and report
 mean score ± standard error per arm and the difference between arms with 95% intervals (Welch's,
-and paired over the seeds both arms scored). Every arm plays the seeds S … S+N-1 (the game's RNG
-seed). Without FILE there is one arm with the settings zorkmcp play would use; --compare-mcp makes
-two, "mcp" and "no-mcp"."""
+and paired over the seeds both arms scored) and what they say: which arm scores higher, if either.
+Every arm plays the seeds S … S+N-1 (the game's RNG seed). Without FILE there is one arm with the
+settings zorkmcp play would use; --compare-mcp makes two, "mcp" and "no-mcp"."""
 
 EVAL_EPILOG = """\
 FILE.toml: an [eval] table (episodes, seed, max_turns, concurrency, game, out) and [[arms]] tables
@@ -364,10 +364,13 @@ _OUTPUTS = ("episodes", "summary.json", "summary.csv", "report.html")
 
 
 def comparison_line(c: dict[str, Any]) -> str:
-    """``a − b: mean score difference 2.00 (95% CI …); seed by seed (4 pairs): 2.00 (95% CI …)``.
+    """``a − b: mean score difference 2.00 (95% CI …); seed by seed (4 pairs): 2.00 (95% CI …) → …``.
 
-    The second part, the paired interval, only when the arms share a scored seed.
+    The second part, the paired interval, only when the arms share a scored seed; then what the
+    intervals say (:func:`~zorkmcp.eval.comparison_reading`).
     """
+    from .eval import comparison_reading
+
     lo, hi = c.get("ci95") or (None, None)  # null below two scored episodes per arm
     line = (
         f"{escape(str(c.get('a')))} − {escape(str(c.get('b')))}: mean score difference "
@@ -380,7 +383,7 @@ def comparison_line(c: dict[str, Any]) -> str:
             f"; seed by seed ({paired['pairs']} pair{'s' if paired['pairs'] > 1 else ''}): "
             f"{_fmt(paired.get('diff_mean_score'))} (95% CI {_fmt(lo)} … {_fmt(hi)})"
         )
-    return line
+    return f"{line} → {escape(comparison_reading(c))}"
 
 
 def print_outcome(console: Console, outcome: EvalOutcome) -> None:

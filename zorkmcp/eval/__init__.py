@@ -8,7 +8,8 @@ on Ray; their statistics, and pages that draw them.
 - :func:`play_episode` / :func:`play_episodes`: one episode, or many in one task group.
 - :func:`summarize`, :func:`write_summary_csv`: ``summary.json``'s object and ``summary.csv``.
 - :func:`welch_interval`, :func:`paired_interval`, :func:`t_quantile`: the 95% intervals for a
-  difference of mean scores (two samples, or seed by seed).
+  difference of mean scores (two samples, or seed by seed); :func:`comparison_reading`: what they
+  say, in words.
 - :func:`render_eval_report`, :func:`render_episode_report`: self-contained HTML pages.
 """
 
@@ -36,6 +37,7 @@ from ._spec import EpisodeSpec as EpisodeSpec
 from ._spec import EvalFile as EvalFile
 from ._spec import EvalPlan as EvalPlan
 from ._spec import load_eval_file as load_eval_file
+from ._stats import comparison_reading as comparison_reading
 from ._stats import paired_interval as paired_interval
 from ._stats import summarize as summarize
 from ._stats import t_quantile as t_quantile
@@ -53,6 +55,7 @@ __all__ = [
     "ReportInputError",
     "check_endpoints",
     "collect_episodes",
+    "comparison_reading",
     "episode_paths",
     "load_eval_file",
     "paired_interval",

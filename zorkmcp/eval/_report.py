@@ -22,7 +22,7 @@ from ._results import (
     read_event_log,
     read_run_episodes,
 )
-from ._stats import group_by_arm, summarize, write_summary_csv
+from ._stats import comparison_reading, group_by_arm, summarize, write_summary_csv
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -56,7 +56,7 @@ th{background:#eef1f5}td.n{text-align:right;font-variant-numeric:tabular-nums;wh
 td pre{margin:0;white-space:pre-wrap;word-break:break-word;
  font:12px/1.4 ui-monospace,Menlo,Consolas,monospace}
 .tool{font:12px ui-monospace,Menlo,Consolas,monospace;margin:2px 0}
-.tool span{white-space:nowrap}
+.tool span,td.nw{white-space:nowrap}
 .ok{color:#166534}.error,.timeout,.invalid_arguments{color:#b91c1c}.skipped{color:#6b7280}
 .obj{color:#1d4ed8;font-size:12px}
 """
@@ -211,16 +211,16 @@ def _comparison_table(summary: dict[str, Any]) -> str:
             f"{_fmt(pci[0])} … {_fmt(pci[1])}" if pci else "– (needs ≥ 2 seeds both arms scored)"
         )
         rows.append(
-            f"<tr><td>{escape(c['a'])} − {escape(c['b'])}</td>"
+            f"<tr><td class=nw>{escape(c['a'])} − {escape(c['b'])}</td>"
             f"<td class=n>{_fmt(c['diff_mean_score'])}</td><td class=n>{interval}</td>"
             f"<td class=n>{_fmt(paired.get('pairs'))}</td>"
-            f"<td class=n>{_fmt(paired.get('diff_mean_score'))}</td><td class=n>{paired_interval}</td></tr>"
+            f"<td class=n>{_fmt(paired.get('diff_mean_score'))}</td><td class=n>{paired_interval}</td>"
+            f"<td>{escape(comparison_reading(c))}</td></tr>"
         )
     return (
         "<table><tr><th>comparison</th><th>difference of mean scores</th><th>95% CI (Welch)</th>"
-        "<th>seeds both arms scored</th><th>mean difference seed by seed</th><th>95% CI (paired)</th></tr>"
-        + "".join(rows)
-        + "</table>"
+        "<th>seeds both arms scored</th><th>mean difference seed by seed</th><th>95% CI (paired)</th>"
+        "<th>reading</th></tr>" + "".join(rows) + "</table>"
     )
 
 
@@ -313,7 +313,9 @@ def render_eval_report(run_dir: Path, out_path: Path | None = None) -> Path:
         + "<p class=note>Welch's t interval takes the arms as two samples (Welch–Satterthwaite degrees of "
         "freedom, Student t quantile). The paired t interval takes the score differences seed by seed, "
         "over the seeds both arms scored: every arm plays the same seeds, so what the seed does to a "
-        "score cancels, and the paired interval is the narrower answer when the seed matters.</p>"
+        "score cancels, and the paired interval is the narrower answer when the seed matters. The "
+        "reading reads the paired interval when there is one, else Welch's: above 0, the first arm "
+        "scores higher; below 0, the second; holding 0, no difference is shown at 95%.</p>"
         + "<h2>Figures</h2>"
         + _figures(arms, final_title)
         + _failed_section(arms)

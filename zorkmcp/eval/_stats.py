@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CSV_COLUMNS",
+    "comparison_reading",
     "group_by_arm",
     "mean",
     "paired_interval",
@@ -270,6 +271,26 @@ def summarize(episodes: Iterable[dict[str, Any]]) -> dict[str, Any]:
         "comparisons": comparisons,
         "note": "failed episodes (with an error) are counted but excluded from score statistics",
     }
+
+
+def comparison_reading(comparison: dict[str, Any]) -> str:
+    """What a comparison of ``summary.json`` says, in words: which arm scores higher, if either.
+
+    It reads the paired interval when there is one (the arms share at least two scored seeds), else
+    Welch's: an interval above 0 says ``a`` scores higher, below 0 that ``b`` does, and one that
+    holds 0 shows no difference at 95%.
+    """
+    a, b = comparison.get("a"), comparison.get("b")
+    paired = (comparison.get("paired") or {}).get("ci95")
+    interval, which = (paired, "paired") if paired is not None else (comparison.get("ci95"), "Welch's")
+    if interval is None:
+        return "too few scored episodes to tell (an interval needs two per arm)"
+    lo, hi = interval
+    if lo > 0:
+        return f"{a} scores higher ({which} 95% interval above 0)"
+    if hi < 0:
+        return f"{b} scores higher ({which} 95% interval below 0)"
+    return f"no difference shown ({which} 95% interval holds 0)"
 
 
 def write_summary_csv(episodes: Iterable[dict[str, Any]], path: Path) -> None:
