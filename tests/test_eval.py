@@ -735,7 +735,10 @@ def test_ctrl_c_stops_the_episodes_in_flight_keeps_finished_files_and_exits_130(
             proc.kill()
             proc.wait()
     assert proc.returncode == 130, err
-    assert "interrupted" in err
+    assert " ".join(err.split()) == (
+        "zorkmcp eval: interrupted; the summary covers the finished episodes; to play the rest, run the "
+        f"same command with --resume --out {run}"
+    )
     records = _records(run)
     assert 1 <= len(records) < 6
     for path in (run / "episodes" / "no-mcp").iterdir():

@@ -482,7 +482,11 @@ def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
     print_outcome(console, outcome)
     failed = [r for r in outcome.episodes if r.get("error")]
     if outcome.interrupted:
-        err.print("zorkmcp eval: interrupted; the summary covers the finished episodes", highlight=False)
+        err.print(
+            "zorkmcp eval: interrupted; the summary covers the finished episodes; to play the rest, run "
+            f"the same command with --resume --out {escape(str(outcome.run_dir))}",
+            highlight=False,
+        )
         return EXIT_INTERRUPTED
     if failed:
         first = failed[0]
