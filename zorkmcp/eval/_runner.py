@@ -114,17 +114,20 @@ async def open_http_pools(base_urls: Iterable[str], *, concurrency: int) -> Asyn
         base_urls: the endpoints (repeats are fine).
         concurrency: how many episodes may send at once (keep-alive connections kept).
     """
+
+    def client(url: str) -> httpx.AsyncClient:  # reads the CA bundle (and proxy variables) from disk
+        return httpx.AsyncClient(
+            timeout=httpx.Timeout(None),  # each attempt's deadline is a cancel scope
+            verify=httpx.create_ssl_context(trust_env=True),
+            trust_env=not is_local_base_url(url),
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=concurrency),
+        )
+
     async with AsyncExitStack() as stack:
         pools: HttpPools = {}
         for url in dict.fromkeys(base_urls):
-            pools[url] = await stack.enter_async_context(
-                httpx.AsyncClient(
-                    timeout=httpx.Timeout(None),  # each attempt's deadline is a cancel scope
-                    verify=httpx.create_ssl_context(trust_env=True),
-                    trust_env=not is_local_base_url(url),
-                    limits=httpx.Limits(max_connections=None, max_keepalive_connections=concurrency),
-                )
-            )
+            made = await anyio.to_thread.run_sync(client, url)
+            pools[url] = await stack.enter_async_context(made)
         yield pools
 
 
