@@ -38,6 +38,7 @@ from ..episode import (
 from ..errors import ConfigError, GameError, LLMError, MCPError
 from ..game.server import preload as preload_game
 from ..llm import OPENROUTER_HEADERS, LLMClient, ModelChoice, is_local_base_url, resolve_api_key
+from ..llm._client import shared_ssl_context
 from ..llm._urls import is_openrouter
 from ..mcp import EpisodeServers, McpManager, ZygoteGroup, build_server_env, open_zygotes
 from ..observability import EventRecorder, open_tracer
@@ -115,10 +116,10 @@ async def open_http_pools(base_urls: Iterable[str], *, concurrency: int) -> Asyn
         concurrency: how many episodes may send at once (keep-alive connections kept).
     """
 
-    def client(url: str) -> httpx.AsyncClient:  # reads the CA bundle (and proxy variables) from disk
+    def client(url: str) -> httpx.AsyncClient:  # reads the CA bundle (once) and proxy variables from disk
         return httpx.AsyncClient(
             timeout=httpx.Timeout(None),  # each attempt's deadline is a cancel scope
-            verify=httpx.create_ssl_context(trust_env=True),
+            verify=shared_ssl_context(),  # ~20 ms to build: one per process
             trust_env=not is_local_base_url(url),
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=concurrency),
         )

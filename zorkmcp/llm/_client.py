@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Mapping
 
 
-__all__ = ["DEFAULT_RETRY", "OPENROUTER_HEADERS", "LLMClient", "open_llm_client"]
+__all__ = ["DEFAULT_RETRY", "OPENROUTER_HEADERS", "LLMClient", "open_llm_client", "shared_ssl_context"]
 
 DEFAULT_RETRY = RetrySettings()
 """The ``[tool.zorkgpt.retry]`` defaults."""
@@ -45,8 +45,11 @@ _RetryKind = Literal["rate_limit", "server_error", "transport"]
 
 
 @functools.cache
-def _ssl_context() -> ssl.SSLContext:
-    # Loading the CA bundle costs ~50 ms; build it once per process (honours SSL_CERT_FILE).
+def shared_ssl_context() -> ssl.SSLContext:
+    """The TLS context of every model client: loading the CA bundle costs 20-50 ms, so once per process.
+
+    It honours ``SSL_CERT_FILE``; the first call reads from disk (call it from a worker thread).
+    """
     return httpx.create_ssl_context(trust_env=True)
 
 
@@ -360,7 +363,7 @@ async def open_llm_client(
     local = is_local_base_url(base_url)
     async with httpx.AsyncClient(
         timeout=httpx.Timeout(None),  # the attempt's deadline is a cancel scope instead
-        verify=_ssl_context(),
+        verify=shared_ssl_context(),
         trust_env=not local,
     ) as http:
         yield LLMClient(
