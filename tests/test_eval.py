@@ -427,14 +427,15 @@ async def test_an_endpoint_that_refuses_connections_stops_the_run_naming_it_and_
     # Before, every episode retried its connection six times (~31 s) and the run ended with all failed.
     monkeypatch.chdir(tmp_path)
     llm_server.default = agent_reply("look")
-    with socket.socket() as closed:  # bound, not listening: a connection to it is refused
+    with socket.socket() as closed, socket.socket() as also_closed:  # bound, not listening: refused
         closed.bind(("127.0.0.1", 0))
-        port = closed.getsockname()[1]
-        wrong = f"http://127.0.0.1:{port}/v1"
+        also_closed.bind(("127.0.0.1", 0))
+        wrong = f"http://127.0.0.1:{closed.getsockname()[1]}/v1"
+        other = f"http://127.0.0.1:{also_closed.getsockname()[1]}/v1"
         (tmp_path / "eval.toml").write_text(
             "".join(
                 f'[[arms]]\nname = "{name}"\nmodel = "m"\nmcp = false\nbase_url = "{url}"\n'
-                for name, url in [("a", wrong), ("good", llm_server.base_url), ("b", wrong)]
+                for name, url in [("a", wrong), ("good", llm_server.base_url), ("b", wrong), ("c", other)]
             )
         )
         code, out, err = await trio.to_thread.run_sync(
@@ -447,8 +448,8 @@ async def test_an_endpoint_that_refuses_connections_stops_the_run_naming_it_and_
         "(ConnectError: "
     )  # then anyio's words for it
     assert line.endswith(
-        "); start it, or pass the right --base-url (or base_url in [[arms]], or agent_base_url in "
-        "[tool.zorkgpt.llm])"
+        " (and 1 more endpoint(s)); start it, or pass the right --base-url (or base_url in [[arms]], or "
+        "agent_base_url in [tool.zorkgpt.llm])"
     )
     assert [(r.method, r.path) for r in llm_server.requests] == [("GET", "/v1/models")]  # probed, not played
     assert not (tmp_path / "run").exists()
