@@ -23,6 +23,9 @@ in its own process (1 s per request, one request per turn). Sampled from /proc e
 
 Targets (reported, never asserted): ≥ 0.9 × ideal at K = 64; ≤ 40 MB RSS per concurrent episode;
 episode start ≤ 150 ms.
+
+A second table takes the runs apart: the eval process's own CPU per episode, one episode at a time
+(``eval_cost.py``, 1- and 5-turn episodes, with and without MCP), so what a start and a turn cost it.
 """
 
 from __future__ import annotations
@@ -296,5 +299,59 @@ def test_eval_at_scale(report: Report, tmp_path: Path) -> None:
         "RSS per episode is the peak sum ÷ K (a forked server's RSS counts the pages it shares with its "
         "zygote again; PSS counts them once); 'peak live' counts game server processes alive at once "
         "(none: the games run in the eval process)",
+    ]
+    report.add(section)
+
+
+COST_EPISODES = 40
+"""Episodes per configuration of :func:`test_eval_process_cpu_per_episode` (one at a time)."""
+
+
+def test_eval_process_cpu_per_episode(report: Report) -> None:
+    """What one episode's start and each of its turns cost the eval process, with and without MCP.
+
+    Run by ``eval_cost.py`` in a fresh process per configuration, one episode at a time against
+    ``latency_llm.py 0``: the CPU that K episodes starting at once share on one core.
+    """
+    section = Section(
+        number=10,
+        title="zorkmcp eval: the eval process's CPU per episode, one episode at a time (K = 1)",
+        columns=[
+            "configuration", "CPU ms / 1-turn episode", "CPU ms / 5-turn episode", "CPU ms / turn",
+            "CPU ms start + end", "start ms p50",
+        ],
+    )  # fmt: skip
+    here = Path(__file__).parent
+    server = subprocess.Popen([sys.executable, str(here / "latency_llm.py"), "0"], stdout=subprocess.PIPE)
+    figures: dict[str, dict[int, dict[str, Any]]] = {}
+    try:
+        assert server.stdout is not None
+        port = server.stdout.readline().decode().strip()
+        for mode in ("nomcp", "mcp"):
+            for turns in (1, 5):
+                done = subprocess.run(
+                    [sys.executable, str(here / "eval_cost.py"), port, str(turns), mode, str(COST_EPISODES)],
+                    capture_output=True,
+                    check=True,
+                )
+                figures.setdefault(mode, {})[turns] = json.loads(done.stdout)
+    finally:
+        server.terminate()
+        server.wait()
+        if server.stdout is not None:
+            server.stdout.close()
+    for mode, label in (("nomcp", "no MCP (the game only)"), ("mcp", "MCP (a fresh think server per turn)")):
+        one, five = figures[mode][1]["cpu_ms_per_episode"], figures[mode][5]["cpu_ms_per_episode"]
+        turn = (five - one) / 4
+        section.rows.append(
+            [label, f"{one:.1f}", f"{five:.1f}", f"{turn:.1f}", f"{one - turn:.1f}",
+             f"{figures[mode][1]['start_ms_p50']:.0f}"]
+        )  # fmt: skip
+    section.figures = {"episodes": COST_EPISODES, "runs": figures}
+    section.notes = [
+        "CPU: the eval process's own (all its threads; not the think servers a zygote forks for it)",
+        "per turn: (5-turn − 1-turn) ÷ 4; start + end: a 1-turn episode less one turn",
+        "at K = 64 the first wave's 64 starts share one core (the GIL): a median start of 150 ms leaves "
+        "each ≤ ~4.7 ms (150 ms ÷ 32) of the eval process's CPU, with the first turns that begin meanwhile",
     ]
     report.add(section)
