@@ -37,6 +37,7 @@ import statistics
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +46,8 @@ from _benchlib import REPO, Section
 from zorkmcp.game import PACKAGED_GAME
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from _benchlib import Report
 
 RUNS = [
@@ -260,6 +263,21 @@ def _row(f: dict[str, Any]) -> list[str]:
     ]
 
 
+@contextmanager
+def _loopback_model(latency: float) -> Iterator[int]:
+    """``latency_llm.py`` in its own process (its CPU is not the run's); yields its port."""
+    script = Path(__file__).with_name("latency_llm.py")
+    server = subprocess.Popen([sys.executable, str(script), str(latency)], stdout=subprocess.PIPE)
+    try:
+        assert server.stdout is not None
+        yield int(server.stdout.readline())
+    finally:
+        server.terminate()
+        server.wait()
+        if server.stdout is not None:
+            server.stdout.close()
+
+
 def test_eval_at_scale(report: Report, tmp_path: Path) -> None:
     section = Section(
         number=7,
@@ -270,21 +288,10 @@ def test_eval_at_scale(report: Report, tmp_path: Path) -> None:
             "steady CPU ms/turn", "RSS MB/episode (PSS)", "start ms p50/p95", "wall s", "episodes",
         ],
     )  # fmt: skip
-    server = subprocess.Popen(
-        [sys.executable, str(Path(__file__).with_name("latency_llm.py")), str(LATENCY)],
-        stdout=subprocess.PIPE,
-    )
-    try:
-        assert server.stdout is not None
-        port = int(server.stdout.readline())
+    with _loopback_model(LATENCY) as port:
         figures = [
             _run_k(k, t, port, tmp_path / f"k{k}x{t}{'' if mcp else '-nomcp'}", mcp=mcp) for k, t, mcp in RUNS
         ]
-    finally:
-        server.terminate()
-        server.wait()
-        if server.stdout is not None:
-            server.stdout.close()
     section.rows = [_row(f) for f in figures]
     section.figures = {"runs": figures, "latency_s": LATENCY}
     section.notes = [
@@ -321,25 +328,17 @@ def test_eval_process_cpu_per_episode(report: Report) -> None:
             "CPU ms start + end", "start ms p50",
         ],
     )  # fmt: skip
-    here = Path(__file__).parent
-    server = subprocess.Popen([sys.executable, str(here / "latency_llm.py"), "0"], stdout=subprocess.PIPE)
+    script = Path(__file__).with_name("eval_cost.py")
     figures: dict[str, dict[int, dict[str, Any]]] = {}
-    try:
-        assert server.stdout is not None
-        port = server.stdout.readline().decode().strip()
+    with _loopback_model(0.0) as port:
         for mode in ("nomcp", "mcp"):
             for turns in (1, 5):
                 done = subprocess.run(
-                    [sys.executable, str(here / "eval_cost.py"), port, str(turns), mode, str(COST_EPISODES)],
+                    [sys.executable, str(script), str(port), str(turns), mode, str(COST_EPISODES)],
                     capture_output=True,
                     check=True,
                 )
                 figures.setdefault(mode, {})[turns] = json.loads(done.stdout)
-    finally:
-        server.terminate()
-        server.wait()
-        if server.stdout is not None:
-            server.stdout.close()
     for mode, label in (("nomcp", "no MCP (the game only)"), ("mcp", "MCP (a fresh think server per turn)")):
         one, five = figures[mode][1]["cpu_ms_per_episode"], figures[mode][5]["cpu_ms_per_episode"]
         turn = (five - one) / 4
