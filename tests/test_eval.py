@@ -29,6 +29,7 @@ from play_support import (
     is_running,
     offline_env,
     run_in_tmux,
+    write_project,
     zork1_path,
 )
 
@@ -514,6 +515,26 @@ def test_the_run_says_what_each_arm_plays_and_when_it_is_the_offline_scripted_mo
         "OPENROUTER_API_KEY or OPENAI_API_KEY (or api_key_env in [[arms]]), or pass --base-url for a local "
         "server such as http://127.0.0.1:11434/v1 (Ollama)."
     )
+
+
+def test_the_arm_lines_name_the_servers_an_arm_starts(tmp_path: Path) -> None:
+    from zorkmcp._cli_eval import arm_lines, build_plan
+    from zorkmcp.cli import build_parser
+
+    config = {
+        "mcpServers": {
+            **PER_TURN_THINKING["mcpServers"],
+            "search": {"command": "search-server", "disabled": True},  # not started, not offered
+            "notes": {**INPROCESS_THINKING["mcpServers"]["thinking"]},
+        }
+    }
+    pyproject = write_project(tmp_path, mcp_config=config)
+    args = build_parser().parse_args(["eval", "--compare-mcp", "--pyproject", str(pyproject), "--out", "x"])
+    plan = build_plan(args, Settings.load(pyproject))
+    assert [line.split("; ", 1)[1] for line in arm_lines(plan)[:2]] == [
+        "tools: thinking, notes (mcp_config.json)",
+        "no tools",
+    ]
 
 
 def test_plan_from_file_and_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -433,7 +433,7 @@ def arm_lines(plan: EvalPlan) -> list[str]:
         tools = "no tools"
         if spec.settings.mcp.enabled:
             path = spec.settings.mcp_config_path()
-            names = ", ".join(server.name for server in McpConfig.from_file(path).servers) or "none"
+            names = ", ".join(s.name for s in McpConfig.from_file(path).enabled_servers) or "none"
             tools = f"tools: {escape(names)} ({escape(path.name)})"
         lines.append(f"  [bold]{escape(arm.name.ljust(width))}[/]  {model}; {tools}")
     if offline:
