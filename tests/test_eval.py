@@ -535,6 +535,11 @@ def test_the_arm_lines_name_the_servers_an_arm_starts(tmp_path: Path) -> None:
         "tools: thinking, notes (mcp_config.json)",
         "no tools",
     ]
+    # no API key here: on a Ray cluster the workers' own environment decides
+    assert not arm_lines(plan)[2].endswith("environment.")
+    assert arm_lines(plan, cluster=True)[2].endswith(
+        "(Ollama). On the Ray cluster each worker decides from its own environment."
+    )
 
 
 def test_plan_from_file_and_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -405,12 +405,13 @@ def print_outcome(console: Console, outcome: EvalOutcome) -> None:
     )
 
 
-def arm_lines(plan: EvalPlan) -> list[str]:
+def arm_lines(plan: EvalPlan, *, cluster: bool = False) -> list[str]:
     """What each arm plays with, one line each (rich markup): its model and endpoint, its MCP servers.
 
     An arm that would play the offline scripted model says so, and a notice follows saying why and
     what to set, as ``zorkmcp play`` does: a run that forgot its API key would otherwise report the
-    walkthrough's scores as the model's.
+    walkthrough's scores as the model's. On a Ray cluster (``cluster``) the workers read their own
+    environment, and the notice says so.
     """
     from .config import McpConfig
     from .llm import API_KEY_ENV_VARS, ModelChoice
@@ -443,6 +444,7 @@ def arm_lines(plan: EvalPlan) -> list[str]:
             "Jericho's walkthrough of the game (no LLM is called). To evaluate a real model, set "
             f"{escape(variables)} (or api_key_env in \\[\\[arms]]), or pass --base-url for a local "
             "server such as http://127.0.0.1:11434/v1 (Ollama)."
+            + (" On the Ray cluster each worker decides from its own environment." if cluster else "")
         )
     return lines
 
@@ -467,7 +469,7 @@ def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
         settings.source or f"embedded defaults (no [tool.zorkgpt] in {args.pyproject or './pyproject.toml'})"
     )
     console.print(f"settings: {escape(str(origin))}", highlight=False)
-    for line in arm_lines(plan):
+    for line in arm_lines(plan, cluster=args.ray not in (None, "local")):
         console.print(line, highlight=False)
     resume = args.resume or args.retry_failed
     # a resume that would mix settings stops here, before anything starts
