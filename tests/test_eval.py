@@ -390,6 +390,35 @@ def test_resume_refuses_episodes_played_with_other_settings_and_changes_nothing(
         seed_13.write_text(json.dumps(record))
 
 
+def test_a_resume_on_a_ray_cluster_keeps_episodes_its_workers_played_with_their_own_api_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The driver has no API key, a worker had one: its records name the real model, not the scripted one.
+    from zorkmcp._cli_eval import build_plan
+    from zorkmcp.cli import build_parser
+    from zorkmcp.eval import resumable_episodes
+
+    monkeypatch.chdir(tmp_path)
+    flags = ("--no-mcp", "--model", "m", "--episodes", "2", "--turns", "1", "--quiet")
+    code, out, _ = _eval(tmp_path, *flags, capsys=capsys)
+    assert code == 0, out
+    run = tmp_path / "run"
+    for seed in (12, 13):
+        path = episode_paths(run, "no-mcp", seed)[0]
+        path.write_text(json.dumps({**json.loads(path.read_text()), "model": "m", "scripted": False}))
+    args = build_parser().parse_args(["eval", *flags, "--game", str(zork1_path()), "--out", str(run)])
+    plan = build_plan(args, Settings.load(None))
+    here = r'seed-12\.json: model is "m" but this run\'s arm no-mcp has "scripted-walkthrough"'
+    with pytest.raises(ConfigError, match=here):
+        resumable_episodes(plan)  # here, this machine would play the scripted model
+    assert [(r["seed"], r["model"]) for r in resumable_episodes(plan, cluster=True)] == [(12, "m"), (13, "m")]
+    path = episode_paths(run, "no-mcp", 13)[0]
+    path.write_text(json.dumps({**json.loads(path.read_text()), "model": "other"}))
+    other = r'seed-13\.json: model is "other" but this run\'s arm no-mcp has "m"'
+    with pytest.raises(ConfigError, match=other):
+        resumable_episodes(plan, cluster=True)  # another model is still another model
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [

@@ -469,13 +469,14 @@ def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
         settings.source or f"embedded defaults (no [tool.zorkgpt] in {args.pyproject or './pyproject.toml'})"
     )
     console.print(f"settings: {escape(str(origin))}", highlight=False)
-    for line in arm_lines(plan, cluster=args.ray not in (None, "local")):
+    cluster = args.ray not in (None, "local")  # the workers' environment and network decide there
+    for line in arm_lines(plan, cluster=cluster):
         console.print(line, highlight=False)
     resume = args.resume or args.retry_failed
     # a resume that would mix settings stops here, before anything starts
-    kept = resumable_episodes(plan, retry_failed=args.retry_failed) if resume else []
-    # and so does a model endpoint that cannot be reached (not on a cluster: its workers' network decides)
-    if args.ray in (None, "local"):
+    kept = resumable_episodes(plan, retry_failed=args.retry_failed, cluster=cluster) if resume else []
+    # and so does a model endpoint that cannot be reached (not on a cluster)
+    if not cluster:
         done = {(r["arm"], r["seed"]) for r in kept}
         check_endpoints(spec for spec in plan.specs() if spec.key not in done)
     with LiveProgress(console, plan, quiet=args.quiet) as progress:

@@ -39,6 +39,7 @@ from ..errors import ConfigError, GameError, LLMError, MCPError
 from ..game.server import preload as preload_game
 from ..llm import OPENROUTER_HEADERS, LLMClient, ModelChoice, is_local_base_url, resolve_api_key
 from ..llm._client import shared_ssl_context
+from ..llm._scripted import SCRIPTED_MODEL_NAME
 from ..llm._urls import is_openrouter
 from ..mcp import EpisodeServers, McpManager, ZygoteGroup, build_server_env, open_zygotes
 from ..observability import EventRecorder, open_tracer
@@ -572,17 +573,28 @@ _RESUME_KEYS: Final = {
 """What a resumed record must share with the plan's episode, and what sets each."""
 
 
-def _planned(spec: EpisodeSpec) -> dict[str, Any]:
+def _planned(spec: EpisodeSpec, *, cluster: bool) -> dict[str, tuple[Any, ...]]:
+    """The values a kept record may have, per key of :data:`_RESUME_KEYS` (the first one is the plan's).
+
+    On a Ray cluster each worker decides from its own environment whether the offline scripted
+    model plays, so a record may be either: the arm's model, or the scripted one.
+    """
     choice = ModelChoice.from_settings(
         spec.settings, model_override=spec.model, base_url_override=spec.base_url
     )
+    if cluster:
+        model: tuple[Any, ...] = (choice.model, SCRIPTED_MODEL_NAME)
+        scripted: tuple[Any, ...] = (choice.scripted is not None, choice.scripted is None)
+    else:
+        model = (choice.model if choice.scripted is None else choice.scripted.model,)
+        scripted = (choice.scripted is not None,)
     return {
-        "model": choice.model if choice.scripted is None else choice.scripted.model,
-        "scripted": choice.scripted is not None,
-        "mcp": spec.settings.mcp.enabled,
-        "max_turns": spec.max_turns,
-        "game": spec.game_path.name,
-        "sampling": _sampling(spec),
+        "model": model,
+        "scripted": scripted,
+        "mcp": (spec.settings.mcp.enabled,),
+        "max_turns": (spec.max_turns,),
+        "game": (spec.game_path.name,),
+        "sampling": (_sampling(spec),),
     }
 
 
@@ -593,7 +605,9 @@ def _sampling(spec: EpisodeSpec) -> dict[str, Any]:
     }
 
 
-def resumable_episodes(plan: EvalPlan, *, retry_failed: bool = False) -> list[dict[str, Any]]:
+def resumable_episodes(
+    plan: EvalPlan, *, retry_failed: bool = False, cluster: bool = False
+) -> list[dict[str, Any]]:
     """The finished episodes ``--resume`` keeps (does not play again), each checked against the plan.
 
     A record the plan would play otherwise (another model, turn limit, game or sampling, tools on or
@@ -603,13 +617,15 @@ def resumable_episodes(plan: EvalPlan, *, retry_failed: bool = False) -> list[di
     Args:
         plan: the run to resume.
         retry_failed: leave out the failed episodes (with an ``error``), so they are played again.
+        cluster: the run goes to a Ray cluster, whose workers decide from their own environment
+            whether the offline scripted model plays: a record of either model is kept.
 
     Raises:
         ConfigError: a kept record differs from the plan; the message names the file, the key, both
             values and the setting that decides it.
     """
     kept: list[dict[str, Any]] = []
-    planned: dict[str, dict[str, Any]] = {}
+    planned: dict[str, dict[str, tuple[Any, ...]]] = {}
     clashes: list[tuple[Path, str, Any, Any]] = []
     for spec in plan.specs():
         path = episode_paths(plan.out, spec.arm, spec.seed)[0]
@@ -618,10 +634,10 @@ def resumable_episodes(plan: EvalPlan, *, retry_failed: bool = False) -> list[di
             continue
         kept.append(record)
         if spec.arm not in planned:
-            planned[spec.arm] = _planned(spec)
-        keys = [key for key in _RESUME_KEYS if key in record and record[key] != planned[spec.arm][key]]
+            planned[spec.arm] = _planned(spec, cluster=cluster)
+        keys = [key for key in _RESUME_KEYS if key in record and record[key] not in planned[spec.arm][key]]
         if keys:
-            clashes.append((path, keys[0], record[keys[0]], planned[spec.arm][keys[0]]))
+            clashes.append((path, keys[0], record[keys[0]], planned[spec.arm][keys[0]][0]))
     if clashes:
         path, key, found, expected = clashes[0]
         more = f" (and {len(clashes) - 1} more episode file(s))" if len(clashes) > 1 else ""
