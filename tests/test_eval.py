@@ -419,6 +419,25 @@ def test_a_resume_on_a_ray_cluster_keeps_episodes_its_workers_played_with_their_
         resumable_episodes(plan, cluster=True)  # another model is still another model
 
 
+def test_the_record_of_a_ray_task_that_died_resumes_with_its_run(tmp_path: Path) -> None:
+    # It named the model "" when no --model was given, and a resume refused it as another model.
+    from zorkmcp.eval import ArmSpec, EpisodeResult, EvalPlan, resumable_episodes, write_episode
+    from zorkmcp.eval._ray import _failed
+
+    plan = EvalPlan(
+        arms=(ArmSpec(name="a"),), episodes=1, seed=5, max_turns=3, concurrency=1, game_path=zork1_path(),
+        out=tmp_path, settings=Settings.load(None),
+    )  # fmt: skip
+    spec = plan.specs()[0]
+    record = _failed(spec, RuntimeError("ray: the worker died\nWorkerCrashedError: SIGKILL"))
+    assert (record["model"], record["scripted"], record["error"]) == (
+        "scripted-walkthrough", True, "RuntimeError: WorkerCrashedError: SIGKILL",
+    )  # fmt: skip
+    write_episode(tmp_path, EpisodeResult(record=record, events=[]))
+    assert [r["seed"] for r in resumable_episodes(plan)] == [5]
+    assert resumable_episodes(plan, retry_failed=True) == []
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
