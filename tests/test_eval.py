@@ -524,6 +524,23 @@ async def test_a_peer_that_does_not_speak_http_stops_the_run(
     assert not (tmp_path / "run").exists()
 
 
+async def test_an_endpoint_that_connects_and_is_slow_to_answer_is_let_through(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # A model server still loading, say: the run's own retries are for it.
+    from zorkmcp.eval._reach import PROBE_SECONDS, _unanswered
+
+    async def slow(stream: trio.SocketStream) -> None:
+        async with stream:
+            await trio.sleep_forever()
+
+    listeners = await nursery.start(partial(trio.serve_tcp, slow, 0, host="127.0.0.1"))
+    url = f"http://127.0.0.1:{listeners[0].socket.getsockname()[1]}/v1"
+    start = trio.current_time()
+    assert await _unanswered([url]) == {}
+    assert trio.current_time() - start == pytest.approx(PROBE_SECONDS)  # it waited the whole probe
+
+
 async def test_an_endpoint_that_answers_any_status_lets_the_run_play_against_it(
     llm_server: LLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
