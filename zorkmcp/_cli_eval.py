@@ -414,16 +414,14 @@ def arm_lines(plan: EvalPlan, *, cluster: bool = False) -> list[str]:
     environment, and the notice says so.
     """
     from .config import McpConfig
-    from .llm import API_KEY_ENV_VARS, ModelChoice
+    from .llm import API_KEY_ENV_VARS
 
     firsts = {spec.arm: spec for spec in reversed(plan.specs())}  # an arm's episodes share all but the seed
     width = max(len(arm.name) for arm in plan.arms)
     lines, offline, variables, url = [], [], "", ""
     for arm in plan.arms:
         spec = firsts[arm.name]
-        choice = ModelChoice.from_settings(
-            spec.settings, model_override=spec.model, base_url_override=spec.base_url
-        )
+        choice = spec.model_choice()
         if choice.scripted is not None:
             model = "[yellow]offline scripted model[/]"
             offline.append(arm.name)

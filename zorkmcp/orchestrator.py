@@ -173,7 +173,7 @@ class Orchestrator:
         )
         choice.announce(self.recorder)
         header = CassetteHeader(
-            model=choice.scripted.model if choice.scripted is not None else choice.model,
+            model=choice.plays,
             game=self.game_path.name,
             game_md5=_md5(self.game_path),
             seed=self.seed,

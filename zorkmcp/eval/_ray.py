@@ -12,7 +12,6 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
-from ..llm import ModelChoice
 from ._runner import EpisodeResult, endpoint_of, open_http_pools, play_episode, write_episode
 
 if TYPE_CHECKING:
@@ -129,15 +128,12 @@ def _failed(spec: EpisodeSpec, exc: BaseException) -> dict[str, Any]:
     ``--resume``: a model that is not the arm's).
     """
     first = (str(exc).strip().splitlines() or [""])[-1][:500]
-    choice = ModelChoice.from_settings(
-        spec.settings, model_override=spec.model, base_url_override=spec.base_url
-    )
+    choice = spec.model_choice()
     return {
         "arm": spec.arm, "seed": spec.seed, "score": 0, "max_score": None, "moves": 0, "turns": 0,
         "victory": False, "game_over": False, "deaths": 0, "tool_calls": 0, "tool_errors": 0,
         "tool_timeouts": 0, "llm_requests": 0, "prompt_tokens": 0, "completion_tokens": 0,
         "wall_seconds": 0.0, "scores": [], "runner": "ray", "pid": None,
-        "model": choice.model if choice.scripted is None else choice.scripted.model,
-        "scripted": choice.scripted is not None, "mcp": spec.settings.mcp.enabled,
+        "model": choice.plays, "scripted": choice.scripted is not None, "mcp": spec.settings.mcp.enabled,
         "max_turns": spec.max_turns, "stopped": "error", "error": f"{type(exc).__name__}: {first}",
     }  # fmt: skip

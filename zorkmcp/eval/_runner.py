@@ -179,9 +179,7 @@ def _chat_model(spec: EpisodeSpec, pools: HttpPools, events: EventRecorder) -> t
     walkthrough = scripted_walkthrough(
         spec.settings, spec.game_path, model=spec.model, base_url=spec.base_url
     )
-    choice = ModelChoice.from_settings(
-        spec.settings, model_override=spec.model, base_url_override=spec.base_url, walkthrough=walkthrough
-    )
+    choice = spec.model_choice(walkthrough)
     choice.announce(events)
     if choice.scripted is not None:
         return choice.scripted, choice
@@ -204,9 +202,7 @@ def _chat_model(spec: EpisodeSpec, pools: HttpPools, events: EventRecorder) -> t
 
 def endpoint_of(spec: EpisodeSpec) -> str | None:
     """The base URL an episode's model talks to (``None``: the offline scripted model)."""
-    choice = ModelChoice.from_settings(
-        spec.settings, model_override=spec.model, base_url_override=spec.base_url
-    )
+    choice = spec.model_choice()
     return None if choice.scripted is not None else choice.base_url
 
 
@@ -579,14 +575,12 @@ def _planned(spec: EpisodeSpec, *, cluster: bool) -> dict[str, tuple[Any, ...]]:
     On a Ray cluster each worker decides from its own environment whether the offline scripted
     model plays, so a record may be either: the arm's model, or the scripted one.
     """
-    choice = ModelChoice.from_settings(
-        spec.settings, model_override=spec.model, base_url_override=spec.base_url
-    )
+    choice = spec.model_choice()
     if cluster:
         model: tuple[Any, ...] = (choice.model, SCRIPTED_MODEL_NAME)
         scripted: tuple[Any, ...] = (choice.scripted is not None, choice.scripted is None)
     else:
-        model = (choice.model if choice.scripted is None else choice.scripted.model,)
+        model = (choice.plays,)
         scripted = (choice.scripted is not None,)
     return {
         "model": model,

@@ -37,7 +37,10 @@ from cattrs.errors import BaseValidationError, ForbiddenExtraKeysError
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ..config import ServerConfig, Settings
+    from ..llm import ModelChoice
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
@@ -157,6 +160,18 @@ class EpisodeSpec:
     def key(self) -> tuple[str, int]:
         """``(arm, seed)``: names the episode's files."""
         return (self.arm, self.seed)
+
+    def model_choice(self, walkthrough: Sequence[str] | None = None) -> ModelChoice:
+        """The episode's model, as this process's settings and environment choose it (its API key).
+
+        Args:
+            walkthrough: the commands for the offline scripted model, should it play.
+        """
+        from ..llm import ModelChoice
+
+        return ModelChoice.from_settings(
+            self.settings, model_override=self.model, base_url_override=self.base_url, walkthrough=walkthrough
+        )
 
 
 @frozen(kw_only=True)

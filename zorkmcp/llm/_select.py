@@ -144,6 +144,11 @@ class ModelChoice:
             base_url=base_url, model=model, scripted=None, notice=None, api_key=api_key, settings=settings
         )
 
+    @property
+    def plays(self) -> str:
+        """The name of the model that plays: the scripted model's when it plays, else :attr:`model`."""
+        return self.scripted.model if self.scripted is not None else self.model
+
     def announce(self, events: EventSink) -> None:
         """Say once (per episode) which model plays when it is the offline scripted model."""
         if self.notice is not None:
