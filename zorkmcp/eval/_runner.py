@@ -578,7 +578,7 @@ def _planned(spec: EpisodeSpec, *, cluster: bool) -> dict[str, tuple[Any, ...]]:
     choice = spec.model_choice()
     if cluster:
         model: tuple[Any, ...] = (choice.model, SCRIPTED_MODEL_NAME)
-        scripted: tuple[Any, ...] = (choice.scripted is not None, choice.scripted is None)
+        scripted: tuple[Any, ...] = (False, True)
     else:
         model = (choice.plays,)
         scripted = (choice.scripted is not None,)
