@@ -292,7 +292,8 @@ def machine_info(load_at_start: tuple[float, float, float] | None = None) -> dic
         "python_implementation": platform.python_implementation(),
         "python_executable": sys.executable,
         "versions": {
-            package: _version(package) for package in ("trio", "anyio", "mcp", "pydantic", "httpx", "zorkmcp")
+            package: _version(package)
+            for package in ("trio", "anyio", "mcp", "pydantic", "httpx2", "zorkmcp")
         },
         "node": _node_version(),
         "kernel": platform.release(),

@@ -1,6 +1,6 @@
 """``zorkmcp eval`` at scale: K concurrent episodes against a model that answers in 1 s.
 
-For each run K × T (``ZORKMCP_BENCH_EVAL_RUNS``, default ``8x5,32x5,64x5,64x5-nomcp,64x20``) one
+For each run K × T (``ZORKMCP_BENCH_EVAL_RUNS``, default ``8x5,32x5,64x5,64x5-nomcp,64x20,256x2-nomcp``) one
 ``zorkmcp eval`` process plays K episodes of T turns with K at once, in the default configuration:
 MCP on, the repository's ``mcp_config.json`` (a fresh ``think`` server per turn, Requirement 3),
 and each episode's game in the eval process (as ``zorkmcp eval`` plays it); ``-nomcp`` runs with
@@ -50,17 +50,19 @@ if TYPE_CHECKING:
 
     from _benchlib import Report
 
+DEFAULT_RUNS = "8x5,32x5,64x5,64x5-nomcp,64x20,256x2-nomcp"
 RUNS = [
     (int(k), int(t.removesuffix("-nomcp")), not t.endswith("-nomcp"))
     for k, _, t in (
         run.strip().partition("x")
-        for run in os.environ.get("ZORKMCP_BENCH_EVAL_RUNS", "8x5,32x5,64x5,64x5-nomcp,64x20").split(",")
+        for run in os.environ.get("ZORKMCP_BENCH_EVAL_RUNS", DEFAULT_RUNS).split(",")
         if run.strip()
     )
 ]
 """(K, turns, MCP on) of each run: short episodes show the cost of starting them, long ones the
 steady state; ``-nomcp`` plays the same episodes with no MCP server but the game (``--no-mcp``):
-the floor the engine's MCP work adds to."""
+the floor the engine's MCP work adds to. K = 256 shows what grows with K in the eval process (the
+model's connection pool, for one)."""
 LATENCY = 1.0
 SAMPLE_EVERY = 0.2
 _TICK = os.sysconf("SC_CLK_TCK")

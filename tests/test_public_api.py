@@ -41,4 +41,4 @@ def test_bridge_exports_the_sync_boundary() -> None:
 
 def test_root_import_does_not_load_heavy_dependencies() -> None:
     # Every per-turn spawn of the embedded server imports the zorkmcp package first.
-    assert modules_loaded_by("import zorkmcp", ("trio", "attrs", "mcp", "httpx", "cattrs")) == []
+    assert modules_loaded_by("import zorkmcp", ("trio", "attrs", "mcp", "httpx", "httpx2", "cattrs")) == []

@@ -380,7 +380,7 @@ def test_the_zygote_server_needs_a_socket_and_modules() -> None:
 
 
 def test_the_zygote_and_what_it_preloads_stay_on_the_standard_library() -> None:
-    heavy = ("trio", "anyio", "attrs", "mcp", "httpx", "cattrs")
+    heavy = ("trio", "anyio", "attrs", "mcp", "httpx", "httpx2", "cattrs")
     assert modules_loaded_by("import zorkmcp.servers._zygote, zorkmcp.servers.thinking", heavy) == []
 
 

@@ -21,7 +21,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Final
 
 import anyio
-import httpx
+import httpx2
 
 from ..errors import ConfigError
 from ._runner import endpoint_of, open_http_pools
@@ -71,13 +71,13 @@ async def _unanswered(urls: list[str]) -> dict[str, str]:
     """The endpoints that gave no HTTP answer, each with why, in the order of ``urls``."""
     why: dict[str, str] = {}
 
-    async def probe(pool: httpx.AsyncClient, url: str) -> None:
+    async def probe(pool: httpx2.AsyncClient, url: str) -> None:
         try:
             async with pool.stream("GET", f"{url.rstrip('/')}/models", timeout=PROBE_SECONDS):
                 pass  # the headers are the answer; the body is not read
-        except httpx.ReadTimeout:  # connected, and slow: the run's own retries are for that
+        except httpx2.ReadTimeout:  # connected, and slow: the run's own retries are for that
             pass
-        except (httpx.TransportError, httpx.InvalidURL) as exc:
+        except (httpx2.TransportError, httpx2.InvalidURL) as exc:
             why[url] = f"{type(exc).__name__}: {exc}"
 
     async with open_http_pools(urls, concurrency=1) as pools, anyio.create_task_group() as tg:

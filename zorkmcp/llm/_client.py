@@ -1,4 +1,4 @@
-"""The OpenAI-compatible chat-completions client over one ``httpx.AsyncClient``.
+"""The OpenAI-compatible chat-completions client over one ``httpx2.AsyncClient``.
 
 ``open_llm_client`` owns the HTTP client (``async with``), so connections are kept alive
 for as long as the caller's context lives. Requests are retried with exponential backoff
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import attrs
-import httpx
+import httpx2
 from attrs import frozen
 
 from ..config import RetrySettings
@@ -46,11 +46,12 @@ _RetryKind = Literal["rate_limit", "server_error", "transport"]
 
 @functools.cache
 def shared_ssl_context() -> ssl.SSLContext:
-    """The TLS context of every model client: loading the CA bundle costs 20-50 ms, so once per process.
+    """The TLS context of every model client: loading the CA bundle costs 20-100 ms, so once per process.
 
-    It honours ``SSL_CERT_FILE``; the first call reads from disk (call it from a worker thread).
+    It honours ``SSL_CERT_FILE`` and ``SSL_CERT_DIR``, else trusts the system's CAs (as the MCP SDK's
+    remote sessions do); the first call reads from disk (call it from a worker thread).
     """
-    return httpx.create_ssl_context(trust_env=True)
+    return httpx2.create_ssl_context(trust_env=True)
 
 
 @frozen
@@ -74,7 +75,7 @@ def _kind_for_status(status: int | None) -> _RetryKind | None:
 class LLMClient:
     """Chat completions against one OpenAI-compatible endpoint (seeds 000 §2).
 
-    Normally made by :func:`open_llm_client`, which owns the ``httpx.AsyncClient``; the
+    Normally made by :func:`open_llm_client`, which owns the ``httpx2.AsyncClient``; the
     client given here is borrowed, never closed.
 
     Args:
@@ -94,7 +95,7 @@ class LLMClient:
     def __init__(
         self,
         *,
-        http: httpx.AsyncClient,
+        http: httpx2.AsyncClient,
         base_url: str,
         model: str,
         api_key: str | None = None,
@@ -231,35 +232,35 @@ class LLMClient:
         except LLMResponseError as error:
             return _Failure(error, None)
 
-    async def _post(self, payload: dict[str, Any], headers: dict[str, str]) -> httpx.Response | _Failure:
+    async def _post(self, payload: dict[str, Any], headers: dict[str, str]) -> httpx2.Response | _Failure:
         timeout = self._retry.timeout_seconds
         with anyio.move_on_after(timeout):
             try:
-                # ASCII JSON (json.dumps' default), not httpx's json= (ensure_ascii=False): a lone
+                # ASCII JSON (json.dumps' default), not httpx2's json= (ensure_ascii=False): a lone
                 # surrogate a model sent and the engine echoes back must not break the request.
                 body = json.dumps(payload).encode("ascii")
                 headers = {**headers, "content-type": "application/json"}
                 return await self._http.post(self._url, content=body, headers=headers)
             except (
-                httpx.TimeoutException,
-                httpx.NetworkError,
-                httpx.RemoteProtocolError,
-                httpx.ProxyError,
+                httpx2.TimeoutException,
+                httpx2.NetworkError,
+                httpx2.RemoteProtocolError,
+                httpx2.ProxyError,
             ) as exc:
                 return _Failure(self._transport_error(exc), "transport", cause=exc)
-            except httpx.DecodingError as exc:
+            except httpx2.DecodingError as exc:
                 undecodable = LLMResponseError(
                     self._scrub(f"POST {self._url}: the body could not be decoded: {exc}")
                 )
                 return _Failure(undecodable, None, cause=exc)
-            except httpx.HTTPError as exc:  # unsupported scheme, local protocol errors: retrying won't help
+            except httpx2.HTTPError as exc:  # unsupported scheme, local protocol errors: retrying won't help
                 return _Failure(self._transport_error(exc), None, cause=exc)
         timed_out = LLMTransportError(
             f"POST {self._url}: no answer within {timeout:g}s (timeout_seconds in [tool.zorkgpt.retry])"
         )
         return _Failure(timed_out, "transport")
 
-    def _http_failure(self, response: httpx.Response, content_type: str) -> _Failure:
+    def _http_failure(self, response: httpx2.Response, content_type: str) -> _Failure:
         kind = _kind_for_status(response.status_code)
         retry_after = None
         if kind is not None:
@@ -268,7 +269,7 @@ class LLMClient:
             )
         error = http_error(
             status=response.status_code,
-            reason=response.reason_phrase or httpx.codes.get_reason_phrase(response.status_code),
+            reason=response.reason_phrase or httpx2.codes.get_reason_phrase(response.status_code),
             body=response.content,
             content_type=content_type,
             url=self._url,
@@ -277,7 +278,7 @@ class LLMClient:
         )
         return _Failure(error, kind, retry_after)
 
-    def _transport_error(self, exc: httpx.HTTPError) -> LLMTransportError:
+    def _transport_error(self, exc: httpx2.HTTPError) -> LLMTransportError:
         detail = str(exc) or type(exc).__name__
         return LLMTransportError(self._scrub(f"POST {self._url} failed: {type(exc).__name__}: {detail}"))
 
@@ -329,7 +330,7 @@ async def open_llm_client(
     events: EventSink | None = None,
     cache_control: bool = True,
 ) -> AsyncIterator[LLMClient]:
-    """Open an :class:`LLMClient` on one ``httpx.AsyncClient`` that lives as long as the context.
+    """Open an :class:`LLMClient` on one ``httpx2.AsyncClient`` that lives as long as the context.
 
     OpenRouter's attribution headers (:data:`OPENROUTER_HEADERS`) are added when the base URL
     is OpenRouter's; ``extra_headers`` override them. A local base URL (localhost, 127.0.0.1,
@@ -353,16 +354,16 @@ async def open_llm_client(
         ValueError: the base URL is not an http(s) URL.
     """
     try:
-        scheme = httpx.URL(base_url).scheme
-    except httpx.InvalidURL as exc:
+        scheme = httpx2.URL(base_url).scheme
+    except httpx2.InvalidURL as exc:
         raise ValueError(f"base URL {base_url!r} is not a valid URL: {exc}") from exc
     if scheme not in ("http", "https"):
         raise ValueError(f"base URL must start with http:// or https://, got {base_url!r}")
     headers = dict(OPENROUTER_HEADERS) if is_openrouter(base_url) else {}
     headers.update(extra_headers or {})
     local = is_local_base_url(base_url)
-    async with httpx.AsyncClient(
-        timeout=httpx.Timeout(None),  # the attempt's deadline is a cancel scope instead
+    async with httpx2.AsyncClient(
+        timeout=httpx2.Timeout(None),  # the attempt's deadline is a cancel scope instead
         verify=shared_ssl_context(),
         trust_env=not local,
     ) as http:
