@@ -145,6 +145,36 @@ async def test_openrouter_gets_attribution_headers_and_local_servers_do_not() ->
         assert client.headers == {}
 
 
+_PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
+_ONCE = RetrySettings(max_retries=0)  # a request that misses its way fails at once
+
+
+async def test_a_remote_endpoint_goes_through_the_environment_s_proxy(
+    llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in _PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+    monkeypatch.setenv("HTTP_PROXY", llm_server.base_url.removesuffix("/v1"))  # the server plays the proxy
+    llm_server.script(content_reply("north"))
+    async with open_llm_client(base_url="http://model.example/v1", model="m", retry=_ONCE) as client:
+        await client.complete(CompletionRequest(USER))
+    assert [r.path for r in llm_server.requests] == ["http://model.example/v1/chat/completions"]
+
+
+async def test_a_local_endpoint_is_reached_directly_whatever_the_proxy(
+    llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in _PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # nothing listens there
+    llm_server.script(content_reply("north"))
+    async with _client(llm_server, retry=_ONCE) as client:
+        await client.complete(CompletionRequest(USER))
+    assert [r.path for r in llm_server.requests] == ["/v1/chat/completions"]
+
+
 async def test_bad_base_url_is_refused() -> None:
     with pytest.raises(ValueError, match=r"base URL must start with http:// or https://, got 'ftp://x/v1'"):
         async with open_llm_client(base_url="ftp://x/v1", model="m"):
