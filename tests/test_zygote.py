@@ -23,7 +23,7 @@ from servers.helpers import RecordingSink, content_json, is_alive, modules_loade
 
 from zorkmcp.config import McpConfig, McpSettings, ServerConfig
 from zorkmcp.episode import game_server_config
-from zorkmcp.mcp import McpManager, open_server_session
+from zorkmcp.mcp import McpManager, _sweep, open_server_session
 from zorkmcp.mcp._zygote import Zygote, ZygoteChild, ZygoteGone, ZygoteGroup, open_zygote
 from zorkmcp.observability import EventRecorder
 
@@ -128,6 +128,30 @@ async def _a_stubborn_child_is_killed_and_reaped() -> None:
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_stubborn_child_is_killed_and_reaped(backend: str) -> None:
     run(backend, _a_stubborn_child_is_killed_and_reaped)
+
+
+async def test_only_a_server_that_may_start_processes_has_proc_walked_for_strays(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Our think server starts no process: no walk. A server of another module is walked for."""
+    walked: list[frozenset[str]] = []
+    real_walk = _sweep.kill_session_processes
+
+    def walk(tokens: frozenset[str]) -> dict[str, list[int]]:
+        walked.append(tokens)
+        return real_walk(tokens)
+
+    monkeypatch.setattr(_sweep, "kill_session_processes", walk)
+    with trio.fail_after(GUARD):
+        async with open_zygote() as ours, open_test_zygote() as tests:
+            async with open_server_session(thinking(), SETTINGS, zygote=ours) as think:
+                assert parent_of(server_pid(think)) == ours.pid
+            async with open_server_session(preloaded("ok"), SETTINGS, zygote=tests) as other:
+                assert parent_of(server_pid(other)) == tests.pid
+    assert think.process is not None
+    assert other.process is not None
+    assert (think.process.may_leave_strays, other.process.may_leave_strays) == (False, True)
+    assert walked == [frozenset({other.process.token})]
 
 
 async def spawn(zygote: Zygote, mode: str) -> ZygoteChild:

@@ -25,7 +25,8 @@ passed to the session as an ``Exception`` value and does not end it) and changes
   group is always killed when the server exits (children of a server that exited cleanly), and then
   every process whose environment carries the token (children that called ``setsid`` and escaped
   the group; a Linux ``/proc`` walk in a worker thread, shared by the sessions that end together,
-  :mod:`zorkmcp.mcp._sweep`; skipped elsewhere), and teardown waits for them to be gone. A well-behaved
+  :mod:`zorkmcp.mcp._sweep`; skipped elsewhere, and for a server forked as one of our own modules,
+  which start no process), and teardown waits for them to be gone. A well-behaved
   server costs only its own exit time; the worst case is about :data:`WORST_CASE_TEARDOWN` seconds.
 """
 
@@ -51,7 +52,7 @@ from mcp.shared.message import SessionMessage
 
 from ._events import logger
 from ._sweep import SESSION_ENV_VAR, sweep_session
-from ._zygote import ZygoteChild, ZygoteGone
+from ._zygote import STARTS_NO_PROCESS, ZygoteChild, ZygoteGone
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Mapping, Sequence
@@ -109,6 +110,8 @@ class ProcessInfo:
         non_json_lines: stdout lines that were not JSON-RPC (passed to the session as errors).
         exited: set once the server process has exited.
         zygote_pid: the zygote that forked the server (``None``: spawned with ``Popen``).
+        may_leave_strays: whether teardown looks for processes that escaped the group (``False``:
+            forked as a module that starts no process, :data:`~._zygote.STARTS_NO_PROCESS`).
     """
 
     command: tuple[str, ...]
@@ -121,6 +124,7 @@ class ProcessInfo:
     withheld_env: tuple[str, ...] = ()
     non_json_lines: int = 0
     zygote_pid: int | None = None
+    may_leave_strays: bool = True
     exited: anyio.Event = field(factory=anyio.Event)
     """Set once the server process has exited, its group has been killed and it has been reaped."""
     _stderr: deque[str] = field(factory=lambda: deque(maxlen=STDERR_TAIL_LINES), alias="_stderr")
@@ -416,10 +420,11 @@ async def _stop(
         logger.warning("MCP server %s (pid %d) survived SIGKILL", info.command_line, process.pid)
     # Children of a server that exited cleanly were killed with its group by the exit watcher;
     # children that called setsid are only found by the token in their environment.
-    with anyio.move_on_after(KILL_GRACE):
-        pidfds = await sweep_session(info.token)
-        info.strays_killed = len(pidfds)
-        await _wait_gone(pidfds, anyio.current_time() + KILL_GRACE)
+    if info.may_leave_strays:
+        with anyio.move_on_after(KILL_GRACE):
+            pidfds = await sweep_session(info.token)
+            info.strays_killed = len(pidfds)
+            await _wait_gone(pidfds, anyio.current_time() + KILL_GRACE)
     with anyio.move_on_after(STDERR_DRAIN_GRACE):
         await stderr_done.wait()
     info.teardown_seconds = anyio.current_time() - start
@@ -440,18 +445,21 @@ def _spawn(argv: list[str], env: dict[str, str], cwd: str | None) -> subprocess.
 
 async def _start(
     command: str, args: Sequence[str], env: dict[str, str], cwd: str | None, zygote: Forker | None
-) -> _Process:
+) -> tuple[_Process, str | None]:
     """Fork the server from ``zygote`` when it accepts it, else spawn it with ``Popen``.
 
     A dead zygote is not an error: the server is spawned with ``Popen`` instead.
+
+    Returns:
+        The process, and the module the zygote forked it as (``None``: spawned).
     """
     module = zygote.accepts(command, args, env) if zygote is not None else None
     if zygote is not None and module is not None:
         try:
-            return await zygote.spawn(module, args[2:], env, cwd)
+            return await zygote.spawn(module, args[2:], env, cwd), module
         except ZygoteGone as exc:
             logger.debug("spawning %s with Popen: %s", shlex.join([command, *args]), exc)
-    return await anyio.to_thread.run_sync(_spawn, [command, *args], env, cwd)
+    return await anyio.to_thread.run_sync(_spawn, [command, *args], env, cwd), None
 
 
 def _handles_of(process: _Process) -> tuple[int | None, tuple[_Pipe, _Pipe, _Pipe]]:
@@ -514,12 +522,13 @@ async def open_stdio_transport(
     if info is None:
         info = ProcessInfo(command=(command, *args))
     full_env = {**(os.environ if env is None else env), SESSION_ENV_VAR: info.token}
-    process = await _start(command, args, full_env, cwd, zygote)
+    process, module = await _start(command, args, full_env, cwd, zygote)
     # No checkpoint from the spawn to the `try` around the task group: a cancellation in between
     # would leak the process.
     info.pid = process.pid
     if isinstance(process, ZygoteChild):
         info.zygote_pid = process.zygote_pid
+    info.may_leave_strays = module not in STARTS_NO_PROCESS
     pidfd, (stdin, stdout, stderr) = _handles_of(process)
     read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](0)

@@ -71,6 +71,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Mapping, Sequence
 
 __all__ = [
+    "STARTS_NO_PROCESS",
     "ZYGOTE_EXIT_GRACE",
     "ZYGOTE_MODULES",
     "ZYGOTE_START_TIMEOUT",
@@ -88,6 +89,12 @@ __all__ = [
 ZYGOTE_MODULES: tuple[str, ...] = ("zorkmcp.servers.thinking", "zorkmcp.game.server")
 """Server modules that may be forked from a zygote (``python -m MODULE``): the embedded think
 server, and the game server (a process per episode when an arm's ``mcp_config.json`` runs it)."""
+STARTS_NO_PROCESS: frozenset[str] = frozenset(ZYGOTE_MODULES)
+"""Modules whose server starts no process of its own: a server forked as one of them can leave no
+stray behind, so its teardown does not walk ``/proc`` for one (:mod:`._sweep`). Those walks read
+every process on the machine: at K = 64 episodes (``benchmarks/bench_eval.py``, a fresh ``think``
+server per turn) they were 3-5 ms of all CPU per turn (steady 11-14 → 8-9 ms). A server of
+another module a zygote preloads (the tests' misbehaving server) is still walked for."""
 ZYGOTE_START_TIMEOUT = 10.0
 """Seconds the zygote gets to import its modules; after that the episode spawns servers normally."""
 ZYGOTE_EXIT_GRACE = 1.0
