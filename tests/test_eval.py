@@ -4,6 +4,7 @@ and the real loopback model; resume, a failing arm, Ctrl-C and bad eval files.""
 from __future__ import annotations
 
 import csv
+import gc
 import json
 import os
 import re
@@ -33,6 +34,7 @@ from play_support import (
     zork1_path,
 )
 
+import zorkmcp.eval
 from zorkmcp.cli import main
 from zorkmcp.config import Settings
 from zorkmcp.errors import ConfigError
@@ -222,6 +224,25 @@ def test_resume_plays_only_what_is_missing_or_broken(
     summary = json.loads((run / "summary.json").read_text())
     assert summary["arms"]["no-mcp"]["episodes"] == 3
     assert (run / "report.html").read_text().startswith("<!DOCTYPE html>")
+
+
+def test_the_command_tunes_the_garbage_collector_for_its_run_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    seen: list[tuple[tuple[int, int, int], bool]] = []
+    real_run_eval = zorkmcp.eval.run_eval
+
+    def run_eval(*args: Any, **kwargs: Any) -> Any:
+        seen.append((gc.get_threshold(), gc.get_freeze_count() > 0))
+        return real_run_eval(*args, **kwargs)
+
+    monkeypatch.setattr(zorkmcp.eval, "run_eval", run_eval)
+    before = (gc.get_threshold(), gc.get_freeze_count())
+    code, out, _ = _eval(tmp_path, "--episodes", "1", "--turns", "1", "--no-mcp", "--quiet", capsys=capsys)
+    assert code == 0, out
+    assert seen == [((7000, 10, 10), True)]  # the imports' objects frozen, young ones collected less often
+    assert (gc.get_threshold(), gc.get_freeze_count()) == before
 
 
 def _events_of(run: Path, event_type: str) -> list[dict[str, Any]]:

@@ -9,7 +9,9 @@ started); 130 interrupted (Ctrl-C: the finished episodes and the summary of them
 from __future__ import annotations
 
 import argparse
+import gc
 import time
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,6 +28,8 @@ from ._argtypes import non_negative_int, positive_int
 from .errors import ConfigError, GameError
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from .config import Settings
     from .eval import ArmSpec, EpisodeSpec, EvalFile, EvalOutcome, EvalPlan
 
@@ -447,6 +451,27 @@ def arm_lines(plan: EvalPlan, *, cluster: bool = False) -> list[str]:
     return lines
 
 
+@contextmanager
+def _collecting_less() -> Iterator[None]:
+    """Tune this process's garbage collector for many episodes at once, for the run (then restored).
+
+    CPython collects its young objects every 700 allocations net of frees, and every object it has
+    (the imports' too: the MCP SDK, pydantic, Jericho) at every 100th of those. At K = 64 a run
+    allocates fast and keeps much alive, and ``gc.freeze()`` after the imports plus a young
+    threshold of 7000 took the eval process from 59 to 53-55 ms of CPU per 5-turn episode, of which
+    the collector's own went from 9 to 3.5 ms (128 episodes at K = 64, two runs each). Not done for
+    a library caller of :func:`zorkmcp.eval.play_episodes`: its host owns its collector.
+    """
+    before = gc.get_threshold()
+    gc.freeze()  # what the imports made stays: a full collection no longer walks it
+    gc.set_threshold(7000, 10, 10)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+        gc.unfreeze()
+
+
 def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
     from .config import Settings
     from .eval import check_endpoints, resumable_episodes, run_eval
@@ -477,7 +502,7 @@ def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
     if not cluster:
         done = {(r["arm"], r["seed"]) for r in kept}
         check_endpoints(spec for spec in plan.specs() if spec.key not in done)
-    with LiveProgress(console, plan, quiet=args.quiet) as progress:
+    with _collecting_less(), LiveProgress(console, plan, quiet=args.quiet) as progress:
         progress.resumed(kept)
         outcome = run_eval(plan, kept=kept, ray=args.ray, progress=progress)
     print_outcome(console, outcome)
