@@ -125,7 +125,7 @@ async def open_http_pools(base_urls: Iterable[str], *, concurrency: int) -> Asyn
     def client(url: str) -> httpx2.AsyncClient:  # reads the CA bundle (once) and proxy variables from disk
         return httpx2.AsyncClient(
             timeout=httpx2.Timeout(None),  # each attempt's deadline is a cancel scope
-            verify=shared_ssl_context(),  # ~20 ms to build: one per process
+            verify=shared_ssl_context(),  # 20-100 ms to build: one per process
             trust_env=not is_local_base_url(url),
             limits=httpx2.Limits(max_connections=None, max_keepalive_connections=concurrency),
         )

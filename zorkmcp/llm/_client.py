@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
+import anyio.to_thread
 import attrs
 import httpx2
 from attrs import frozen
@@ -362,9 +363,10 @@ async def open_llm_client(
     headers = dict(OPENROUTER_HEADERS) if is_openrouter(base_url) else {}
     headers.update(extra_headers or {})
     local = is_local_base_url(base_url)
+    ssl_context = await anyio.to_thread.run_sync(shared_ssl_context)  # the first call reads the CA files
     async with httpx2.AsyncClient(
         timeout=httpx2.Timeout(None),  # the attempt's deadline is a cancel scope instead
-        verify=shared_ssl_context(),
+        verify=ssl_context,
         trust_env=not local,
     ) as http:
         yield LLMClient(
