@@ -145,17 +145,21 @@ async def test_openrouter_gets_attribution_headers_and_local_servers_do_not() ->
         assert client.headers == {}
 
 
-_PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
 _ONCE = RetrySettings(max_retries=0)  # a request that misses its way fails at once
+
+
+def _only_http_proxy(monkeypatch: pytest.MonkeyPatch, proxy: str) -> None:
+    """The environment names one proxy, ``HTTP_PROXY``, and no exceptions to it."""
+    for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+    monkeypatch.setenv("HTTP_PROXY", proxy)
 
 
 async def test_a_remote_endpoint_goes_through_the_environment_s_proxy(
     llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name in _PROXY_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-        monkeypatch.delenv(name.upper(), raising=False)
-    monkeypatch.setenv("HTTP_PROXY", llm_server.base_url.removesuffix("/v1"))  # the server plays the proxy
+    _only_http_proxy(monkeypatch, llm_server.base_url.removesuffix("/v1"))  # the server plays the proxy
     llm_server.script(content_reply("north"))
     async with open_llm_client(base_url="http://model.example/v1", model="m", retry=_ONCE) as client:
         await client.complete(CompletionRequest(USER))
@@ -165,10 +169,7 @@ async def test_a_remote_endpoint_goes_through_the_environment_s_proxy(
 async def test_a_local_endpoint_is_reached_directly_whatever_the_proxy(
     llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name in _PROXY_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-        monkeypatch.delenv(name.upper(), raising=False)
-    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # nothing listens there
+    _only_http_proxy(monkeypatch, "http://127.0.0.1:9")  # nothing listens there
     llm_server.script(content_reply("north"))
     async with _client(llm_server, retry=_ONCE) as client:
         await client.complete(CompletionRequest(USER))
