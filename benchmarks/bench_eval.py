@@ -1,6 +1,6 @@
 """``zorkmcp eval`` at scale: K concurrent episodes against a model that answers in 1 s.
 
-For each run K × T (``ZORKMCP_BENCH_EVAL_RUNS``, default ``8x5,32x5,64x5,64x5-nomcp,64x20,256x2-nomcp``) one
+For each run K × T (``ZORKMCP_BENCH_EVAL_RUNS``, default :data:`DEFAULT_RUNS`) one
 ``zorkmcp eval`` process plays K episodes of T turns with K at once, in the default configuration:
 MCP on, the repository's ``mcp_config.json`` (a fresh ``think`` server per turn, Requirement 3),
 and each episode's game in the eval process (as ``zorkmcp eval`` plays it); ``-nomcp`` runs with
