@@ -42,3 +42,9 @@ def test_bridge_exports_the_sync_boundary() -> None:
 def test_root_import_does_not_load_heavy_dependencies() -> None:
     # Every per-turn spawn of the embedded server imports the zorkmcp package first.
     assert modules_loaded_by("import zorkmcp", ("trio", "attrs", "mcp", "httpx", "httpx2", "cattrs")) == []
+
+
+def test_the_command_s_parser_does_not_load_the_engine() -> None:
+    # `zorkmcp --help`, `zorkmcp eval --help` and a bad flag answer without importing the MCP SDK.
+    heavy = ("mcp", "trio", "anyio", "httpx2", "jericho", "pydantic", "numpy", "matplotlib", "cattrs")
+    assert modules_loaded_by("from zorkmcp.cli import build_parser; build_parser()", heavy) == []

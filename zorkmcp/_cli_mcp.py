@@ -14,15 +14,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._bridge import run_trio
-from ._cli_lint import lint_report, render_lint_report
-from .config import McpConfig, Settings
 from .errors import ConfigError, MCPServerStartupError
-from .mcp import Toolbox, ToolCallResult, ToolInfo, open_toolbox
-from .mcp._names import canonical_name
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from .config import McpConfig, Settings
+    from .mcp import Toolbox, ToolCallResult, ToolInfo
 
 __all__ = ["add_mcp_subcommands", "cmd_call", "cmd_tools"]
 
@@ -38,6 +36,8 @@ def _error(message: str) -> None:
 
 
 def _load(config_path: Path | None, pyproject: Path | None) -> tuple[Settings, McpConfig]:
+    from .config import McpConfig, Settings  # here, not at the top: ``zorkmcp --help`` stays quick
+
     settings = Settings.from_pyproject(pyproject)
     path = config_path if config_path is not None else settings.mcp_config_path()
     return settings, McpConfig.from_file(path)
@@ -88,6 +88,8 @@ def _print_table(tools: list[ToolInfo]) -> None:
 
 def _listed_schemas(toolbox: Toolbox) -> list[tuple[str, dict[str, Any] | None]]:
     """Every tool the servers listed (after each ``tools`` allow-list), with its raw input schema."""
+    from .mcp._names import canonical_name
+
     pairs: list[tuple[str, dict[str, Any] | None]] = []
     for server in toolbox.servers:
         session = toolbox.session(server)
@@ -113,6 +115,10 @@ def cmd_tools(config_path: Path | None, pyproject: Path | None, as_json: bool, *
     Returns:
         The exit code (0, 1 when a server did not start, 2 for a configuration error).
     """
+
+    from ._bridge import run_trio
+    from ._cli_lint import lint_report, render_lint_report
+    from .mcp import open_toolbox
 
     def tools(settings: Settings, config: McpConfig) -> int:
         async def main() -> tuple[list[ToolInfo], list[tuple[str, dict[str, Any] | None]]]:
@@ -163,6 +169,9 @@ def cmd_call(
     if not isinstance(arguments, dict):
         _error(f"configuration error: the arguments must be a JSON object, got {json_args!r}")
         return EXIT_CONFIG
+
+    from ._bridge import run_trio
+    from .mcp import open_toolbox
 
     def call(settings: Settings, config: McpConfig) -> int:
         async def main() -> ToolCallResult:
