@@ -484,7 +484,11 @@ def test_a_bad_eval_file_exits_2_before_anything_starts(
     (tmp_path / "eval.toml").write_text('[[arms]]\nname = "a"\nmodle = "x"\n')
     code, _, err = _eval(tmp_path, str(tmp_path / "eval.toml"), capsys=capsys)
     assert code == 2
-    assert "arms[0] has unknown key modle" in " ".join(err.split())
+    assert err.splitlines() == [  # one line, however long, even when stderr is not a terminal
+        f"zorkmcp eval: ConfigError: {tmp_path / 'eval.toml'}: arms[0] has unknown key modle (allowed: name, "
+        "model, base_url, mcp, mcp_config, api_key_env, temperature, top_p, top_k, min_p, max_tokens) "
+        "(fix the key in the eval file)"
+    ]
     assert not (tmp_path / "run").exists()
 
 

@@ -512,6 +512,7 @@ def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
             "zorkmcp eval: interrupted; the summary covers the finished episodes; to play the rest, run "
             f"the same command with --resume --out {escape(str(outcome.run_dir))}",
             highlight=False,
+            soft_wrap=True,  # one line, however long: the terminal wraps it
         )
         return EXIT_INTERRUPTED
     if failed:
@@ -521,6 +522,7 @@ def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
             f"{first['seed']}: {escape(' '.join(str(first['error']).split()))}; to play them again, run the "
             f"same command with --retry-failed --out {escape(str(outcome.run_dir))}",
             highlight=False,
+            soft_wrap=True,
         )
         return EXIT_FAILED
     return EXIT_OK
@@ -533,7 +535,11 @@ def cmd_eval(args: argparse.Namespace, console: Console | None = None, err: Cons
     try:
         return _run(args, console, err)
     except (ConfigError, GameError) as exc:
-        err.print(f"[bold red]zorkmcp eval: {type(exc).__name__}:[/] {escape(str(exc))}", highlight=False)
+        err.print(
+            f"[bold red]zorkmcp eval: {type(exc).__name__}:[/] {escape(str(exc))}",
+            highlight=False,
+            soft_wrap=True,
+        )
         return EXIT_CONFIG
     except KeyboardInterrupt:  # before the run started
         err.print("zorkmcp eval: interrupted", highlight=False)

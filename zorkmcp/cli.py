@@ -187,7 +187,7 @@ class _TerminalNotices:
 
     def log(self, level: str, message: str, /) -> None:
         if level in ("WARNING", "ERROR"):
-            self.err.print(f"[yellow]{level.lower()}:[/] {escape(message)}", highlight=False)
+            self.err.print(f"[yellow]{level.lower()}:[/] {escape(message)}", highlight=False, soft_wrap=True)
 
 
 # -- play --------------------------------------------------------------------------------------------
@@ -306,7 +306,9 @@ def _finish(
         return EXIT_INTERRUPTED
     if summary.error is not None:
         err.print(
-            f"[bold red]zorkmcp play: the episode stopped early:[/] {escape(summary.error)}", highlight=False
+            f"[bold red]zorkmcp play: the episode stopped early:[/] {escape(summary.error)}",
+            highlight=False,
+            soft_wrap=True,
         )
         return EXIT_FAILED
     return EXIT_OK
