@@ -397,7 +397,7 @@ def print_outcome(console: Console, outcome: EvalOutcome) -> None:
     else:
         console.print("No episode has finished: nothing to summarize.", highlight=False)
     for c in outcome.summary.get("comparisons", []):
-        console.print(comparison_line(c), highlight=False)
+        console.print(comparison_line(c), highlight=False, soft_wrap=True)  # one line each, for grep
     written = [
         f"{name}/" if name == "episodes" else name for name in _OUTPUTS if (outcome.run_dir / name).exists()
     ]
@@ -406,6 +406,7 @@ def print_outcome(console: Console, outcome: EvalOutcome) -> None:
         f"({', '.join(written)})",
         style="dim",
         highlight=False,
+        soft_wrap=True,
     )
 
 
@@ -487,14 +488,15 @@ def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
         f"up to {plan.max_turns} turns; {plan.concurrency} at once"
         f"{'; on Ray' if args.ray else ''}; writing {escape(str(plan.out))}",
         highlight=False,
+        soft_wrap=True,
     )
     origin = (
         settings.source or f"embedded defaults (no [tool.zorkgpt] in {args.pyproject or './pyproject.toml'})"
     )
-    console.print(f"settings: {escape(str(origin))}", highlight=False)
+    console.print(f"settings: {escape(str(origin))}", highlight=False, soft_wrap=True)
     cluster = args.ray not in (None, "local")  # the workers' environment and network decide there
     for line in arm_lines(plan, cluster=cluster):
-        console.print(line, highlight=False)
+        console.print(line, highlight=False, soft_wrap=not line.startswith("[bold yellow]"))  # not the notice
     resume = args.resume or args.retry_failed
     # a resume that would mix settings stops here, before anything starts
     kept = resumable_episodes(plan, retry_failed=args.retry_failed, cluster=cluster) if resume else []
