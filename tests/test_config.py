@@ -914,6 +914,18 @@ def play(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
+def test_play_s_one_line_records_stay_whole_in_a_narrow_pipe(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "zorkmcp.cli", "play", "--quiet", "--turns", "2"],
+        cwd=tmp_path, env=offline_env(COLUMNS="40"), capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert "zorkmcp play: zork1.z3, seed 12, model scripted-walkthrough, MCP on, up to 2 turns" in lines
+    assert "settings: embedded defaults (no [tool.zorkgpt] in ./pyproject.toml)" in lines
+    assert "Logs: logs/zorkmcp_events.jsonl (events), logs/episode.log (episode)" in lines
+
+
 def test_play_in_an_empty_folder_uses_the_embedded_defaults(tmp_path: Path) -> None:
     result = play(tmp_path, "--turns", "3")
     assert result.returncode == 0, result.stderr

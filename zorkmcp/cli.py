@@ -283,8 +283,9 @@ def _banner(
         f"[bold]zorkmcp play[/]: {escape(orchestrator.game_path.name)}, seed {orchestrator.seed}, "
         f"model {escape(model)}, {mcp}, up to {orchestrator.turn_limit} turns",
         highlight=False,
+        soft_wrap=True,  # one line, however long: the terminal wraps it
     )
-    console.print(f"settings: {escape(origin)}", highlight=False)
+    console.print(f"settings: {escape(origin)}", highlight=False, soft_wrap=True)
 
 
 def _finish(
@@ -297,6 +298,7 @@ def _finish(
         f"Logs: {files.json_log_file} (events), {files.episode_log_file} (episode)",
         style="dim",
         highlight=False,
+        soft_wrap=True,
     )
     if args.summary_json:
         path = Path(args.summary_json)
