@@ -31,9 +31,9 @@ from ..episode import (
     AskAgent,
     Episode,
     Step,
+    default_walkthrough,
     drive_async,
     inprocess_game_server_config,
-    scripted_walkthrough,
 )
 from ..errors import ConfigError, GameError, LLMError, MCPError
 from ..game.server import preload as preload_game
@@ -181,10 +181,9 @@ def read_arm_configs(specs: Iterable[EpisodeSpec]) -> ArmConfigs:
 
 def _chat_model(spec: EpisodeSpec, pools: HttpPools, events: EventRecorder) -> tuple[ChatModel, ModelChoice]:
     """The arm's model: a fresh scripted model per episode, or an LLMClient on the shared pool."""
-    walkthrough = scripted_walkthrough(
-        spec.settings, spec.game_path, model=spec.model, base_url=spec.base_url
-    )
-    choice = spec.model_choice(walkthrough)
+    choice = spec.model_choice()
+    if choice.scripted is not None:  # it replays the game's walkthrough: read it only then
+        choice = spec.model_choice(default_walkthrough(spec.game_path))
     choice.announce(events)
     if choice.scripted is not None:
         return choice.scripted, choice
