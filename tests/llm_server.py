@@ -4,8 +4,8 @@ It answers ``POST …/chat/completions`` (any path, in fact) from a *script* of 
 per request, and records every request it reads (method, path, headers, parsed JSON body,
 trio time, connection number), so tests assert on what really went over the wire. A step
 can be a :class:`Reply` or a function of the :class:`RecordedRequest` that returns one.
-Replies can be delayed (``trio.sleep``: virtual under ``MockClock``), fail with 429 +
-``Retry-After``, 5xx, HTML, garbage or a provider error inside a 200, or drop the
+Replies can be delayed (``trio.sleep``: virtual under ``MockClock``) or held until an event,
+fail with 429 + ``Retry-After``, 5xx, HTML, garbage or a provider error inside a 200, or drop the
 connection without answering. Keep-alive works: several requests may share a connection.
 
 Two ways in:
@@ -80,6 +80,8 @@ class Reply:
         headers: extra response headers (``Content-Length`` and ``Date`` are added unless given).
         delay: seconds to wait before answering (``trio.sleep``; virtual under ``MockClock``).
         drop: close the connection without answering (after ``delay``).
+        hold: answer only once this event is set (after ``delay``): requests that must be open
+            together, or a model that never answers.
     """
 
     status: int = 200
@@ -87,6 +89,7 @@ class Reply:
     headers: tuple[tuple[str, str], ...] = ()
     delay: float = 0.0
     drop: bool = False
+    hold: trio.Event | None = None
 
 
 @define(kw_only=True)
@@ -382,6 +385,8 @@ class LLMServer:
         reply = self._next_reply(request)
         if reply.delay > 0:
             await trio.sleep(reply.delay)  # virtual time: tests run this on a MockClock
+        if reply.hold is not None:
+            await reply.hold.wait()
         if reply.drop:
             request.outcome = "dropped"
             return

@@ -1,16 +1,36 @@
 """``zorkmcp eval --ray``: each episode is a Ray task in a local Ray runtime that the run starts and
-shuts down; the driver writes the same files."""
+shuts down, or on a cluster it joins (``--ray ADDRESS``); the driver writes the same files.
+
+The cluster is real: ``ray start --head --block`` on 127.0.0.1 with one CPU, fewer than the
+episodes run at once. The runs are real processes on the real clock; the loopback model holds its
+answers until every episode of the run has asked (nothing waits on time, and a run that cannot
+play K episodes at once never gets its answers).
+"""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import shutil
+import signal
+import socket
 import subprocess
 import sys
+import tempfile
+import threading
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+import attrs
 import pytest
-from play_support import offline_env, zork1_path
+import trio
+from llm_server import LLMServer, RecordedRequest, Reply, agent_reply
+from play_support import default_sigint, descendants, is_running, offline_env, zork1_path
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("ray") is None, reason="Ray is not installed (pip install 'zorkmcp[ray]')"
@@ -69,3 +89,209 @@ def test_episodes_run_as_ray_tasks_and_no_ray_process_outlives_the_run(tmp_path:
         assert json.loads(events[-1])["event_type"] == "episode_complete"
     assert (run / "summary.json").is_file()
     assert _ray_processes() - before == set()
+
+
+# -- on a cluster (--ray ADDRESS) --------------------------------------------------------------------
+
+GUARD = 180.0
+"""Real seconds a run may take before the test gives up: Ray starts a worker per episode."""
+
+
+@attrs.frozen
+class Cluster:
+    head: subprocess.Popen[str]
+    """``ray start --head --block``: its children are the cluster's processes (and so the workers')."""
+    address: str
+    """``127.0.0.1:<port>`` (the GCS), as ``--ray`` takes it."""
+    client: str
+    """``ray://127.0.0.1:<port>`` (Ray Client)."""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def ray_cluster() -> Iterator[Cluster]:
+    """A one-node Ray cluster with one CPU, on 127.0.0.1, for this module's tests."""
+    temp = tempfile.mkdtemp(prefix="zr", dir="/tmp")  # Ray's socket paths must stay short
+    gcs, client, agent = _free_port(), _free_port(), _free_port()
+    command = [
+        str(Path(sys.executable).with_name("ray")), "start", "--head", "--block", "--node-ip-address",
+        "127.0.0.1", "--port", str(gcs), "--ray-client-server-port", str(client),
+        "--dashboard-agent-listen-port", str(agent), "--num-cpus", "1", "--include-dashboard", "false",
+        "--disable-usage-stats", "--temp-dir", temp,
+    ]  # fmt: skip
+    head = subprocess.Popen(
+        command, env=offline_env(RAY_AUTH_MODE="disabled"), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, start_new_session=True, preexec_fn=default_sigint,
+    )  # fmt: skip
+    started, output = threading.Event(), []
+
+    def drain() -> None:  # read the head's output to the end, so that it never blocks on a full pipe
+        assert head.stdout is not None
+        for line in head.stdout:
+            output.append(line)
+            if "Ray runtime started" in line:
+                started.set()
+        started.set()
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        started.wait(GUARD)
+        assert head.poll() is None, "".join(output[-30:])
+        yield Cluster(head=head, address=f"127.0.0.1:{gcs}", client=f"ray://127.0.0.1:{client}")
+    finally:
+        head.send_signal(signal.SIGINT)  # ray start --block stops every process it started
+        try:
+            head.wait(GUARD)
+        except subprocess.TimeoutExpired:
+            os.killpg(head.pid, signal.SIGKILL)
+            head.wait()
+        reader.join(GUARD)
+        if head.stdout is not None:
+            head.stdout.close()
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def _the_runs(cluster: Cluster) -> dict[int, tuple[int | None, str]]:
+    """The run's processes on the cluster now: its episodes' workers and the servers they started.
+
+    PID → (start time, command line).
+    """
+    return {
+        pid: (start, cmdline)
+        for pid, (start, cmdline) in descendants(cluster.head.pid).items()
+        if cmdline.startswith("ray::play_in_worker") or "zorkmcp" in cmdline
+    }
+
+
+async def _all_exit(processes: dict[int, tuple[int | None, str]]) -> None:
+    """Wait until every one of these processes has exited (its pidfd turns readable)."""
+    for pid, (start, _) in processes.items():
+        try:
+            pidfd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            continue
+        try:
+            if is_running(pid, start):  # not a new process that got the PID
+                await trio.lowlevel.wait_readable(pidfd)
+        finally:
+            os.close(pidfd)
+
+
+def _rendezvous(
+    k: int, seen: dict[int, tuple[int | None, str]], cluster: Cluster, *, release: bool = True
+) -> tuple[Any, trio.Event]:
+    """A model that answers only once ``k`` requests are open together (never, with ``release=False``).
+
+    When the k-th request arrives, every episode of the run is waiting for its model: ``seen``
+    gets the run's processes then.
+    """
+    everyone, never = trio.Event(), trio.Event()
+    arrived: list[RecordedRequest] = []
+
+    def step(request: RecordedRequest) -> Reply:
+        arrived.append(request)
+        if len(arrived) == k:
+            seen.update(_the_runs(cluster))
+            everyone.set()
+        return attrs.evolve(agent_reply("look"), hold=everyone if release else never)
+
+    return step, everyone
+
+
+def _eval(cluster_address: str, llm: LLMServer, run: Path, *extra: str) -> list[str]:
+    return [
+        sys.executable, "-m", "zorkmcp.cli", "eval", "--ray", cluster_address, "--game", str(zork1_path()),
+        "--base-url", llm.base_url, "--model", "m", "--turns", "2", "--out", str(run), *extra,
+    ]  # fmt: skip
+
+
+def _records(run: Path) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in sorted((run / "episodes" / "mcp").glob("seed-*.json"))]
+
+
+async def test_k_episodes_run_at_once_on_a_cluster_of_fewer_cpus_and_none_of_the_run_outlives_it(
+    ray_cluster: Cluster, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    seen: dict[int, tuple[int | None, str]] = {}
+    llm_server.default, _ = _rendezvous(3, seen, ray_cluster)  # 3 episodes, 1 CPU
+    run = tmp_path / "run"
+    with trio.fail_after(GUARD):
+        done = await trio.run_process(
+            _eval(ray_cluster.address, llm_server, run, "--episodes", "3", "--concurrency", "3"),
+            cwd=tmp_path, env=offline_env(RAY_AUTH_MODE="disabled"), check=False, capture_stdout=True,
+            capture_stderr=True,
+        )  # fmt: skip
+    out, err = done.stdout.decode(), done.stderr.decode()
+    assert done.returncode == 0, err[-2000:]
+    assert "Ray: 1 CPU on 1 node; each episode asks for 0.3333 CPU, so 3 run at once" in out.splitlines()
+    records = _records(run)
+    assert [(r["seed"], r["runner"], r["turns"], r.get("error")) for r in records] == [
+        (12, "ray", 2, None), (13, "ray", 2, None), (14, "ray", 2, None),
+    ]  # fmt: skip
+    workers = {pid for pid, (_, cmdline) in seen.items() if cmdline.startswith("ray::play_in_worker")}
+    assert {r["pid"] for r in records} == workers  # three workers at once, one episode each
+    assert sum("zorkmcp.servers._zygote" in cmdline for _, cmdline in seen.values()) >= 3  # think, forked
+    with trio.fail_after(GUARD):
+        await _all_exit(seen)  # the workers end with the run, and their servers with them
+    assert ray_cluster.head.poll() is None  # the cluster outlives the run that joined it
+
+
+async def test_ctrl_c_through_ray_client_stops_the_episodes_on_the_cluster_and_a_resume_plays_them(
+    ray_cluster: Cluster, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    seen: dict[int, tuple[int | None, str]] = {}
+    llm_server.default, asked = _rendezvous(2, seen, ray_cluster, release=False)  # a model that never answers
+    run = tmp_path / "run"
+    command = _eval(ray_cluster.client, llm_server, run, "--episodes", "3", "--concurrency", "2")
+    env = offline_env(RAY_AUTH_MODE="disabled")
+    with (tmp_path / "stderr").open("w") as stderr, trio.fail_after(GUARD):
+        async with trio.open_nursery() as nursery:
+            proc = await nursery.start(
+                partial(
+                    trio.run_process, command, cwd=tmp_path, env=env, check=False, stdout=subprocess.DEVNULL,
+                    stderr=stderr, preexec_fn=default_sigint,
+                )
+            )  # fmt: skip
+            await asked.wait()  # both episodes wait for the model
+            proc.send_signal(signal.SIGINT)
+        await _all_exit(seen)
+    err = (tmp_path / "stderr").read_text()
+    assert proc.returncode == 130, err
+    assert sum(cmdline.startswith("ray::play_in_worker") for _, cmdline in seen.values()) == 2
+    assert _records(run) == []
+    assert json.loads((run / "summary.json").read_text())["arms"] == {}
+    assert ray_cluster.head.poll() is None
+
+    llm_server.default = agent_reply("look")
+    with trio.fail_after(GUARD):
+        done = await trio.run_process(
+            [*command, "--resume"],
+            cwd=tmp_path,
+            env=env,
+            check=False,
+            capture_stdout=True,
+            capture_stderr=True,
+        )
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    assert [(r["seed"], r["runner"], r["turns"], r.get("error")) for r in _records(run)] == [
+        (12, "ray", 2, None), (13, "ray", 2, None), (14, "ray", 2, None),
+    ]  # fmt: skip
+    assert "Ray: 1 CPU on 1 node; each episode asks for 0.5 CPU, so 2 run at once" in (
+        done.stdout.decode().splitlines()
+    )
+
+    with trio.fail_after(GUARD):  # nothing left to play: the resume joins no cluster
+        again = await trio.run_process(
+            [*command, "--resume"], cwd=tmp_path, env=env, check=False, capture_stdout=True,
+            capture_stderr=True,
+        )  # fmt: skip
+    assert again.returncode == 0, again.stderr.decode()[-2000:]
+    lines = again.stdout.decode().splitlines()
+    assert any(line.startswith("0 episode(s) played, 3 resumed; ") for line in lines), lines
+    assert not [line for line in lines if line.startswith("Ray:")]

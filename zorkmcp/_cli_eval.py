@@ -506,7 +506,13 @@ def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
         check_endpoints(spec for spec in plan.specs() if spec.key not in done)
     with _collecting_less(), LiveProgress(console, plan, quiet=args.quiet) as progress:
         progress.resumed(kept)
-        outcome = run_eval(plan, kept=kept, ray=args.ray, progress=progress)
+        outcome = run_eval(
+            plan,
+            kept=kept,
+            ray=args.ray,
+            progress=progress,
+            on_ray_placed=lambda placed: console.print(placed.describe(), highlight=False, soft_wrap=True),
+        )
     print_outcome(console, outcome)
     failed = [r for r in outcome.episodes if r.get("error")]
     if outcome.interrupted:

@@ -3,8 +3,9 @@ on Ray; their statistics, and pages that draw them.
 
 - :class:`EvalPlan`, :class:`ArmSpec`, :func:`load_eval_file`: what to play (the TOML file and flags).
 - :func:`run_eval`: play it and write ``episodes/<arm>/seed-<N>.json``, ``summary.json``,
-  ``summary.csv`` and ``report.html``; :func:`resumable_episodes`: what ``--resume`` keeps;
-  :func:`check_endpoints`: stop before a run whose model endpoint cannot be reached.
+  ``summary.csv`` and ``report.html`` (on Ray, :class:`RayPlacement` says how the episodes fit);
+  :func:`resumable_episodes`: what ``--resume`` keeps; :func:`check_endpoints`: stop before a run
+  whose model endpoint cannot be reached.
 - :func:`play_episode` / :func:`play_episodes`: one episode, or many in one task group.
 - :func:`summarize`, :func:`write_summary_csv`: ``summary.json``'s object and ``summary.csv``.
 - :func:`welch_interval`, :func:`paired_interval`, :func:`t_quantile`: the 95% intervals for a
@@ -15,6 +16,7 @@ on Ray; their statistics, and pages that draw them.
 
 from __future__ import annotations
 
+from ._ray import RayPlacement as RayPlacement
 from ._reach import check_endpoints as check_endpoints
 from ._report import render_episode_report as render_episode_report
 from ._report import render_eval_report as render_eval_report
@@ -52,6 +54,7 @@ __all__ = [
     "EvalOutcome",
     "EvalPlan",
     "Progress",
+    "RayPlacement",
     "ReportInputError",
     "check_endpoints",
     "collect_episodes",

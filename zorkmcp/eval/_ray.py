@@ -4,26 +4,95 @@ The driver keeps at most K tasks in flight (``ray.wait``), writes each result's 
 ``--resume`` and the report work the same as a local run) and, on Ctrl-C, cancels the tasks in
 flight. A local Ray runtime the run started is shut down with it. Needs ``pip install
 'zorkmcp[ray]'``; the workers of a cluster need zorkmcp and the story file at the same path.
+
+Each task asks Ray for a share of a CPU small enough that K of them fit on the cluster at once
+(:func:`place_episodes`). Ray's default, one CPU per task, ran only as many episodes as the cluster
+has CPUs: ``--ray --concurrency 16`` on 2 cores played 2 at a time (16 episodes of 20 one-second
+turns: 186 s, against 37 s with 0.125 CPU each). An episode waits for its model most of the time:
+there, its worker took about 1.5 s of CPU to start (once: Ray keeps it for the next episode) and
+under 20 ms per one-second turn.
 """
 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
+
+import attrs
 
 from ..errors import ConfigError
 from ._runner import EpisodeResult, endpoint_of, open_http_pools, play_episode, write_episode
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
     from pathlib import Path
 
     from ._spec import EpisodeSpec
 
-__all__ = ["play_in_worker", "play_on_ray"]
+__all__ = ["RayPlacement", "place_episodes", "play_in_worker", "play_on_ray"]
 
 LOCAL = "local"
 """``--ray`` without an address: start a local Ray runtime for the run."""
+
+RESOURCE_UNITS: Final = 10_000
+"""Ray counts a resource in ten-thousandths: a task's share of a CPU is a whole number of them."""
+
+
+@attrs.frozen(kw_only=True)
+class RayPlacement:
+    """How the run's episodes fit on the Ray cluster as it is when the run starts."""
+
+    nodes: int
+    """Alive nodes."""
+    cpus: float
+    """Their CPUs, all together."""
+    cpus_per_episode: float
+    """What each episode's task asks Ray for (``num_cpus``)."""
+    at_once: int
+    """How many episodes that lets run at once (at most K); 0 when the cluster has no CPU yet."""
+
+    def describe(self) -> str:
+        """One line for the run's header."""
+        nodes = f"{self.nodes} node{'s' if self.nodes != 1 else ''}"
+        share = f"{self.cpus_per_episode:g} CPU"
+        if self.at_once == 0:
+            return f"Ray: no CPU on {nodes} yet; each episode asks for {share} and waits for one"
+        cpus = f"{self.cpus:g} CPU{'s' if self.cpus != 1 else ''}"
+        return f"Ray: {cpus} on {nodes}; each episode asks for {share}, so {self.at_once} run at once"
+
+
+def place_episodes(node_cpus: Iterable[float], concurrency: int) -> RayPlacement:
+    """The largest share of a CPU (at most 1) that lets ``concurrency`` episodes run at once on these nodes.
+
+    A node holds ``floor(its CPUs ÷ share)`` episodes, counted in Ray's ten-thousandths of a CPU, so
+    a share that fits on paper is never a ten-thousandth short. When even the smallest share Ray
+    allows cannot fit them all, it is that share, and ``at_once`` says how many fit. A cluster with
+    no CPU yet (an autoscaler that starts from zero) gets Ray's default, one CPU per episode, which
+    asks the autoscaler for nodes.
+
+    Args:
+        node_cpus: the CPUs of each alive node.
+        concurrency: K.
+    """
+    listed = list(node_cpus)
+    units = [round(c * RESOURCE_UNITS) for c in listed if c > 0]
+
+    def fit(share: int) -> int:
+        return sum(u // share for u in units)
+
+    if not units:
+        return RayPlacement(nodes=len(listed), cpus=0.0, cpus_per_episode=1.0, at_once=0)
+    wanted = min(concurrency, fit(1))
+    low, high = 1, RESOURCE_UNITS  # fit(low) >= wanted; the largest such share is in [low, high]
+    while low < high:
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if fit(middle) >= wanted else (low, middle - 1)
+    return RayPlacement(
+        nodes=len(listed),
+        cpus=sum(units) / RESOURCE_UNITS,
+        cpus_per_episode=low / RESOURCE_UNITS,
+        at_once=min(concurrency, fit(low)),
+    )
 
 
 def play_in_worker(spec: EpisodeSpec) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -57,6 +126,7 @@ def play_on_ray(
     address: str = LOCAL,
     on_start: Callable[[EpisodeSpec], None] | None = None,
     on_done: Callable[[dict[str, Any]], None] | None = None,
+    on_placed: Callable[[RayPlacement], None] | None = None,
 ) -> None:
     """Play ``specs`` as Ray tasks, at most ``concurrency`` in flight; write their files here.
 
@@ -68,12 +138,15 @@ def play_on_ray(
             cluster to join (``auto``, ``ray://head:10001``).
         on_start: called when an episode is submitted.
         on_done: called with each record once its files are written.
+        on_placed: called once connected, with how the episodes fit on the cluster.
 
     Raises:
         ConfigError: Ray is not installed.
         KeyboardInterrupt: Ctrl-C; the tasks in flight were cancelled first.
     """
     ray = _import_ray()
+    if not specs:  # a resume with nothing left to play: no runtime to start, no cluster to join
+        return
     started_here = not ray.is_initialized()
     if started_here:
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")
@@ -82,7 +155,14 @@ def play_on_ray(
         else:
             ray.init(address=address, log_to_driver=False)
     try:
-        _drive(ray, specs, run_dir, concurrency, on_start, on_done)
+        placement = place_episodes(
+            (node["Resources"].get("CPU", 0.0) for node in ray.nodes() if node["Alive"]),
+            min(concurrency, len(specs)),
+        )
+        if on_placed is not None:
+            on_placed(placement)
+        task = ray.remote(max_retries=0, num_cpus=placement.cpus_per_episode)(play_in_worker)
+        _drive(ray, task, specs, run_dir, concurrency, on_start, on_done)
     finally:
         if started_here:
             ray.shutdown()
@@ -90,13 +170,13 @@ def play_on_ray(
 
 def _drive(
     ray: Any,
+    task: Any,
     specs: list[EpisodeSpec],
     run_dir: Path,
     concurrency: int,
     on_start: Callable[[EpisodeSpec], None] | None,
     on_done: Callable[[dict[str, Any]], None] | None,
 ) -> None:
-    task = ray.remote(max_retries=0)(play_in_worker)
     queue = list(reversed(specs))
     in_flight: dict[Any, EpisodeSpec] = {}
     try:

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from ..config import ServerConfig
     from ..engine import TurnResult
     from ..llm import ChatModel
+    from ._ray import RayPlacement
     from ._spec import EpisodeSpec, EvalPlan
 
 __all__ = [
@@ -653,6 +654,7 @@ def run_eval(
     kept: Iterable[dict[str, Any]] = (),
     ray: str | None = None,
     progress: Progress | None = None,
+    on_ray_placed: Callable[[RayPlacement], None] | None = None,
 ) -> EvalOutcome:
     """Play the plan (here, or on Ray), then write ``summary.json``, ``summary.csv`` and ``report.html``.
 
@@ -667,6 +669,8 @@ def run_eval(
         ray: ``None`` plays in this process; ``"local"`` starts a local Ray runtime; any other value
             is the address of a cluster to join (``auto``, ``ray://head:10001``).
         progress: told when an episode starts and ends.
+        on_ray_placed: on Ray, called once connected with how the episodes fit on the cluster (each
+            task asks for a share of a CPU so that K run at once).
     """
     specs = plan.specs()
     done = {(r["arm"], r["seed"]) for r in kept}
@@ -675,7 +679,7 @@ def run_eval(
     played: list[dict[str, Any]] = []
     interrupted = False
     try:
-        _play(pending, plan, ray, progress, played.append)
+        _play(pending, plan, ray, progress, played.append, on_ray_placed)
     except KeyboardInterrupt:
         interrupted = True
     episodes = collect_episodes(plan)
@@ -696,6 +700,7 @@ def _play(
     ray: str | None,
     progress: Progress | None,
     written: Callable[[dict[str, Any]], None],
+    on_ray_placed: Callable[[RayPlacement], None] | None = None,
 ) -> None:
     """Play ``pending`` in this process (one trio loop) or as Ray tasks; Ctrl-C raises KeyboardInterrupt."""
     on_start = progress.started if progress is not None else None
@@ -710,7 +715,13 @@ def _play(
         from ._ray import play_on_ray
 
         play_on_ray(
-            pending, plan.out, concurrency=plan.concurrency, address=ray, on_start=on_start, on_done=on_done
+            pending,
+            plan.out,
+            concurrency=plan.concurrency,
+            address=ray,
+            on_start=on_start,
+            on_done=on_done,
+            on_placed=on_ray_placed,
         )
         return
     from .._bridge import run_trio
