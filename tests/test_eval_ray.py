@@ -30,7 +30,7 @@ from llm_server import LLMServer, RecordedRequest, Reply, agent_reply
 from play_support import default_sigint, descendants, is_running, offline_env, zork1_path
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("ray") is None, reason="Ray is not installed (pip install 'zorkmcp[ray]')"
@@ -157,14 +157,14 @@ def ray_cluster() -> Iterator[Cluster]:
         shutil.rmtree(temp, ignore_errors=True)
 
 
-def _the_runs(cluster: Cluster) -> dict[int, tuple[int | None, str]]:
-    """The run's processes on the cluster now: its episodes' workers and the servers they started.
+def _the_runs(root: int) -> dict[int, tuple[int | None, str]]:
+    """The run's processes under ``root`` now: its episodes' workers and the servers they started.
 
     PID → (start time, command line).
     """
     return {
         pid: (start, cmdline)
-        for pid, (start, cmdline) in descendants(cluster.head.pid).items()
+        for pid, (start, cmdline) in descendants(root).items()
         if cmdline.startswith("ray::play_in_worker") or "zorkmcp" in cmdline
     }
 
@@ -184,12 +184,12 @@ async def _all_exit(processes: dict[int, tuple[int | None, str]]) -> None:
 
 
 def _rendezvous(
-    k: int, seen: dict[int, tuple[int | None, str]], cluster: Cluster, *, release: bool = True
+    k: int, everyone_asked: Callable[[], None], *, release: bool = True
 ) -> tuple[Any, trio.Event]:
     """A model that answers only once ``k`` requests are open together (never, with ``release=False``).
 
-    When the k-th request arrives, every episode of the run is waiting for its model: ``seen``
-    gets the run's processes then.
+    When the k-th request arrives, every episode of the run is waiting for its model:
+    ``everyone_asked`` is called then, to look at the run's processes.
     """
     everyone, never = trio.Event(), trio.Event()
     arrived: list[RecordedRequest] = []
@@ -197,17 +197,17 @@ def _rendezvous(
     def step(request: RecordedRequest) -> Reply:
         arrived.append(request)
         if len(arrived) == k:
-            seen.update(_the_runs(cluster))
+            everyone_asked()
             everyone.set()
         return attrs.evolve(agent_reply("look"), hold=everyone if release else never)
 
     return step, everyone
 
 
-def _eval(cluster_address: str, llm: LLMServer, run: Path, *extra: str) -> list[str]:
+def _eval(llm: LLMServer, run: Path, *extra: str) -> list[str]:
     return [
-        sys.executable, "-m", "zorkmcp.cli", "eval", "--ray", cluster_address, "--game", str(zork1_path()),
-        "--base-url", llm.base_url, "--model", "m", "--turns", "2", "--out", str(run), *extra,
+        sys.executable, "-m", "zorkmcp.cli", "eval", "--game", str(zork1_path()), "--base-url", llm.base_url,
+        "--model", "m", "--turns", "2", "--out", str(run), *extra,
     ]  # fmt: skip
 
 
@@ -219,11 +219,11 @@ async def test_k_episodes_run_at_once_on_a_cluster_of_fewer_cpus_and_none_of_the
     ray_cluster: Cluster, llm_server: LLMServer, tmp_path: Path
 ) -> None:
     seen: dict[int, tuple[int | None, str]] = {}
-    llm_server.default, _ = _rendezvous(3, seen, ray_cluster)  # 3 episodes, 1 CPU
+    llm_server.default, _ = _rendezvous(3, lambda: seen.update(_the_runs(ray_cluster.head.pid)))
     run = tmp_path / "run"
     with trio.fail_after(GUARD):
         done = await trio.run_process(
-            _eval(ray_cluster.address, llm_server, run, "--episodes", "3", "--concurrency", "3"),
+            _eval(llm_server, run, "--ray", ray_cluster.address, "--episodes", "3", "--concurrency", "3"),
             cwd=tmp_path, env=offline_env(RAY_AUTH_MODE="disabled"), check=False, capture_stdout=True,
             capture_stderr=True,
         )  # fmt: skip
@@ -246,9 +246,11 @@ async def test_ctrl_c_through_ray_client_stops_the_episodes_on_the_cluster_and_a
     ray_cluster: Cluster, llm_server: LLMServer, tmp_path: Path
 ) -> None:
     seen: dict[int, tuple[int | None, str]] = {}
-    llm_server.default, asked = _rendezvous(2, seen, ray_cluster, release=False)  # a model that never answers
+    llm_server.default, asked = _rendezvous(  # a model that never answers
+        2, lambda: seen.update(_the_runs(ray_cluster.head.pid)), release=False
+    )
     run = tmp_path / "run"
-    command = _eval(ray_cluster.client, llm_server, run, "--episodes", "3", "--concurrency", "2")
+    command = _eval(llm_server, run, "--ray", ray_cluster.client, "--episodes", "3", "--concurrency", "2")
     env = offline_env(RAY_AUTH_MODE="disabled")
     with (tmp_path / "stderr").open("w") as stderr, trio.fail_after(GUARD):
         async with trio.open_nursery() as nursery:
@@ -295,3 +297,35 @@ async def test_ctrl_c_through_ray_client_stops_the_episodes_on_the_cluster_and_a
     lines = again.stdout.decode().splitlines()
     assert any(line.startswith("0 episode(s) played, 3 resumed; ") for line in lines), lines
     assert not [line for line in lines if line.startswith("Ray:")]
+
+
+async def test_ray_without_an_address_plays_on_a_runtime_of_its_own_even_beside_a_cluster(
+    ray_cluster: Cluster, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    driver: list[int] = []
+    own: dict[int, tuple[int | None, str]] = {}
+    on_the_cluster: dict[int, tuple[int | None, str]] = {}
+
+    def everyone_asked() -> None:
+        own.update(descendants(driver[0]))  # the runtime the run started: raylet, workers, servers
+        on_the_cluster.update(_the_runs(ray_cluster.head.pid))
+
+    llm_server.default, _ = _rendezvous(2, everyone_asked)
+    run = tmp_path / "run"
+    command = _eval(llm_server, run, "--ray", "--episodes", "2", "--concurrency", "2")
+    env = offline_env(RAY_AUTH_MODE="disabled", RAY_ADDRESS=ray_cluster.address)  # what ray.init() would join
+    with (tmp_path / "stderr").open("w") as stderr, trio.fail_after(GUARD):
+        async with trio.open_nursery() as nursery:
+            proc = await nursery.start(
+                partial(
+                    trio.run_process, command, cwd=tmp_path, env=env, check=False, stdout=subprocess.DEVNULL,
+                    stderr=stderr,
+                )
+            )  # fmt: skip
+            driver.append(proc.pid)
+        await _all_exit(own)  # the runtime is shut down with the run
+    assert proc.returncode == 0, (tmp_path / "stderr").read_text()[-2000:]
+    workers = {pid for pid, (_, cmdline) in own.items() if cmdline.startswith("ray::play_in_worker")}
+    assert len(workers) == 2
+    assert {r["pid"] for r in _records(run)} == workers
+    assert on_the_cluster == {}

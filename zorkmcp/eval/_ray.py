@@ -151,7 +151,8 @@ def play_on_ray(
     if started_here:
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")
         if address == LOCAL:  # the workers inherit this process's environment (PYTHONPATH, keys)
-            ray.init(include_dashboard=False, log_to_driver=False)
+            # a runtime of the run's own, even beside a cluster on this machine (--ray auto joins that)
+            ray.init(address="local", include_dashboard=False, log_to_driver=False)
         else:
             ray.init(address=address, log_to_driver=False)
     try:
