@@ -655,3 +655,23 @@ def test_lone_surrogate_in_a_tool_answer_reaches_the_next_request() -> None:
     (answer,) = [m for m in run.requests[1].json["messages"] if m["role"] == "tool"]
     assert json.loads(answer["content"])["error"].startswith(f"Unknown tool '{lone}'")
     assert run.action.action == "north"
+
+
+def test_lone_surrogate_in_a_tool_error_reaches_the_next_request() -> None:
+    """A tool's error can echo a lone surrogate from its arguments; the answer carrying it must go out.
+
+    Measuring the error against ``max_tool_result_bytes`` encoded it strictly, and the turn died of
+    a ``UnicodeEncodeError`` instead of handing the error to the model.
+    """
+    call = Call("c1", "fail", "p__fail", json.dumps({"tag": "\ud800"}), tag="\ud800")
+    script = Script(
+        max_iterations=3,
+        batches=(Batch((call,)),),
+        ending=Answer(json.dumps({"thinking": "t", "action": "north", "new_objective": None})),
+        forced=Answer(None),
+        turn=1,
+    )
+    run = run_agent(script)
+    (answer,) = [m for m in run.requests[1].json["messages"] if m["role"] == "tool"]
+    assert "probe failure \ud800" in json.loads(answer["content"])["error"]
+    assert run.action.action == "north"

@@ -168,7 +168,7 @@ def convert_call_result(
     if result.is_error:
         texts = [block.text for block in result.content if isinstance(block, mcp_types.TextContent)]
         message = "\n".join(texts).strip() or "The tool reported an error without a message"
-        if len(message.encode()) > max_bytes:
+        if len(message.encode("utf-8", "surrogatepass")) > max_bytes:
             message = truncate_content(message, max_bytes)
         return ToolCallResult(content=content, is_error=True, error_message=message)
     return ToolCallResult(content=content)
