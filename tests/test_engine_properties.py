@@ -640,10 +640,8 @@ def test_mcp_disabled_runs_the_same_path_without_tools(script: Script) -> None:
     check_final_action(run, script.final_content)
 
 
-def test_lone_surrogate_in_a_tool_answer_reaches_the_next_request() -> None:
-    """A model can send ``"\\ud800"`` in a tool name; the error answer naming it must still go out."""
-    lone = "think\ud800"
-    call = Call("c1", "unknown", lone, "{}")
+def _error_answer_then_north(call: Call) -> str:
+    """Play one batch of ``call``, then the action ``north``; the error the model was answered."""
     script = Script(
         max_iterations=3,
         batches=(Batch((call,)),),
@@ -652,9 +650,15 @@ def test_lone_surrogate_in_a_tool_answer_reaches_the_next_request() -> None:
         turn=1,
     )
     run = run_agent(script)
-    (answer,) = [m for m in run.requests[1].json["messages"] if m["role"] == "tool"]
-    assert json.loads(answer["content"])["error"].startswith(f"Unknown tool '{lone}'")
     assert run.action.action == "north"
+    (answer,) = [m for m in run.requests[1].json["messages"] if m["role"] == "tool"]
+    return str(json.loads(answer["content"])["error"])
+
+
+def test_lone_surrogate_in_a_tool_answer_reaches_the_next_request() -> None:
+    """A model can send ``"\\ud800"`` in a tool name; the error answer naming it must still go out."""
+    lone = "think\ud800"
+    assert _error_answer_then_north(Call("c1", "unknown", lone, "{}")).startswith(f"Unknown tool '{lone}'")
 
 
 def test_lone_surrogate_in_a_tool_error_reaches_the_next_request() -> None:
@@ -664,14 +668,4 @@ def test_lone_surrogate_in_a_tool_error_reaches_the_next_request() -> None:
     a ``UnicodeEncodeError`` instead of handing the error to the model.
     """
     call = Call("c1", "fail", "p__fail", json.dumps({"tag": "\ud800"}), tag="\ud800")
-    script = Script(
-        max_iterations=3,
-        batches=(Batch((call,)),),
-        ending=Answer(json.dumps({"thinking": "t", "action": "north", "new_objective": None})),
-        forced=Answer(None),
-        turn=1,
-    )
-    run = run_agent(script)
-    (answer,) = [m for m in run.requests[1].json["messages"] if m["role"] == "tool"]
-    assert "probe failure \ud800" in json.loads(answer["content"])["error"]
-    assert run.action.action == "north"
+    assert "probe failure \ud800" in _error_answer_then_north(call)
