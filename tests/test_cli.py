@@ -252,6 +252,19 @@ def test_a_broken_mcp_config_exits_2_with_a_clear_message(
     assert "Episode summary" not in out
 
 
+@pytest.mark.parametrize("command", ["play", "eval"])
+def test_an_error_shows_a_path_as_it_is_even_with_colons(
+    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # rich read ":abc:" as an emoji code: "/tmp/zork:abc:.z3" was shown as "/tmp/zork🔤.z3"
+    monkeypatch.chdir(tmp_path)
+    game = tmp_path / "zork:abc:.z3"
+    more = ["--out", str(tmp_path / "run")] if command == "eval" else ["--turns", "1"]
+    assert main([command, "--game", str(game), *more]) == 2
+    err = capsys.readouterr().err
+    assert f"game file not found: {game} (from --game)" in err, err
+
+
 def test_game_file_errors_exit_2_and_say_how_to_pass_the_game(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

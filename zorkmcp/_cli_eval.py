@@ -538,8 +538,8 @@ def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
 
 def cmd_eval(args: argparse.Namespace, console: Console | None = None, err: Console | None = None) -> int:
     """Run ``zorkmcp eval`` (see the module docstring for the exit codes)."""
-    console = console if console is not None else Console()
-    err = err if err is not None else Console(stderr=True)
+    console = console if console is not None else Console(emoji=False)
+    err = err if err is not None else Console(stderr=True, emoji=False)
     try:
         return _run(args, console, err)
     except (ConfigError, GameError) as exc:

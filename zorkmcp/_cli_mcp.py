@@ -83,7 +83,7 @@ def _print_table(tools: list[ToolInfo]) -> None:
         if len(summary) > _SUMMARY_CHARS:
             summary = summary[: _SUMMARY_CHARS - 1].rstrip() + "…"
         table.add_row(info.name, info.wire_name, info.server, summary)
-    Console().print(table)
+    Console(emoji=False).print(table)
 
 
 def _listed_schemas(toolbox: Toolbox) -> list[tuple[str, dict[str, Any] | None]]:

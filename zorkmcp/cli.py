@@ -344,8 +344,8 @@ def main(
     if args.command != "play":
         code: int = args.run(args)
         return code
-    console = console if console is not None else Console()
-    err = err if err is not None else Console(stderr=True)
+    console = console if console is not None else Console(emoji=False)
+    err = err if err is not None else Console(stderr=True, emoji=False)
 
     def fail(kind: str, exc: BaseException, code: int) -> int:
         err.print(f"[bold red]zorkmcp play: {kind}:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
