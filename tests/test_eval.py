@@ -553,6 +553,40 @@ async def test_a_peer_that_does_not_speak_http_stops_the_run(
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize(
+    ("flag", "ray_address", "named"),
+    [
+        ("{at}", None, "--ray {at}"),
+        ("ray://{at}", None, "--ray ray://{at}"),
+        ("auto", "{at}", "--ray auto (RAY_ADDRESS={at})"),
+    ],
+)
+def test_a_ray_cluster_address_where_nothing_answers_stops_the_run_at_once(
+    flag: str,
+    ray_address: str | None,
+    named: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Ray itself retried such an address for minutes, three warnings a minute. No Ray needed here.
+    monkeypatch.chdir(tmp_path)
+    with socket.socket() as closed:  # bound, not listening: refused
+        closed.bind(("127.0.0.1", 0))
+        at = f"127.0.0.1:{closed.getsockname()[1]}"
+        if ray_address is not None:
+            monkeypatch.setenv("RAY_ADDRESS", ray_address.format(at=at))
+        code, _, err = _eval(tmp_path, "--no-mcp", "--ray", flag.format(at=at), "--quiet", capsys=capsys)
+    assert code == 2
+    assert err.splitlines() == [
+        f"zorkmcp eval: ConfigError: {named.format(at=at)}: no Ray cluster answers at {at} "
+        "(ConnectionRefusedError: [Errno 111] Connection refused); check the address (the head's GCS "
+        "port, 6379 unless ray start --port said otherwise, or ray://HOST:10001 for Ray Client), or start "
+        "the cluster (ray start --head)"
+    ]
+    assert not (tmp_path / "run").exists()
+
+
 async def test_an_endpoint_that_connects_and_is_slow_to_answer_is_let_through(
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:

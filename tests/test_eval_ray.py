@@ -91,6 +91,27 @@ def test_episodes_run_as_ray_tasks_and_no_ray_process_outlives_the_run(tmp_path:
     assert _ray_processes() - before == set()
 
 
+def test_an_address_ray_cannot_use_stops_the_run_in_one_line_and_writes_nothing(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    command = [
+        sys.executable, "-m", "zorkmcp.cli", "eval", "--ray", "127.0.0.1:abc", "--game", str(zork1_path()),
+        "--no-mcp", "--episodes", "1", "--out", str(run),
+    ]  # fmt: skip
+    done = subprocess.run(
+        command, cwd=tmp_path, env=offline_env(RAY_AUTH_MODE="disabled"), capture_output=True, text=True,
+        timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr[-2000:]
+    (line,) = [line for line in done.stderr.splitlines() if line.startswith("zorkmcp eval:")]
+    assert line.startswith(
+        "zorkmcp eval: ConfigError: --ray 127.0.0.1:abc: Ray cannot join this cluster (ValueError: Unable "
+        "to parse port number from abc"
+    )  # then Ray's own words
+    assert line.endswith("); check the address, or start the cluster (ray start --head)")
+    assert "Traceback" not in done.stderr
+    assert not run.exists()
+
+
 # -- on a cluster (--ray ADDRESS) --------------------------------------------------------------------
 
 GUARD = 180.0

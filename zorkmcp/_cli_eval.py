@@ -476,6 +476,7 @@ def _collecting_less() -> Iterator[None]:
 def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
     from .config import Settings
     from .eval import check_endpoints, resumable_episodes, run_eval
+    from .eval._ray import check_ray_address
 
     pyproject = Path(args.pyproject) if args.pyproject else None
     if pyproject is not None and not pyproject.is_file():
@@ -500,10 +501,12 @@ def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
     resume = args.resume or args.retry_failed
     # a resume that would mix settings stops here, before anything starts
     kept = resumable_episodes(plan, retry_failed=args.retry_failed, cluster=cluster) if resume else []
-    # and so does a model endpoint that cannot be reached (not on a cluster)
+    # and so does a model endpoint that cannot be reached (not on a cluster), or a cluster address
     if not cluster:
         done = {(r["arm"], r["seed"]) for r in kept}
         check_endpoints(spec for spec in plan.specs() if spec.key not in done)
+    else:
+        check_ray_address(args.ray)
     with _collecting_less(), LiveProgress(console, plan, quiet=args.quiet) as progress:
         progress.resumed(kept)
         outcome = run_eval(

@@ -16,7 +16,9 @@ under 20 ms per one-second turn.
 from __future__ import annotations
 
 import os
+import socket
 from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import urlsplit
 
 import attrs
 
@@ -29,7 +31,7 @@ if TYPE_CHECKING:
 
     from ._spec import EpisodeSpec
 
-__all__ = ["RayPlacement", "place_episodes", "play_in_worker", "play_on_ray"]
+__all__ = ["RayPlacement", "check_ray_address", "place_episodes", "play_in_worker", "play_on_ray"]
 
 LOCAL = "local"
 """``--ray`` without an address: start a local Ray runtime for the run."""
@@ -95,6 +97,46 @@ def place_episodes(node_cpus: Iterable[float], concurrency: int) -> RayPlacement
     )
 
 
+ADDRESS_SECONDS: Final = 10.0
+"""How long :func:`check_ray_address` waits for a connection."""
+
+
+def check_ray_address(address: str) -> None:
+    """Before a run joins a cluster: does anything answer at ``--ray HOST:PORT`` or ``ray://HOST:PORT``?
+
+    Ray retries an address where nothing listens for minutes, three warnings a minute
+    (``--ray 127.0.0.1:1`` was still retrying after 120 s); one TCP connection says so at once.
+    ``auto`` is ``RAY_ADDRESS`` when that is set (checked the same way), else left to Ray, which
+    fails at once when it finds no cluster on this machine.
+
+    Raises:
+        ConfigError: nothing accepts a connection there (one line: the address, why, what to do).
+    """
+    named = f"--ray {address}"
+    if address == "auto":
+        address = os.environ.get("RAY_ADDRESS", "")
+        named = f"--ray auto (RAY_ADDRESS={address})"
+    if address in ("", LOCAL, "auto"):
+        return
+    parts = urlsplit(address if "://" in address else f"//{address}")
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError:  # a port that is not a number: Ray says what it makes of it
+        return
+    if host is None or port is None:
+        return
+    try:
+        with socket.create_connection((host, port), timeout=ADDRESS_SECONDS):
+            pass
+    except OSError as exc:
+        why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        raise ConfigError(
+            f"{named}: no Ray cluster answers at {host}:{port} ({why}); check the address (the head's "
+            "GCS port, 6379 unless ray start --port said otherwise, or ray://HOST:10001 for Ray Client), "
+            "or start the cluster (ray start --head)"
+        ) from None
+
+
 def play_in_worker(spec: EpisodeSpec) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """One episode in a Ray worker: its own trio loop and HTTP pool; returns the record and events."""
     from .._bridge import run_trio  # the project's trio loop, with its Ctrl-C contract
@@ -141,7 +183,7 @@ def play_on_ray(
         on_placed: called once connected, with how the episodes fit on the cluster.
 
     Raises:
-        ConfigError: Ray is not installed.
+        ConfigError: Ray is not installed, or the cluster cannot be joined.
         KeyboardInterrupt: Ctrl-C; the tasks in flight were cancelled first.
     """
     ray = _import_ray()
@@ -154,7 +196,14 @@ def play_on_ray(
             # a runtime of the run's own, even beside a cluster on this machine (--ray auto joins that)
             ray.init(address="local", include_dashboard=False, log_to_driver=False)
         else:
-            ray.init(address=address, log_to_driver=False)
+            try:
+                ray.init(address=address, log_to_driver=False)
+            except (ConnectionError, ValueError) as exc:  # no cluster found, no Ray Client, a bad address
+                first = (str(exc).strip().splitlines() or [""])[0]
+                raise ConfigError(
+                    f"--ray {address}: Ray cannot join this cluster ({type(exc).__name__}: {first}); check "
+                    "the address, or start the cluster (ray start --head)"
+                ) from None
     try:
         placement = place_episodes(
             (node["Resources"].get("CPU", 0.0) for node in ray.nodes() if node["Alive"]),

@@ -675,13 +675,13 @@ def run_eval(
     specs = plan.specs()
     done = {(r["arm"], r["seed"]) for r in kept}
     pending = [spec for spec in specs if spec.key not in done]
-    plan.out.mkdir(parents=True, exist_ok=True)
     played: list[dict[str, Any]] = []
     interrupted = False
-    try:
+    try:  # each episode's files make their folders: a cluster that cannot be joined leaves no folder
         _play(pending, plan, ray, progress, played.append, on_ray_placed)
     except KeyboardInterrupt:
         interrupted = True
+    plan.out.mkdir(parents=True, exist_ok=True)
     episodes = collect_episodes(plan)
     summary = write_run_summary(plan.out, episodes)
     return EvalOutcome(
