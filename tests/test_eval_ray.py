@@ -71,12 +71,16 @@ def test_episodes_run_as_ray_tasks_and_no_ray_process_outlives_the_run(tmp_path:
         stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        _, err = proc.communicate(timeout=120)
+        out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
     assert proc.returncode == 0, err[-2000:]
+    assert out.splitlines()[0] == (
+        f"zorkmcp eval: arms no-mcp; seeds 12…13; up to 3 turns; 2 at once; on a Ray runtime of its own; "
+        f"writing {run}"
+    )
     records = [json.loads(p.read_text()) for p in sorted((run / "episodes" / "no-mcp").glob("seed-*.json"))]
     assert [r["seed"] for r in records] == [12, 13]
     for record in records:
@@ -250,6 +254,10 @@ async def test_k_episodes_run_at_once_on_a_cluster_of_fewer_cpus_and_none_of_the
         )  # fmt: skip
     out, err = done.stdout.decode(), done.stderr.decode()
     assert done.returncode == 0, err[-2000:]
+    assert out.splitlines()[0] == (
+        f"zorkmcp eval: arms mcp; seeds 12…14; up to 2 turns; 3 at once; on the Ray cluster at "
+        f"{ray_cluster.address}; writing {run}"
+    )
     assert "Ray: 1 CPU on 1 node; each episode asks for 0.3333 CPU, so 3 run at once" in out.splitlines()
     records = _records(run)
     assert [(r["seed"], r["runner"], r["turns"], r.get("error")) for r in records] == [

@@ -473,6 +473,15 @@ def _collecting_less() -> Iterator[None]:
         gc.unfreeze()
 
 
+def _on_ray(ray: str | None) -> str:
+    """Where the header says the episodes play, when not in this process."""
+    if ray is None:
+        return ""
+    if ray == "local":
+        return "; on a Ray runtime of its own"
+    return f"; on the Ray cluster at {escape(ray)}"
+
+
 def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
     from .config import Settings
     from .eval import check_endpoints, resumable_episodes, run_eval
@@ -487,7 +496,7 @@ def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
     console.print(
         f"[bold]zorkmcp eval[/]: arms {escape(arms)}; seeds {plan.seed}…{plan.seed + plan.episodes - 1}; "
         f"up to {plan.max_turns} turns; {plan.concurrency} at once"
-        f"{'; on Ray' if args.ray else ''}; writing {escape(str(plan.out))}",
+        f"{_on_ray(args.ray)}; writing {escape(str(plan.out))}",
         highlight=False,
         soft_wrap=True,
     )
