@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 EPISODE_KEYS = {
     "arm", "seed", "score", "max_score", "moves", "turns", "victory", "game_over", "deaths", "tool_calls",
     "tool_errors", "tool_timeouts", "llm_requests", "prompt_tokens", "completion_tokens", "wall_seconds",
-    "scores", "runner", "pid", "model", "scripted", "mcp", "max_turns", "game", "sampling", "stopped",
+    "scores", "runner", "pid", "host", "model", "scripted", "mcp", "max_turns", "game", "sampling", "stopped",
 }  # fmt: skip
 
 
@@ -119,8 +119,8 @@ async def test_k_episodes_whose_model_takes_a_second_finish_in_the_time_of_one(
         3,
         False,
     )
-    assert (record["runner"], record["pid"], record["model"], record["scripted"]) == (
-        "local", os.getpid(), "test-model", False,
+    assert (record["runner"], record["pid"], record["host"], record["model"], record["scripted"]) == (
+        "local", os.getpid(), socket.gethostname(), "test-model", False,
     )  # fmt: skip
     assert len({r.connection for r in llm_server.requests}) <= concurrency  # one shared pool
     for seed in (1, 2, 3, 4):

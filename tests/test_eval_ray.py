@@ -265,6 +265,7 @@ async def test_k_episodes_run_at_once_on_a_cluster_of_fewer_cpus_and_none_of_the
     ]  # fmt: skip
     workers = {pid for pid, (_, cmdline) in seen.items() if cmdline.startswith("ray::play_in_worker")}
     assert {r["pid"] for r in records} == workers  # three workers at once, one episode each
+    assert {r["host"] for r in records} == {socket.gethostname()}  # the node: this machine
     assert sum("zorkmcp.servers._zygote" in cmdline for _, cmdline in seen.values()) >= 3  # think, forked
     with trio.fail_after(GUARD):
         await _all_exit(seen)  # the workers end with the run, and their servers with them

@@ -212,4 +212,5 @@ def test_summary_csv_has_one_row_per_episode(tmp_path: Path) -> None:
         ("no-mcp", "1", "0", "boom"),
     ]
     assert "scores" not in rows[0]
+    assert list(rows[0])[17:20] == ["pid", "host", "model"]  # which process, on which machine
     assert rows[0]["prompt_tokens"] == "1000"

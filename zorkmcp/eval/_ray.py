@@ -263,7 +263,7 @@ def _failed(spec: EpisodeSpec, exc: BaseException) -> dict[str, Any]:
         "arm": spec.arm, "seed": spec.seed, "score": 0, "max_score": None, "moves": 0, "turns": 0,
         "victory": False, "game_over": False, "deaths": 0, "tool_calls": 0, "tool_errors": 0,
         "tool_timeouts": 0, "llm_requests": 0, "prompt_tokens": 0, "completion_tokens": 0,
-        "wall_seconds": 0.0, "scores": [], "runner": "ray", "pid": None,
+        "wall_seconds": 0.0, "scores": [], "runner": "ray", "pid": None, "host": None,
         "model": choice.plays, "scripted": choice.scripted is not None, "mcp": spec.settings.mcp.enabled,
         "max_turns": spec.max_turns, "stopped": "error", "error": f"{type(exc).__name__}: {first}",
     }  # fmt: skip

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 import time
 from contextlib import AsyncExitStack, asynccontextmanager, nullcontext
 from functools import partial
@@ -378,6 +379,7 @@ def _record(spec: EpisodeSpec, summary: Any, tally: _Tally, *, runner: Runner, w
         "scores": list(tally.scores),
         "runner": runner,
         "pid": os.getpid(),
+        "host": socket.gethostname(),  # with pid: which process, and on a cluster which node, played it
         "model": summary.model,
         "scripted": summary.scripted,
         "mcp": spec.settings.mcp.enabled,

@@ -57,6 +57,7 @@ CSV_COLUMNS = (
     "wall_seconds",
     "runner",
     "pid",
+    "host",
     "model",
     "scripted",
     "error",
