@@ -484,14 +484,16 @@ def _on_ray(ray: str | None) -> str:
 
 def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
     from .config import Settings
-    from .eval import check_endpoints, resumable_episodes, run_eval
-    from .eval._ray import check_ray_address
 
     pyproject = Path(args.pyproject) if args.pyproject else None
     if pyproject is not None and not pyproject.is_file():
         raise ConfigError(f"--pyproject {pyproject}: no such file")
     settings = Settings.load(pyproject)  # what zorkmcp play uses: the file's, or the embedded defaults
     plan = build_plan(args, settings)
+    # the engine (the MCP SDK, trio, httpx2) only once the file and flags hold: a bad one is told at once
+    from .eval import check_endpoints, resumable_episodes, run_eval
+    from .eval._ray import check_ray_address
+
     arms = ", ".join(arm.name for arm in plan.arms)
     console.print(
         f"[bold]zorkmcp eval[/]: arms {escape(arms)}; seeds {plan.seed}…{plan.seed + plan.episodes - 1}; "
