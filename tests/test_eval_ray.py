@@ -211,7 +211,7 @@ async def _all_exit(processes: dict[int, tuple[int | None, str]]) -> None:
 def _rendezvous(
     k: int, everyone_asked: Callable[[], None], *, release: bool = True
 ) -> tuple[Any, trio.Event]:
-    """A model that answers only once ``k`` requests are open together (never, with ``release=False``).
+    """A model that answers only once ``k`` chat requests are open together (never, with ``release=False``).
 
     When the k-th request arrives, every episode of the run is waiting for its model:
     ``everyone_asked`` is called then, to look at the run's processes.
@@ -220,6 +220,8 @@ def _rendezvous(
     arrived: list[RecordedRequest] = []
 
     def step(request: RecordedRequest) -> Reply:
+        if request.method != "POST":  # the run's probe of the endpoint (GET /models), not an episode
+            return Reply(status=404)
         arrived.append(request)
         if len(arrived) == k:
             everyone_asked()
