@@ -38,8 +38,8 @@ from ..episode import (
 )
 from ..errors import ConfigError, GameError, LLMError, MCPError
 from ..game.server import preload as preload_game
-from ..llm import OPENROUTER_HEADERS, LLMClient, ModelChoice, is_local_base_url, resolve_api_key
-from ..llm._client import shared_ssl_context
+from ..llm import OPENROUTER_HEADERS, LLMClient, ModelChoice, resolve_api_key
+from ..llm._client import new_http_client
 from ..llm._scripted import SCRIPTED_MODEL_NAME
 from ..llm._urls import is_openrouter
 from ..mcp import EpisodeServers, McpManager, ZygoteGroup, build_server_env, open_zygotes
@@ -123,19 +123,10 @@ async def open_http_pools(base_urls: Iterable[str], *, concurrency: int) -> Asyn
         base_urls: the endpoints (repeats are fine).
         concurrency: how many episodes may send at once (keep-alive connections kept).
     """
-
-    def client(url: str) -> httpx2.AsyncClient:  # reads the CA bundle (once) and proxy variables from disk
-        return httpx2.AsyncClient(
-            timeout=httpx2.Timeout(None),  # each attempt's deadline is a cancel scope
-            verify=shared_ssl_context(),  # 20-100 ms to build: one per process
-            trust_env=not is_local_base_url(url),
-            limits=httpx2.Limits(max_connections=None, max_keepalive_connections=concurrency),
-        )
-
     async with AsyncExitStack() as stack:
         pools: HttpPools = {}
         for url in dict.fromkeys(base_urls):
-            made = await anyio.to_thread.run_sync(client, url)
+            made = await anyio.to_thread.run_sync(partial(new_http_client, url, keepalive=concurrency))
             pools[url] = await stack.enter_async_context(made)
         yield pools
 

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Mapping
 
 
-__all__ = ["DEFAULT_RETRY", "OPENROUTER_HEADERS", "LLMClient", "open_llm_client", "shared_ssl_context"]
+__all__ = ["DEFAULT_RETRY", "OPENROUTER_HEADERS", "LLMClient", "new_http_client", "open_llm_client"]
 
 DEFAULT_RETRY = RetrySettings()
 """The ``[tool.zorkgpt.retry]`` defaults."""
@@ -53,6 +53,28 @@ def shared_ssl_context() -> ssl.SSLContext:
     remote sessions do); the first call reads from disk (call it from a worker thread).
     """
     return httpx2.create_ssl_context(trust_env=True)
+
+
+def new_http_client(base_url: str, *, keepalive: int | None = None) -> httpx2.AsyncClient:
+    """A model endpoint's ``httpx2.AsyncClient``: no timeout of its own, the shared TLS context.
+
+    Each attempt's deadline is a cancel scope instead. A local base URL never goes through a proxy
+    (``trust_env`` off); a remote one honours ``HTTP(S)_PROXY``. The first call reads the CA files
+    and every call the proxy variables: call it from a worker thread.
+
+    Args:
+        base_url: the endpoint.
+        keepalive: the most idle connections kept (``None``: httpx2's default); connections are
+            not capped.
+    """
+    settings: dict[str, Any] = {
+        "timeout": httpx2.Timeout(None),
+        "verify": shared_ssl_context(),
+        "trust_env": not is_local_base_url(base_url),
+    }
+    if keepalive is not None:
+        settings["limits"] = httpx2.Limits(max_connections=None, max_keepalive_connections=keepalive)
+    return httpx2.AsyncClient(**settings)
 
 
 @frozen
@@ -362,13 +384,7 @@ async def open_llm_client(
         raise ValueError(f"base URL must start with http:// or https://, got {base_url!r}")
     headers = dict(OPENROUTER_HEADERS) if is_openrouter(base_url) else {}
     headers.update(extra_headers or {})
-    local = is_local_base_url(base_url)
-    ssl_context = await anyio.to_thread.run_sync(shared_ssl_context)  # the first call reads the CA files
-    async with httpx2.AsyncClient(
-        timeout=httpx2.Timeout(None),  # the attempt's deadline is a cancel scope instead
-        verify=ssl_context,
-        trust_env=not local,
-    ) as http:
+    async with await anyio.to_thread.run_sync(new_http_client, base_url) as http:
         yield LLMClient(
             http=http,
             base_url=base_url,
