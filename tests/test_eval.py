@@ -3,6 +3,7 @@ and the real loopback model; resume, a failing arm, Ctrl-C and bad eval files.""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import gc
 import json
@@ -494,6 +495,88 @@ def test_a_bad_eval_file_exits_2_before_anything_starts(
         "(fix the key in the eval file)"
     ]
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("given", ["flag", "file"])
+def test_a_run_folder_that_cannot_be_made_stops_the_run_before_anything_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], given: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.txt").write_text("a file, not a folder\n")
+    folder = tmp_path / "notes.txt" / "run"
+    if given == "flag":
+        args, named = ["--out", str(folder)], f"--out {folder}"
+    else:
+        (tmp_path / "eval.toml").write_text('[eval]\nout = "notes.txt/run"\n')
+        args, named = [str(tmp_path / "eval.toml")], f"{tmp_path / 'eval.toml'}: out"
+    code = main(["eval", "--game", str(zork1_path()), "--no-mcp", "--turns", "1", *args])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert out == ""
+    assert err.splitlines() == [
+        f"zorkmcp eval: ConfigError: {named}: {tmp_path / 'notes.txt'} is not a folder, so the run's folder "
+        f"{folder} cannot be made there; pass another --out"
+    ]
+    expected = ["eval.toml", "notes.txt"] if given == "file" else ["notes.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == expected  # no folder made
+
+
+def test_a_file_that_cannot_be_written_names_itself_and_leaves_no_temporary_file(tmp_path: Path) -> None:
+    from zorkmcp.errors import RunWriteError
+    from zorkmcp.eval import EpisodeResult, write_episode
+
+    json_path, events_path = episode_paths(tmp_path, "a", 12)
+    events_path.mkdir(parents=True)  # a folder where the events file goes: the rename onto it fails
+    record = {"arm": "a", "seed": 12, "score": 0}
+    with pytest.raises(RunWriteError) as caught:
+        write_episode(tmp_path, EpisodeResult(record=record, events=[{"event_type": "x"}]))
+    assert str(caught.value) == f"{events_path}: cannot be written (Is a directory)"
+    assert [p.name for p in events_path.parent.iterdir()] == ["seed-12.events.jsonl"]
+    assert not json_path.exists()
+
+
+def test_an_episode_file_the_run_cannot_write_stops_the_run_with_one_line_and_resume_goes_on(
+    tmp_path: Path,
+) -> None:
+    run = tmp_path / "run"
+    (run / "episodes").mkdir(parents=True)
+    (run / "episodes" / "mcp").write_text("a file where the arm's folder goes\n")
+    command = [
+        sys.executable, "-m", "zorkmcp.cli", "eval", "--game", str(zork1_path()), "--episodes", "3",
+        "--concurrency", "2", "--turns", "3", "--out", str(run), "--quiet",
+    ]  # fmt: skip
+    proc = subprocess.Popen(
+        command, cwd=tmp_path, env=offline_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    seen: dict[int, tuple[int | None, str]] = {}
+    try:
+        while proc.poll() is None:  # every process of the run (its zygote, its think servers), as they come
+            seen.update(descendants(proc.pid))
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=0.02)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 1, err
+    assert err.splitlines() == [  # one line, however long, and no traceback
+        f"zorkmcp eval: stopped, {run / 'episodes' / 'mcp'}: cannot be written (File exists); the files "
+        f"written before are kept; make room (or mend the folder), then run the same command with --resume "
+        f"--out {run}"
+    ]
+    assert "No episode has finished: nothing to summarize." in out
+    assert json.loads((run / "summary.json").read_text())["arms"] == {}
+    assert seen, "the run started no process: the test saw nothing of it"
+    assert not [pid for pid, (start, _) in seen.items() if is_running(pid, start)]
+    assert sorted(p.name for p in run.iterdir()) == ["episodes", "summary.csv", "summary.json"]
+
+    (run / "episodes" / "mcp").unlink()  # mended
+    done = subprocess.run(
+        [*command, "--resume"], cwd=tmp_path, env=offline_env(), capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert sorted(_records(run)) == [("mcp", 12), ("mcp", 13), ("mcp", 14)]
 
 
 # -- a model endpoint that cannot be reached stops the run before it starts ---------------------------

@@ -1,9 +1,11 @@
 """``zorkmcp eval``: play many seeded episodes per arm and report mean ± standard error.
 
 Exit codes: 0 every episode played; 1 some episode failed (its file has ``error``; the others and
-the summary are written); 2 a bad eval file, setting, flag or game file, a model endpoint that
-gives no HTTP answer, or a ``--resume`` whose finished episodes had other settings (nothing
-started); 130 interrupted (Ctrl-C: the finished episodes and the summary of them are written).
+the summary are written), or a file of the run could not be written (a full disk: the run stopped,
+the files written before stay valid); 2 a bad eval file, setting, flag or game file, a run folder
+that cannot be made, a model endpoint that gives no HTTP answer, or a ``--resume`` whose finished
+episodes had other settings (nothing started); 130 interrupted (Ctrl-C: the finished episodes and
+the summary of them are written).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ._argtypes import non_negative_int, positive_int
-from .errors import ConfigError, GameError
+from .errors import ConfigError, GameError, RunWriteError
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -68,9 +70,10 @@ finished one was played with another model, turn limit, game, sampling or tools 
 --retry-failed also plays again the episodes that failed.
 
 exit status: 0 every episode played; 1 some episode failed (recorded with its error, the run went
-on); 2 a bad eval file, setting or flag, a model endpoint that gives no HTTP answer, or a resume
-with other settings (nothing started); 130 interrupted (Ctrl-C: episodes in flight are stopped,
-finished files stay, the summary covers them)."""
+on), or a file of the run could not be written (a full disk: the run stopped, the files written
+before stay); 2 a bad eval file, setting or flag, a run folder that cannot be made, a model
+endpoint that gives no HTTP answer, or a resume with other settings (nothing started); 130
+interrupted (Ctrl-C: episodes in flight are stopped, finished files stay, the summary covers them)."""
 
 
 def add_eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -145,13 +148,14 @@ def build_plan(args: argparse.Namespace, settings: Settings) -> EvalPlan:
     """The plan from the flags, the eval file and the settings; every file is checked here.
 
     Raises:
-        ConfigError: a bad eval file, flag combination or ``mcp_config.json`` of an arm.
+        ConfigError: a bad eval file, flag combination or ``mcp_config.json`` of an arm, or a run
+            folder that cannot be made.
         GameError: the story file cannot be played.
     """
     from .cli import DEFAULT_SEED
     from .config import McpConfig
     from .eval import EvalPlan, load_eval_file
-    from .eval._spec import DEFAULT_CONCURRENCY, DEFAULT_EPISODES
+    from .eval._spec import DEFAULT_CONCURRENCY, DEFAULT_EPISODES, check_run_folder
     from .game import check_game_file, resolve_game_path
 
     file = load_eval_file(Path(args.file)) if args.file else None
@@ -173,6 +177,13 @@ def build_plan(args: argparse.Namespace, settings: Settings) -> EvalPlan:
             flag = "--retry-failed" if args.retry_failed else "--resume"
             raise ConfigError(f"{flag} needs the run's folder: pass --out DIR (or set out in [eval])")
         out = f"runs/{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
+    if args.out is not None:
+        named = f"--out {args.out}"
+    elif table is not None and table.out is not None:
+        named = f"{args.file}: out"
+    else:
+        named = f"the default --out ({out})"
+    check_run_folder(Path(out).expanduser(), named)
     arms = _arms(args, settings, file)
     for arm in arms:  # a bad mcp_config.json stops the run before anything starts
         arm_settings = arm.settings_for(settings)
@@ -529,6 +540,15 @@ def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
         )
     print_outcome(console, outcome)
     failed = [r for r in outcome.episodes if r.get("error")]
+    if outcome.write_error is not None:
+        err.print(
+            f"[bold red]zorkmcp eval: stopped[/], {escape(outcome.write_error)}; the files written before "
+            "are kept; make room (or mend the folder), then run the same command with --resume --out "
+            f"{escape(str(outcome.run_dir))}",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return EXIT_FAILED
     if outcome.interrupted:
         err.print(
             "zorkmcp eval: interrupted; the summary covers the finished episodes; to play the rest, run "
@@ -563,6 +583,9 @@ def cmd_eval(args: argparse.Namespace, console: Console | None = None, err: Cons
             soft_wrap=True,
         )
         return EXIT_CONFIG
+    except RunWriteError as exc:  # the summary, after every episode was written
+        err.print(f"[bold red]zorkmcp eval:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        return EXIT_FAILED
     except KeyboardInterrupt:  # before the run started
         err.print("zorkmcp eval: interrupted", highlight=False)
         return EXIT_INTERRUPTED

@@ -15,7 +15,8 @@ Every error the package raises on purpose derives from :class:`ZorkMCPError`::
     │   ├── LLMTransportError       connect errors and timeouts, after retries ran out
     │   └── CassetteMismatchError   a replayed episode sent a request the cassette does not have next
     ├── CassetteError               a cassette file is missing, truncated or not a cassette
-    └── GameError                   the game file or the interpreter
+    ├── GameError                   the game file or the interpreter
+    └── RunWriteError               ``zorkmcp eval`` cannot write a file of its run (names the file)
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ __all__ = [
     "MCPServerStartupError",
     "MCPToolCallError",
     "ModelCompatibilityError",
+    "RunWriteError",
     "ZorkMCPError",
 ]
 
@@ -133,3 +135,11 @@ class CassetteError(ZorkMCPError):
 
 class GameError(ZorkMCPError):
     """The game file is missing or unreadable, or the interpreter failed."""
+
+
+class RunWriteError(ZorkMCPError):
+    """``zorkmcp eval`` cannot write a file of its run: a full disk, a folder that is gone or not writable.
+
+    The message names the file and the system's reason (``runs/x/summary.json: cannot be written (No space
+    left on device)``).
+    """

@@ -185,6 +185,7 @@ def play_on_ray(
     Raises:
         ConfigError: Ray is not installed, or the cluster cannot be joined.
         KeyboardInterrupt: Ctrl-C; the tasks in flight were cancelled first.
+        RunWriteError: an episode's files cannot be written; the tasks in flight were cancelled first.
     """
     ray = _import_ray()
     if not specs:  # a resume with nothing left to play: no runtime to start, no cluster to join
@@ -245,7 +246,7 @@ def _drive(
             write_episode(run_dir, EpisodeResult(record=record, events=events))
             if on_done is not None:
                 on_done(record)
-    except KeyboardInterrupt:
+    except BaseException:  # Ctrl-C, or a file of the run that cannot be written: nothing runs on
         for ref in in_flight:
             ray.cancel(ref, force=True)
         raise

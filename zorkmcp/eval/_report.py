@@ -21,6 +21,7 @@ from ._results import (
     find_episode_events,
     read_event_log,
     read_run_episodes,
+    write_atomically,
 )
 from ._stats import comparison_reading, group_by_arm, summarize, write_summary_csv
 
@@ -107,7 +108,7 @@ def _figure(width: float = 5.6, height: float = 3.2) -> tuple[Figure, Axes]:
 
 def _write(path: Path, text: str) -> Path:
     try:
-        path.write_text(text, encoding="utf-8")
+        write_atomically(path, text)
     except OSError as exc:
         raise ReportInputError(f"{path}: cannot be written ({exc.strerror or exc})") from None
     return path

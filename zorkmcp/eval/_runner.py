@@ -17,7 +17,7 @@ import logging
 import os
 import socket
 import time
-from contextlib import AsyncExitStack, asynccontextmanager, nullcontext
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager, nullcontext
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
@@ -36,7 +36,7 @@ from ..episode import (
     drive_async,
     inprocess_game_server_config,
 )
-from ..errors import ConfigError, GameError, LLMError, MCPError
+from ..errors import ConfigError, GameError, LLMError, MCPError, RunWriteError
 from ..game.server import preload as preload_game
 from ..llm import OPENROUTER_HEADERS, LLMClient, ModelChoice, resolve_api_key
 from ..llm._client import new_http_client
@@ -44,9 +44,10 @@ from ..llm._scripted import SCRIPTED_MODEL_NAME
 from ..llm._urls import is_openrouter
 from ..mcp import EpisodeServers, McpManager, ZygoteGroup, build_server_env, open_zygotes
 from ..observability import EventRecorder, open_tracer
+from ._results import write_atomically
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable, Iterable
+    from collections.abc import AsyncIterator, Callable, Iterable, Iterator
     from pathlib import Path
 
     from ..config import ServerConfig
@@ -393,20 +394,32 @@ def episode_paths(run_dir: Path, arm: str, seed: int) -> tuple[Path, Path]:
     return folder / f"seed-{seed}.json", folder / f"seed-{seed}.events.jsonl"
 
 
+@contextmanager
+def writing(path: Path) -> Iterator[None]:
+    """An ``OSError`` writing ``path`` (a full disk, a folder gone): a :class:`RunWriteError` naming it."""
+    try:
+        yield
+    except OSError as exc:
+        raise RunWriteError(f"{path}: cannot be written ({exc.strerror or exc})") from exc
+
+
 def _replace(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    with writing(path):
+        write_atomically(path, text)
 
 
 def write_episode(run_dir: Path, result: EpisodeResult) -> Path:
     """Write an episode's files, each atomically; the events first, so a JSON file means both are there.
 
     Synchronous (call it from a worker thread in async code).
+
+    Raises:
+        RunWriteError: a file or folder cannot be written (what was written before stays valid).
     """
     record = result.record
     json_path, events_path = episode_paths(run_dir, record["arm"], record["seed"])
-    json_path.parent.mkdir(parents=True, exist_ok=True)
+    with writing(json_path.parent):
+        json_path.parent.mkdir(parents=True, exist_ok=True)
     _replace(events_path, "".join(json.dumps(e, default=str) + "\n" for e in result.events))
     _replace(json_path, json.dumps(record, indent=2) + "\n")
     return json_path
@@ -448,6 +461,10 @@ async def play_episodes(
         on_start: called when an episode starts (in the event loop; must be quick).
         on_turn: called when an episode has played a turn (in the event loop; must be quick).
         on_done: called with each record once its files are written.
+
+    Raises:
+        RunWriteError: an episode's files cannot be written; the episodes in flight were cancelled
+            (their servers stopped), and the files written before stay valid.
     """
     starting = anyio.CapacityLimiter(STARTS_PER_CPU * (os.cpu_count() or 1))
     urls = [url for url in (endpoint_of(spec) for spec in specs) if url is not None]
@@ -466,15 +483,24 @@ async def play_episodes(
                 on_done(result.record)
 
     configs = await anyio.to_thread.run_sync(read_arm_configs, specs)
-    async with (
-        open_http_pools(urls, concurrency=concurrency) as pools,
-        open_run_zygotes(specs, configs) as zygotes,
-        anyio.create_task_group() as tg,
-    ):
-        if any(spec.game_server is None for spec in specs):  # the in-process game: import Jericho once, first
-            await anyio.to_thread.run_sync(preload_game)
-        for _ in range(min(concurrency, len(specs))):
-            tg.start_soon(worker, pools, zygotes)
+    try:
+        async with (
+            open_http_pools(urls, concurrency=concurrency) as pools,
+            open_run_zygotes(specs, configs) as zygotes,
+            anyio.create_task_group() as tg,
+        ):
+            if any(spec.game_server is None for spec in specs):  # the in-process game: import Jericho once
+                await anyio.to_thread.run_sync(preload_game)
+            for _ in range(min(concurrency, len(specs))):
+                tg.start_soon(worker, pools, zygotes)
+    except* RunWriteError as group:  # the first one: the others (several workers at once) say the same
+        first = _first(group)
+        raise first from first.__cause__  # the OSError, without the group around it
+
+
+def _first(group: BaseExceptionGroup[RunWriteError]) -> RunWriteError:
+    first = group.exceptions[0]
+    return first if isinstance(first, RunWriteError) else _first(first)
 
 
 class _RunLog:
@@ -536,6 +562,8 @@ class EvalOutcome:
         resumed: episodes found finished and not played again.
         interrupted: the run was stopped with Ctrl-C.
         summary: ``summary.json``'s object.
+        write_error: why the run stopped early because it could not write a file of its run (which
+            file, and the system's reason), else ``None``.
     """
 
     run_dir: Path
@@ -544,6 +572,7 @@ class EvalOutcome:
     resumed: int
     interrupted: bool
     summary: dict[str, Any]
+    write_error: str | None = None
 
 
 def collect_episodes(plan: EvalPlan) -> list[dict[str, Any]]:
@@ -653,7 +682,9 @@ def run_eval(
 
     Synchronous: starts its own trio loop (or drives Ray). Ctrl-C cancels the episodes in flight
     (their servers are stopped), keeps every finished file and still writes the summary of what
-    finished; the outcome says ``interrupted``.
+    finished; the outcome says ``interrupted``. A file of the run that cannot be written (a full
+    disk) stops the run the same way, and the outcome's ``write_error`` says which and why; the
+    summary is then written if it can be.
 
     Args:
         plan: what to play.
@@ -664,19 +695,33 @@ def run_eval(
         progress: told when an episode starts and ends.
         on_ray_placed: on Ray, called once connected with how the episodes fit on the cluster (each
             task asks for a share of a CPU so that K run at once).
+
+    Raises:
+        RunWriteError: the summary cannot be written (after a run that wrote every episode).
     """
     specs = plan.specs()
     done = {(r["arm"], r["seed"]) for r in kept}
     pending = [spec for spec in specs if spec.key not in done]
     played: list[dict[str, Any]] = []
     interrupted = False
+    stopped: RunWriteError | None = None
     try:  # each episode's files make their folders: a cluster that cannot be joined leaves no folder
         _play(pending, plan, ray, progress, played.append, on_ray_placed)
     except KeyboardInterrupt:
         interrupted = True
-    plan.out.mkdir(parents=True, exist_ok=True)
+    except RunWriteError as exc:
+        stopped = exc
     episodes = collect_episodes(plan)
-    summary = write_run_summary(plan.out, episodes)
+    try:
+        with writing(plan.out):
+            plan.out.mkdir(parents=True, exist_ok=True)
+        summary = write_run_summary(plan.out, episodes)
+    except RunWriteError:
+        if stopped is None:
+            raise
+        from ._stats import summarize
+
+        summary = summarize(episodes)  # told, not written: the first failure is the one to mend
     return EvalOutcome(
         run_dir=plan.out,
         episodes=episodes,
@@ -684,6 +729,7 @@ def run_eval(
         resumed=len(done),
         interrupted=interrupted,
         summary=summary,
+        write_error=str(stopped) if stopped is not None else None,
     )
 
 
@@ -733,13 +779,22 @@ def _play(
 
 
 def write_run_summary(run_dir: Path, episodes: list[dict[str, Any]]) -> dict[str, Any]:
-    """``summary.json``, ``summary.csv`` and (when an episode finished) ``report.html``."""
+    """``summary.json``, ``summary.csv`` and (when an episode finished) ``report.html``.
+
+    Raises:
+        RunWriteError: one of them cannot be written.
+    """
     from ._report import render_eval_report
+    from ._results import ReportInputError
     from ._stats import summarize, write_summary_csv
 
     summary = summarize(episodes)
     _replace(run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
-    write_summary_csv(episodes, run_dir / "summary.csv")
+    with writing(run_dir / "summary.csv"):
+        write_summary_csv(episodes, run_dir / "summary.csv")
     if episodes:  # a run stopped before any episode finished has nothing to draw
-        render_eval_report(run_dir)
+        try:
+            render_eval_report(run_dir)
+        except ReportInputError as exc:  # the page cannot be written (the records were just read)
+            raise RunWriteError(str(exc)) from exc
     return summary

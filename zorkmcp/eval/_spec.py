@@ -24,6 +24,7 @@ Example::
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from pathlib import Path
@@ -290,3 +291,30 @@ def _absolute(parsed: EvalFile, base: Path) -> EvalFile:
         for arm in parsed.arms
     ]
     return EvalFile(eval=table, arms=arms)
+
+
+def check_run_folder(out: Path, named: str) -> None:
+    """Before anything starts: can the run's folder be made, and written to?
+
+    The folder is made only when the first episode ends (a cluster that cannot be joined leaves
+    none); a path it cannot be made at would otherwise be found then, with an episode played for
+    nothing.
+
+    Args:
+        out: the run's folder.
+        named: how the user gave it, for the message (``--out runs/x``, ``eval.toml: out``).
+
+    Raises:
+        ConfigError: a part of the path is a file, or the folder (or the one it would be made in)
+            is not writable.
+    """
+    existing = out
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ConfigError(
+            f"{named}: {existing.absolute()} is not a folder, so the run's folder {out} cannot be made "
+            "there; pass another --out"
+        )
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"{named}: the folder {existing.absolute()} is not writable; pass another --out")

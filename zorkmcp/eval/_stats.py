@@ -18,8 +18,11 @@ Failed episodes (records with ``error``) are counted per arm but left out of eve
 from __future__ import annotations
 
 import csv
+import io
 import math
 from typing import TYPE_CHECKING, Any
+
+from ._results import write_atomically
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -296,8 +299,9 @@ def comparison_reading(comparison: dict[str, Any]) -> str:
 
 def write_summary_csv(episodes: Iterable[dict[str, Any]], path: Path) -> None:
     """``summary.csv``: one row per episode, the columns of :data:`CSV_COLUMNS` (blank when absent)."""
-    with path.open("w", encoding="utf-8", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS, extrasaction="ignore")
-        writer.writeheader()
-        for record in episodes:
-            writer.writerow({key: record.get(key, "") for key in CSV_COLUMNS})
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=CSV_COLUMNS, extrasaction="ignore")
+    writer.writeheader()
+    for record in episodes:
+        writer.writerow({key: record.get(key, "") for key in CSV_COLUMNS})
+    write_atomically(path, text.getvalue())
