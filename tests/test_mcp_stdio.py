@@ -110,6 +110,19 @@ async def test_server_that_crashes_mid_call() -> None:
     assert not is_alive(pid)
 
 
+async def test_a_call_to_a_gone_server_lets_its_callers_cancellation_through() -> None:
+    # An episode whose run is stopped (Ctrl-C, a file it cannot write) sees its servers end with it;
+    # a call made meanwhile must be cancelled like the rest, not answered with an error to act on.
+    with trio.fail_after(GUARD):
+        async with open_toolbox([misbehaving("ok")], SETTINGS) as toolbox:
+            await toolbox.call_tool("bad.crash", {})
+            with trio.CancelScope() as scope:
+                scope.cancel()
+                answered = await toolbox.call_tool("bad.pid", {})
+                pytest.fail(f"the call was answered in a cancelled scope: {answered}")
+    assert scope.cancelled_caught
+
+
 async def test_a_dead_servers_pending_call_fails_promptly() -> None:
     """The server is killed while a call hangs; its child keeps stdout open. No timeout needed."""
     with trio.fail_after(GUARD):

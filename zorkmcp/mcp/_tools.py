@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 import anyio.to_thread
 import mcp_types
 from attrs import frozen
@@ -331,6 +332,7 @@ class Toolbox:
             )
         session = self._sessions[info.server]
         if not session.alive:
+            await anyio.lowlevel.checkpoint()  # gone because the turn is being cancelled: that wins
             return ToolCallResult(
                 content=None, is_error=True, error_message=f"Tool call failed: {session.describe_death()}"
             )
@@ -376,6 +378,10 @@ class Toolbox:
         )
 
     async def _died(self, session: ServerSession, info: ToolInfo) -> ToolCallResult:
+        # A session closes under a call when its owner is cancelled (Ctrl-C, a run that stops), and
+        # the call can be woken by the closing before the cancellation reaches it: a checkpoint lets
+        # the cancellation win, instead of an error result that the caller would act on.
+        await anyio.lowlevel.checkpoint()
         session.failure = session.failure or f"the connection closed during a call to {info.name}"
         if session.process is not None:
             with anyio.move_on_after(DEATH_REPORT_GRACE):
