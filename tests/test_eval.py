@@ -432,7 +432,8 @@ def test_a_resume_on_a_ray_cluster_keeps_episodes_its_workers_played_with_their_
     for seed in (12, 13):
         path = episode_paths(run, "no-mcp", seed)[0]
         path.write_text(json.dumps({**json.loads(path.read_text()), "model": "m", "scripted": False}))
-    args = build_parser().parse_args(["eval", *flags, "--game", str(zork1_path()), "--out", str(run)])
+    resume = ("--game", str(zork1_path()), "--out", str(run), "--resume")
+    args = build_parser().parse_args(["eval", *flags, *resume])
     plan = build_plan(args, Settings.load(None))
     here = r'seed-12\.json: model is "m" but this run\'s arm no-mcp has "scripted-walkthrough"'
     with pytest.raises(ConfigError, match=here):
@@ -519,6 +520,25 @@ def test_a_run_folder_that_cannot_be_made_stops_the_run_before_anything_starts(
     ]
     expected = ["eval.toml", "notes.txt"] if given == "file" else ["notes.txt"]
     assert sorted(p.name for p in tmp_path.iterdir()) == expected  # no folder made
+
+
+def test_a_run_folder_that_holds_another_runs_episodes_is_not_played_over_without_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = _eval(tmp_path, "--no-mcp", "--episodes", "2", "--turns", "1", "--quiet", capsys=capsys)
+    assert code == 0, out
+    run = tmp_path / "run"
+    before = {p: p.read_bytes() for p in sorted(run.rglob("*")) if p.is_file()}
+    code, out, err = _eval(tmp_path, "--no-mcp", "--episodes", "3", "--turns", "2", "--quiet", capsys=capsys)
+    assert code == 2
+    assert out == ""
+    assert err.splitlines() == [
+        f"zorkmcp eval: ConfigError: --out {run}: {run} already holds 2 episode file(s) of a run, such as "
+        f"{run / 'episodes' / 'no-mcp' / 'seed-12.json'}; to go on with that run pass --resume, else pass "
+        "another --out (nothing was played or replaced)"
+    ]
+    assert {p: p.read_bytes() for p in sorted(run.rglob("*")) if p.is_file()} == before
 
 
 def test_a_file_that_cannot_be_written_names_itself_and_leaves_no_temporary_file(tmp_path: Path) -> None:

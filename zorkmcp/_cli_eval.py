@@ -3,9 +3,9 @@
 Exit codes: 0 every episode played; 1 some episode failed (its file has ``error``; the others and
 the summary are written), or a file of the run could not be written (a full disk: the run stopped,
 the files written before stay valid); 2 a bad eval file, setting, flag or game file, a run folder
-that cannot be made, a model endpoint that gives no HTTP answer, or a ``--resume`` whose finished
-episodes had other settings (nothing started); 130 interrupted (Ctrl-C: the finished episodes and
-the summary of them are written).
+that cannot be made or (without ``--resume``) holds another run's episodes, a model endpoint that
+gives no HTTP answer, or a ``--resume`` whose finished episodes had other settings (nothing
+started); 130 interrupted (Ctrl-C: the finished episodes and the summary of them are written).
 """
 
 from __future__ import annotations
@@ -71,8 +71,9 @@ finished one was played with another model, turn limit, game, sampling or tools 
 
 exit status: 0 every episode played; 1 some episode failed (recorded with its error, the run went
 on), or a file of the run could not be written (a full disk: the run stopped, the files written
-before stay); 2 a bad eval file, setting or flag, a run folder that cannot be made, a model
-endpoint that gives no HTTP answer, or a resume with other settings (nothing started); 130
+before stay); 2 a bad eval file, setting or flag, a run folder that cannot be made (or that holds
+another run's episodes, without --resume), a model endpoint that gives no HTTP answer, or a resume
+with other settings (nothing started); 130
 interrupted (Ctrl-C: episodes in flight are stopped, finished files stay, the summary covers them)."""
 
 
@@ -183,7 +184,7 @@ def build_plan(args: argparse.Namespace, settings: Settings) -> EvalPlan:
         named = f"{args.file}: out"
     else:
         named = f"the default --out ({out})"
-    check_run_folder(Path(out).expanduser(), named)
+    check_run_folder(Path(out).expanduser(), named, resuming=bool(args.resume or args.retry_failed))
     arms = _arms(args, settings, file)
     for arm in arms:  # a bad mcp_config.json stops the run before anything starts
         arm_settings = arm.settings_for(settings)

@@ -293,21 +293,28 @@ def _absolute(parsed: EvalFile, base: Path) -> EvalFile:
     return EvalFile(eval=table, arms=arms)
 
 
-def check_run_folder(out: Path, named: str) -> None:
-    """Before anything starts: can the run's folder be made, and written to?
+def check_run_folder(out: Path, named: str, *, resuming: bool) -> None:
+    """Before anything starts: can the run's folder be made and written to, without losing a run?
 
     The folder is made only when the first episode ends (a cluster that cannot be joined leaves
     none); a path it cannot be made at would otherwise be found then, with an episode played for
-    nothing.
+    nothing. A folder that already holds finished episodes is another run's: without ``--resume``
+    its episodes would be played again and their files replaced (with a real model, paid for twice).
 
     Args:
         out: the run's folder.
         named: how the user gave it, for the message (``--out runs/x``, ``eval.toml: out``).
+        resuming: ``--resume`` or ``--retry-failed``: the folder's episodes are this run's.
 
     Raises:
-        ConfigError: a part of the path is a file, or the folder (or the one it would be made in)
-            is not writable.
+        ConfigError: a part of the path is a file, the folder (or the one it would be made in) is
+            not writable, or, unless ``resuming``, it holds finished episodes.
     """
+    if not resuming and (found := sorted(out.glob("episodes/*/seed-*.json"))):
+        raise ConfigError(
+            f"{named}: {out} already holds {len(found)} episode file(s) of a run, such as {found[0]}; "
+            "to go on with that run pass --resume, else pass another --out (nothing was played or replaced)"
+        )
     existing = out
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
