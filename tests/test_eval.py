@@ -541,6 +541,28 @@ def test_a_run_folder_that_holds_another_runs_episodes_is_not_played_over_withou
     assert {p: p.read_bytes() for p in sorted(run.rglob("*")) if p.is_file()} == before
 
 
+def test_a_summary_the_run_cannot_write_is_one_line_and_resume_writes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    run = tmp_path / "run"
+    (run / "summary.json").mkdir(parents=True)  # a folder where the summary goes: renaming onto it fails
+    flags = ("--no-mcp", "--episodes", "2", "--turns", "1", "--quiet")
+    code, _, err = _eval(tmp_path, *flags, capsys=capsys)
+    assert code == 1
+    assert err.splitlines() == [
+        f"zorkmcp eval: {run / 'summary.json'}: cannot be written (Is a directory); every episode is "
+        f"written: make room (or mend the folder), then run the same command with --resume --out {run} "
+        "to write the summary"
+    ]
+    assert sorted(_records(run)) == [("no-mcp", 12), ("no-mcp", 13)]
+    assert sorted(p.name for p in run.iterdir()) == ["episodes", "summary.json"]  # no temporary file
+    (run / "summary.json").rmdir()  # mended
+    code, out, _ = _eval(tmp_path, *flags, "--resume", capsys=capsys)
+    assert code == 0, out
+    assert json.loads((run / "summary.json").read_text())["arms"]["no-mcp"]["episodes"] == 2
+
+
 def test_a_file_that_cannot_be_written_names_itself_and_leaves_no_temporary_file(tmp_path: Path) -> None:
     from zorkmcp.errors import RunWriteError
     from zorkmcp.eval import EpisodeResult, write_episode

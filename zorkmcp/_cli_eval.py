@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
     from .config import Settings
     from .eval import ArmSpec, EpisodeSpec, EvalFile, EvalOutcome, EvalPlan
+    from .eval._ray import RayPlacement
 
 __all__ = [
     "EVAL_EPILOG",
@@ -73,8 +74,8 @@ exit status: 0 every episode played; 1 some episode failed (recorded with its er
 on), or a file of the run could not be written (a full disk: the run stopped, the files written
 before stay); 2 a bad eval file, setting or flag, a run folder that cannot be made (or that holds
 another run's episodes, without --resume), a model endpoint that gives no HTTP answer, or a resume
-with other settings (nothing started); 130
-interrupted (Ctrl-C: episodes in flight are stopped, finished files stay, the summary covers them)."""
+with other settings (nothing started); 130 interrupted (Ctrl-C: episodes in flight are stopped,
+finished files stay, the summary covers them)."""
 
 
 def add_eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -530,15 +531,23 @@ def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
         check_endpoints(spec for spec in plan.specs() if spec.key not in done)
     else:
         check_ray_address(args.ray)
-    with _collecting_less(), LiveProgress(console, plan, quiet=args.quiet) as progress:
-        progress.resumed(kept)
-        outcome = run_eval(
-            plan,
-            kept=kept,
-            ray=args.ray,
-            progress=progress,
-            on_ray_placed=lambda placed: console.print(placed.describe(), highlight=False, soft_wrap=True),
+
+    def placed(placement: RayPlacement) -> None:
+        console.print(placement.describe(), highlight=False, soft_wrap=True)
+
+    try:
+        with _collecting_less(), LiveProgress(console, plan, quiet=args.quiet) as progress:
+            progress.resumed(kept)
+            outcome = run_eval(plan, kept=kept, ray=args.ray, progress=progress, on_ray_placed=placed)
+    except RunWriteError as exc:  # the summary, once every episode was written
+        err.print(
+            f"[bold red]zorkmcp eval:[/] {escape(str(exc))}; every episode is written: make room (or mend "
+            f"the folder), then run the same command with --resume --out {escape(str(plan.out))} to write "
+            "the summary",
+            highlight=False,
+            soft_wrap=True,
         )
+        return EXIT_FAILED
     print_outcome(console, outcome)
     failed = [r for r in outcome.episodes if r.get("error")]
     if outcome.write_error is not None:
@@ -584,9 +593,6 @@ def cmd_eval(args: argparse.Namespace, console: Console | None = None, err: Cons
             soft_wrap=True,
         )
         return EXIT_CONFIG
-    except RunWriteError as exc:  # the summary, after every episode was written
-        err.print(f"[bold red]zorkmcp eval:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        return EXIT_FAILED
     except KeyboardInterrupt:  # before the run started
         err.print("zorkmcp eval: interrupted", highlight=False)
         return EXIT_INTERRUPTED
