@@ -136,3 +136,44 @@ def test_ctrl_c_while_the_servers_start_ends_the_episode_with_a_summary(tmp_path
     assert "Traceback" not in err
     complete = the_end(tmp_path)
     assert (complete["stopped"], complete["turns"]) == ("interrupted", 0)
+
+
+def test_a_file_the_episode_could_not_write_stops_it_before_it_starts(tmp_path: Path) -> None:
+    # A path under a file (or a folder where a file goes) was found when the episode wrote it: the
+    # log at its start, --record at the first model call, --summary-json after the whole episode.
+    (tmp_path / "notes.txt").write_text("a file, not a folder\n")
+    under_a_file = tmp_path / "notes.txt" / "out.json"
+    pyproject = project(tmp_path, enabled=False)
+    cases = [
+        (
+            ("--summary-json", str(under_a_file)),
+            f"--summary-json {under_a_file}",
+            "pass another --summary-json",
+        ),
+        (("--record", str(under_a_file)), f"--record {under_a_file}", "pass another --record"),
+    ]
+    for extra, named, remedy in cases:
+        code, out, err = play(pyproject, *extra)
+        assert code == 2
+        assert out == ""
+        assert err == (
+            f"zorkmcp play: configuration error (ConfigError): {named}: {tmp_path / 'notes.txt'} is not a "
+            f"folder, so the file {under_a_file} cannot be made there; {remedy}"
+        )
+    code, out, err = play(pyproject, "--summary-json", str(tmp_path))
+    assert (code, out) == (2, "")
+    assert err == (
+        f"zorkmcp play: configuration error (ConfigError): --summary-json {tmp_path}: {tmp_path} is a "
+        "folder, not a file; pass another --summary-json"
+    )
+    log = tmp_path / "notes.txt" / "events.jsonl"
+    pyproject = write_project(tmp_path / "p", enabled=False, files={"json_log_file": str(log)})
+    code, out, err = play(pyproject)
+    assert (code, out) == (2, "")
+    assert err == (
+        f"zorkmcp play: configuration error (ConfigError): [tool.zorkgpt.files] json_log_file ({log}): "
+        f"{tmp_path / 'notes.txt'} is not a folder, so the file {log} cannot be made there; set another path "
+        f"in {pyproject}"
+    )
+    nothing_written = ["mcp_config.json", "notes.txt", "p", "pyproject.toml"]  # no logs/ folder either
+    assert sorted(p.name for p in tmp_path.iterdir()) == nothing_written

@@ -251,6 +251,7 @@ def _orchestrator(args: argparse.Namespace) -> tuple[Orchestrator, str]:
         settings_base=settings.source.parent if settings.source is not None else None,
     )
     check_game_file(game_path)  # fail here, not as a game server that does not start
+    _check_outputs(args, settings)
     orchestrator = Orchestrator(
         settings,
         game_path=game_path,
@@ -263,6 +264,23 @@ def _orchestrator(args: argparse.Namespace) -> tuple[Orchestrator, str]:
         replay=Path(args.replay) if args.replay else None,
     )
     return orchestrator, origin
+
+
+def _check_outputs(args: argparse.Namespace, settings: Settings) -> None:
+    """Every file the episode writes can be made where it goes, before the episode starts."""
+    from ._outputs import check_output
+
+    files = settings.files
+    where = (
+        f"set another path in {settings.source}"
+        if settings.source
+        else "run zorkmcp play from another folder"
+    )
+    for key, value in (("json_log_file", files.json_log_file), ("episode_log_file", files.episode_log_file)):
+        check_output(Path(value), f"[tool.zorkgpt.files] {key} ({value})", where)
+    for flag, value in (("--summary-json", args.summary_json), ("--record", args.record)):
+        if value:
+            check_output(Path(value), f"{flag} {value}", f"pass another {flag}")
 
 
 def _banner(
@@ -292,6 +310,8 @@ def _finish(
     args: argparse.Namespace, console: Console, err: Console, summary: EpisodeSummary, settings: Settings
 ) -> int:
     """The summary table, the log files, ``--summary-json``, and the exit status."""
+    from ._outputs import write_atomically
+
     console.print(_summary_table(summary))
     files = settings.files
     console.print(
@@ -302,8 +322,17 @@ def _finish(
     )
     if args.summary_json:
         path = Path(args.summary_json)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(summary.as_json(), indent=2) + "\n", encoding="utf-8")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomically(path, json.dumps(summary.as_json(), indent=2) + "\n")
+        except OSError as exc:  # a full disk: the summary above is what is left
+            err.print(
+                f"[bold red]zorkmcp play: --summary-json {escape(str(path))}: cannot be written[/] "
+                f"({escape(exc.strerror or str(exc))})",
+                highlight=False,
+                soft_wrap=True,
+            )
+            return EXIT_FAILED
     if summary.interrupted:
         return EXIT_INTERRUPTED
     if summary.error is not None:

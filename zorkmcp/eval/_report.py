@@ -15,13 +15,13 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._outputs import write_atomically
 from ._results import (
     EpisodeEvents,
     ReportInputError,
     find_episode_events,
     read_event_log,
     read_run_episodes,
-    write_atomically,
 )
 from ._stats import comparison_reading, group_by_arm, summarize, write_summary_csv
 

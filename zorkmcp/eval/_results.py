@@ -1,5 +1,4 @@
-"""Reading what a run left behind: JSON-lines event logs and an eval run's episode records (and
-writing a run's files so that a reader never sees half of one: :func:`write_atomically`).
+"""Reading what a run left behind: JSON-lines event logs and an eval run's episode records.
 
 Readers are forgiving where the data is old or partial (missing optional fields, unknown event
 types, lines that are not JSON objects: skipped and counted) and strict where nothing can be drawn
@@ -10,8 +9,6 @@ one line that names the file and says what to do.
 from __future__ import annotations
 
 import json
-import os
-from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -28,28 +25,11 @@ __all__ = [
     "find_episode_events",
     "read_event_log",
     "read_run_episodes",
-    "write_atomically",
 ]
 
 
 class ReportInputError(ZorkMCPError):
     """A report cannot be drawn from the given input; the message names the file and the fix."""
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Write ``path`` through a temporary file beside it, renamed: a reader sees the old file or the new.
-
-    Raises:
-        OSError: it cannot be written (a full disk); the temporary file is removed.
-    """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:
-        with suppress(OSError):
-            tmp.unlink(missing_ok=True)
-        raise
 
 
 @attrs.define

@@ -25,6 +25,7 @@ import anyio
 import attrs
 import httpx2
 
+from .._outputs import write_atomically
 from ..agent import AgentAction, ZorkAgent
 from ..config import McpConfig
 from ..episode import (
@@ -44,7 +45,6 @@ from ..llm._scripted import SCRIPTED_MODEL_NAME
 from ..llm._urls import is_openrouter
 from ..mcp import EpisodeServers, McpManager, ZygoteGroup, build_server_env, open_zygotes
 from ..observability import EventRecorder, open_tracer
-from ._results import write_atomically
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Iterable, Iterator

@@ -24,7 +24,6 @@ Example::
 
 from __future__ import annotations
 
-import os
 import re
 import tomllib
 from pathlib import Path
@@ -35,6 +34,7 @@ from attrs import field, frozen
 from cattrs import Converter, transform_error
 from cattrs.errors import BaseValidationError, ForbiddenExtraKeysError
 
+from .._outputs import check_output
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
@@ -315,13 +315,4 @@ def check_run_folder(out: Path, named: str, *, resuming: bool) -> None:
             f"{named}: {out} already holds {len(found)} episode file(s) of a run, such as {found[0]}; "
             "to go on with that run pass --resume, else pass another --out (nothing was played or replaced)"
         )
-    existing = out
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        raise ConfigError(
-            f"{named}: {existing.absolute()} is not a folder, so the run's folder {out} cannot be made "
-            "there; pass another --out"
-        )
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise ConfigError(f"{named}: the folder {existing.absolute()} is not writable; pass another --out")
+    check_output(out, named, "pass another --out", folder=True, what="the run's folder")

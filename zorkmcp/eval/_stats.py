@@ -22,7 +22,7 @@ import io
 import math
 from typing import TYPE_CHECKING, Any
 
-from ._results import write_atomically
+from .._outputs import write_atomically
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
