@@ -59,6 +59,7 @@ __all__ = [
     "llm_server_fixture",
     "provider_error_reply",
     "rate_limited",
+    "rendezvous",
     "serve_llm",
     "server_error",
     "tool_call",
@@ -445,3 +446,24 @@ async def llm_server_fixture(nursery: trio.Nursery) -> LLMServer:
     server = LLMServer()
     await nursery.start(server.serve)
     return server
+
+
+def rendezvous(k: int, everyone_asked: Callable[[], None], *, release: bool = True) -> tuple[Any, trio.Event]:
+    """A model that answers only once ``k`` chat requests are open together (never, with ``release=False``).
+
+    When the k-th request arrives, every episode of the run is waiting for its model:
+    ``everyone_asked`` is called then, to look at the run's processes.
+    """
+    everyone, never = trio.Event(), trio.Event()
+    arrived: list[RecordedRequest] = []
+
+    def step(request: RecordedRequest) -> Reply:
+        if request.method != "POST":  # the run's probe of the endpoint (GET /models), not an episode
+            return Reply(status=404)
+        arrived.append(request)
+        if len(arrived) == k:
+            everyone_asked()
+            everyone.set()
+        return evolve(agent_reply("look"), hold=everyone if release else never)
+
+    return step, everyone

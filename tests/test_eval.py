@@ -9,6 +9,7 @@ import gc
 import json
 import os
 import re
+import resource
 import signal
 import socket
 import subprocess
@@ -22,7 +23,7 @@ import eval_support
 import pytest
 import trio
 from eval_support import inprocess_game
-from llm_server import agent_reply, server_error
+from llm_server import agent_reply, rendezvous, server_error
 from play_support import (
     INPROCESS_THINKING,
     PER_TURN_THINKING,
@@ -561,6 +562,43 @@ def test_a_summary_the_run_cannot_write_is_one_line_and_resume_writes_it(
     code, out, _ = _eval(tmp_path, *flags, "--resume", capsys=capsys)
     assert code == 0, out
     assert json.loads((run / "summary.json").read_text())["arms"]["no-mcp"]["episodes"] == 2
+
+
+def _soft_open_files(limit: int) -> None:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limit, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+
+
+async def test_more_episodes_at_once_than_the_soft_open_file_limit_allows_play_all_the_same(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    # Many shells start with a soft limit of 1024 open files under a far higher hard one; an episode
+    # holds a few (its think server's pipes, the model's connection). Here 48 episodes wait for their
+    # model together (it answers none before all 48 asked) under a soft limit of 64.
+    k, soft = 48, 64
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY and hard < 1024:
+        pytest.skip(
+            f"the hard limit of open files is {hard}: the run could not raise its soft limit far enough"
+        )
+    llm_server.default, everyone = rendezvous(k, lambda: None)
+    run = tmp_path / "run"
+    command = [
+        sys.executable, "-m", "zorkmcp.cli", "eval", "--game", str(zork1_path()), "--base-url",
+        llm_server.base_url, "--model", "m", "--episodes", str(k), "--concurrency", str(k), "--turns", "1",
+        "--out", str(run), "--quiet",
+    ]  # fmt: skip
+    with trio.fail_after(
+        120
+    ):  # a hang guard: a run that cannot hold 48 episodes at once never gets an answer
+        done = await trio.run_process(
+            command, cwd=tmp_path, env=offline_env(), check=False, capture_stdout=True, capture_stderr=True,
+            preexec_fn=partial(_soft_open_files, soft),
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    assert everyone.is_set()
+    records = _records(run)
+    assert len(records) == k
+    assert [r["error"] for r in records.values() if r.get("error")] == []
 
 
 def test_a_file_that_cannot_be_written_names_itself_and_leaves_no_temporary_file(tmp_path: Path) -> None:

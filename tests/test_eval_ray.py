@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import pytest
 import trio
-from llm_server import LLMServer, RecordedRequest, Reply, agent_reply
+from llm_server import LLMServer, agent_reply, rendezvous
 from play_support import default_sigint, descendants, is_running, offline_env, zork1_path
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Iterator
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("ray") is None, reason="Ray is not installed (pip install 'zorkmcp[ray]')"
@@ -208,29 +208,6 @@ async def _all_exit(processes: dict[int, tuple[int | None, str]]) -> None:
             os.close(pidfd)
 
 
-def _rendezvous(
-    k: int, everyone_asked: Callable[[], None], *, release: bool = True
-) -> tuple[Any, trio.Event]:
-    """A model that answers only once ``k`` chat requests are open together (never, with ``release=False``).
-
-    When the k-th request arrives, every episode of the run is waiting for its model:
-    ``everyone_asked`` is called then, to look at the run's processes.
-    """
-    everyone, never = trio.Event(), trio.Event()
-    arrived: list[RecordedRequest] = []
-
-    def step(request: RecordedRequest) -> Reply:
-        if request.method != "POST":  # the run's probe of the endpoint (GET /models), not an episode
-            return Reply(status=404)
-        arrived.append(request)
-        if len(arrived) == k:
-            everyone_asked()
-            everyone.set()
-        return attrs.evolve(agent_reply("look"), hold=everyone if release else never)
-
-    return step, everyone
-
-
 def _eval(llm: LLMServer, run: Path, *extra: str) -> list[str]:
     return [
         sys.executable, "-m", "zorkmcp.cli", "eval", "--game", str(zork1_path()), "--base-url", llm.base_url,
@@ -246,7 +223,7 @@ async def test_k_episodes_run_at_once_on_a_cluster_of_fewer_cpus_and_none_of_the
     ray_cluster: Cluster, llm_server: LLMServer, tmp_path: Path
 ) -> None:
     seen: dict[int, tuple[int | None, str]] = {}
-    llm_server.default, _ = _rendezvous(3, lambda: seen.update(_the_runs(ray_cluster.head.pid)))
+    llm_server.default, _ = rendezvous(3, lambda: seen.update(_the_runs(ray_cluster.head.pid)))
     run = tmp_path / "run"
     with trio.fail_after(GUARD):
         done = await trio.run_process(
@@ -278,7 +255,7 @@ async def test_ctrl_c_through_ray_client_stops_the_episodes_on_the_cluster_and_a
     ray_cluster: Cluster, llm_server: LLMServer, tmp_path: Path
 ) -> None:
     seen: dict[int, tuple[int | None, str]] = {}
-    llm_server.default, asked = _rendezvous(  # a model that never answers
+    llm_server.default, asked = rendezvous(  # a model that never answers
         2, lambda: seen.update(_the_runs(ray_cluster.head.pid)), release=False
     )
     run = tmp_path / "run"
@@ -345,7 +322,7 @@ async def test_ray_without_an_address_plays_on_a_runtime_of_its_own_even_beside_
         own.update(descendants(driver[0]))  # the runtime the run started: raylet, workers, servers
         on_the_cluster.update(_the_runs(ray_cluster.head.pid))
 
-    llm_server.default, _ = _rendezvous(2, everyone_asked)
+    llm_server.default, _ = rendezvous(2, everyone_asked)
     run = tmp_path / "run"
     command = _eval(llm_server, run, "--ray", "--episodes", "2", "--concurrency", "2")
     env = offline_env(RAY_AUTH_MODE="disabled", RAY_ADDRESS=ray_cluster.address)  # what ray.init() would join

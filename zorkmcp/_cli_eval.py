@@ -486,6 +486,38 @@ def _collecting_less() -> Iterator[None]:
         gc.unfreeze()
 
 
+OPEN_FILES_CAP = 1 << 20
+"""The most open files the run asks for when the hard limit is unlimited."""
+
+
+@contextmanager
+def _more_open_files() -> Iterator[None]:
+    """Raise this process's soft limit of open files to its hard limit, for the run (then restored).
+
+    An episode holds about 3.5 file descriptors in the eval process (its ``think`` server's pipes,
+    the model's connection; measured at K = 300), and a worker thread opens one more to write an
+    episode's files. Many systems start a shell with a soft limit of 1024 under a far higher hard
+    one: there ``--concurrency 300`` failed episodes with "Too many open files" (then, writing a
+    file, stopped the run). The servers the run starts inherit the limit; they open few files.
+    """
+    import resource
+
+    before = resource.getrlimit(resource.RLIMIT_NOFILE)
+    soft, hard = before
+    wanted = OPEN_FILES_CAP if hard == resource.RLIM_INFINITY else hard
+    raised = soft != resource.RLIM_INFINITY and soft < wanted
+    if raised:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+        except (ValueError, OSError):  # a platform that refuses it: the run goes on with what it has
+            raised = False
+    try:
+        yield
+    finally:
+        if raised:
+            resource.setrlimit(resource.RLIMIT_NOFILE, before)
+
+
 def _on_ray(ray: str | None) -> str:
     """Where the header says the episodes play, when not in this process."""
     if ray is None:
@@ -536,7 +568,11 @@ def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
         console.print(placement.describe(), highlight=False, soft_wrap=True)
 
     try:
-        with _collecting_less(), LiveProgress(console, plan, quiet=args.quiet) as progress:
+        with (
+            _collecting_less(),
+            _more_open_files(),
+            LiveProgress(console, plan, quiet=args.quiet) as progress,
+        ):
             progress.resumed(kept)
             outcome = run_eval(plan, kept=kept, ray=args.ray, progress=progress, on_ray_placed=placed)
     except RunWriteError as exc:  # the summary, once every episode was written
