@@ -55,13 +55,13 @@ def write_atomically(path: Path, text: str) -> None:
     """Write ``path`` through a temporary file beside it, renamed: a reader sees the old file or the new.
 
     Raises:
-        OSError: it cannot be written (a full disk); the temporary file is removed.
+        OSError: it cannot be written (a full disk); the temporary file is removed (on any way out).
     """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)
-    except OSError:
+    except BaseException:  # a full disk, or Ctrl-C in the middle: no temporary file is left
         with suppress(OSError):
             tmp.unlink(missing_ok=True)
         raise
