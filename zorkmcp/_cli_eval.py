@@ -487,24 +487,27 @@ def _collecting_less() -> Iterator[None]:
 
 
 OPEN_FILES_CAP = 1 << 20
-"""The most open files the run asks for when the hard limit is unlimited."""
+"""The most open files the run asks for, whatever the hard limit (some containers set it to 2**30:
+a program that sizes a table by the soft limit would then allocate gigabytes)."""
 
 
 @contextmanager
 def _more_open_files() -> Iterator[None]:
-    """Raise this process's soft limit of open files to its hard limit, for the run (then restored).
+    """Raise this process's soft limit of open files to its hard limit (at most :data:`OPEN_FILES_CAP`),
+    for the run, then restore it.
 
-    An episode holds about 3.5 file descriptors in the eval process (its ``think`` server's pipes,
-    the model's connection; measured at K = 300), and a worker thread opens one more to write an
-    episode's files. Many systems start a shell with a soft limit of 1024 under a far higher hard
-    one: there ``--concurrency 300`` failed episodes with "Too many open files" (then, writing a
-    file, stopped the run). The servers the run starts inherit the limit; they open few files.
+    An episode holds about 5 file descriptors in the eval process at its peak (its ``think``
+    server's pipes and pidfd, the model's connection; without MCP, 1): K = 128 peaked at 654 open
+    files with MCP, 138 without. Many systems start a shell with a soft limit of 1024 under a far
+    higher hard one: there ``--concurrency 300`` failed episodes with "Too many open files" (then,
+    writing a file, stopped the run). The servers the run starts inherit the limit; they open few
+    files.
     """
     import resource
 
     before = resource.getrlimit(resource.RLIMIT_NOFILE)
     soft, hard = before
-    wanted = OPEN_FILES_CAP if hard == resource.RLIM_INFINITY else hard
+    wanted = OPEN_FILES_CAP if hard == resource.RLIM_INFINITY else min(hard, OPEN_FILES_CAP)
     raised = soft != resource.RLIM_INFINITY and soft < wanted
     if raised:
         try:
