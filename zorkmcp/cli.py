@@ -54,8 +54,10 @@ Relative log paths are relative to the CURRENT folder (as in ZorkGPT), not to th
 Relative game_file_path and config_file ARE relative to the pyproject's folder.
 
 exit status: 0 the episode ended (victory, game over or turn limit); 1 a server or the model
-failed; 2 a configuration, usage or game-file error; 130 interrupted (Ctrl-C; the summary is still
-printed and every server is stopped)."""
+failed, or --summary-json could not be written; 2 a configuration, usage or game-file error, or a
+file play would write (a log, --summary-json, --record) that cannot be made there (checked before
+the episode starts); 130 interrupted (Ctrl-C; the summary is still printed and every server is
+stopped)."""
 
 
 def _play_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
