@@ -587,9 +587,8 @@ async def test_more_episodes_at_once_than_the_soft_open_file_limit_allows_play_a
         llm_server.base_url, "--model", "m", "--episodes", str(k), "--concurrency", str(k), "--turns", "1",
         "--out", str(run), "--quiet",
     ]  # fmt: skip
-    with trio.fail_after(
-        120
-    ):  # a hang guard: a run that cannot hold 48 episodes at once never gets an answer
+    # A hang guard: a run that cannot hold 48 episodes at once never gets an answer.
+    with trio.fail_after(120):
         done = await trio.run_process(
             command, cwd=tmp_path, env=offline_env(), check=False, capture_stdout=True, capture_stderr=True,
             preexec_fn=partial(_soft_open_files, soft),
