@@ -17,6 +17,8 @@ Every error the package raises on purpose derives from :class:`ZorkMCPError`::
     ├── CassetteError               a cassette file is missing, truncated or not a cassette
     ├── GameError                   the game file or the interpreter
     └── RunWriteError               ``zorkmcp eval`` cannot write a file of its run (names the file)
+
+Nurseries wrap what crosses them in exception groups; :func:`exception_leaves` lists what is inside.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ __all__ = [
     "ModelCompatibilityError",
     "RunWriteError",
     "ZorkMCPError",
+    "exception_leaves",
 ]
 
 
@@ -143,3 +146,10 @@ class RunWriteError(ZorkMCPError):
     The message names the file and the system's reason (``runs/x/summary.json: cannot be written (No space
     left on device)``).
     """
+
+
+def exception_leaves(exc: BaseException) -> list[BaseException]:
+    """The exceptions inside ``exc``, however deep its exception groups nest (``[exc]`` for a plain one)."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for sub in exc.exceptions for leaf in exception_leaves(sub)]
+    return [exc]

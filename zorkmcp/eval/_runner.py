@@ -37,7 +37,7 @@ from ..episode import (
     drive_async,
     inprocess_game_server_config,
 )
-from ..errors import ConfigError, GameError, LLMError, MCPError, RunWriteError
+from ..errors import ConfigError, GameError, LLMError, MCPError, RunWriteError, exception_leaves
 from ..game.server import preload as preload_game
 from ..llm import OPENROUTER_HEADERS, LLMClient, ModelChoice, resolve_api_key
 from ..llm._client import new_http_client
@@ -494,13 +494,8 @@ async def play_episodes(
             for _ in range(min(concurrency, len(specs))):
                 tg.start_soon(worker, pools, zygotes)
     except* RunWriteError as group:  # the first one: the others (several workers at once) say the same
-        first = _first(group)
+        first = exception_leaves(group)[0]
         raise first from first.__cause__  # the OSError, without the group around it
-
-
-def _first(group: BaseExceptionGroup[RunWriteError]) -> RunWriteError:
-    first = group.exceptions[0]
-    return first if isinstance(first, RunWriteError) else _first(first)
 
 
 class _RunLog:

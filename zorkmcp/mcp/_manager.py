@@ -39,7 +39,7 @@ import anyio.abc
 import anyio.to_thread
 from attrs import define
 
-from zorkmcp.errors import MCPServerStartupError
+from zorkmcp.errors import MCPServerStartupError, exception_leaves
 from zorkmcp.observability import EventSink, NullSink
 
 from ._env import build_server_env
@@ -64,12 +64,6 @@ SPARE_CLOSE_WAIT = 3.0
 """After a failed first turn: how long to wait for released spares to end (teardown is bounded at 2.5 s)."""
 
 
-def _leaves(exc: BaseException) -> list[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for sub in exc.exceptions for leaf in _leaves(sub)]
-    return [exc]
-
-
 @contextmanager
 def _plain_errors() -> Iterator[None]:
     """Re-raise an exception group holding exactly one exception as that exception.
@@ -81,7 +75,7 @@ def _plain_errors() -> Iterator[None]:
     try:
         yield
     except BaseExceptionGroup as group:
-        leaves = _leaves(group)
+        leaves = exception_leaves(group)
         if len(leaves) != 1:
             raise
         _reraise(leaves[0])
@@ -122,7 +116,7 @@ async def _start_all(
         failures, rest = group.split(MCPServerStartupError)
         if failures is None or rest is not None:
             raise
-        errors = [e for e in _leaves(failures) if isinstance(e, MCPServerStartupError)]
+        errors = [e for e in exception_leaves(failures) if isinstance(e, MCPServerStartupError)]
         first = min(errors, key=lambda e: order.get(e.server, len(order)))
         _reraise(first)
     return handles

@@ -46,7 +46,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError as SdkMCPError
 
 from zorkmcp.config import REMOTE_TYPES, RemoteKind, remote_kind
-from zorkmcp.errors import MCPServerStartupError
+from zorkmcp.errors import MCPServerStartupError, exception_leaves
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterable, Mapping
@@ -197,12 +197,6 @@ async def open_remote_transport(
         yield read, write, status
 
 
-def _leaves(exc: BaseException) -> list[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for sub in exc.exceptions for leaf in _leaves(sub)]
-    return [exc]
-
-
 def _status_text(code: int) -> str:
     try:
         return f"HTTP {code} {HTTPStatus(code).phrase}"
@@ -272,7 +266,7 @@ def remote_startup_error(
     shown = safe_url(url)
     status = status or RemoteStatus(header_names=tuple(sorted(headers)))
     if reason is None:
-        leaves: list[BaseException] = [leaf for leaf in _leaves(exc) if isinstance(leaf, Exception)]
+        leaves: list[BaseException] = [leaf for leaf in exception_leaves(exc) if isinstance(leaf, Exception)]
         reason = _explain_leaf((leaves or [exc])[0], shown, status)
     secrets = [*headers.values(), *(part for part in (urlsplit(url).password, urlsplit(url).query) if part)]
     message = _scrub(f"Failed to start MCP server '{name}': {reason}\nURL: {shown}", secrets)

@@ -31,7 +31,7 @@ from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError as SdkMCPError
 from mcp.shared.memory import create_client_server_memory_streams
 
-from zorkmcp.errors import MCPServerStartupError
+from zorkmcp.errors import MCPServerStartupError, exception_leaves
 from zorkmcp.observability import EventSink, NullSink
 
 from ._env import build_server_env
@@ -154,12 +154,6 @@ class ServerHandle:
         await self._done.wait()
 
 
-def _leaves(exc: BaseException) -> list[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for sub in exc.exceptions for leaf in _leaves(sub)]
-    return [exc]
-
-
 def _hint(command: str) -> str:
     program = os.path.basename(command)
     if program in ("npx", "node", "npm"):
@@ -170,7 +164,8 @@ def _hint(command: str) -> str:
 
 
 def _reason(exc: BaseException, server: ServerConfig) -> str:
-    leaves = [leaf for leaf in _leaves(exc) if not isinstance(leaf, anyio.get_cancelled_exc_class())] or [exc]
+    cancelled = anyio.get_cancelled_exc_class()
+    leaves = [leaf for leaf in exception_leaves(exc) if not isinstance(leaf, cancelled)] or [exc]
     leaf = leaves[0]
     if isinstance(leaf, FileNotFoundError) and server.type == "stdio":
         return f"command not found: {server.command!r}{_hint(server.command or '')}"
@@ -313,7 +308,7 @@ def report_stop_failure(events: EventSink, server: str, exc: BaseException) -> N
 
 def _only_exceptions(exc: BaseException) -> bool:
     """True when every leaf is an ``Exception`` (no cancellation, KeyboardInterrupt, SystemExit)."""
-    return all(isinstance(leaf, Exception) for leaf in _leaves(exc))
+    return all(isinstance(leaf, Exception) for leaf in exception_leaves(exc))
 
 
 _Streams = tuple["ReadStream[SessionMessage | Exception]", "WriteStream[SessionMessage]"]
