@@ -742,11 +742,90 @@ def test_a_ray_cluster_address_where_nothing_answers_stops_the_run_at_once(
     assert code == 2
     assert err.splitlines() == [
         f"zorkmcp eval: ConfigError: {named.format(at=at)}: no Ray cluster answers at {at} "
-        "(ConnectionRefusedError: [Errno 111] Connection refused); check the address (the head's GCS "
-        "port, 6379 unless ray start --port said otherwise, or ray://HOST:10001 for Ray Client), or start "
-        "the cluster (ray start --head)"
+        f"(ConnectionRefusedError: [Errno 111] Connection refused); {RAY_REMEDY}"
     ]
     assert not (tmp_path / "run").exists()
+
+
+RAY_REMEDY = (
+    "check the address (the head's GCS port, 6379 unless ray start --port said otherwise, or "
+    "ray://HOST:10001 for Ray Client; the dashboard's port, 8265, is for ray job submit), or start the "
+    "cluster (ray start --head)"
+)
+
+
+async def _http1(stream: trio.SocketStream) -> None:  # a web server's port, or the dashboard's
+    async with stream:
+        await stream.receive_some()
+        await stream.send_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+
+
+async def _ssh(stream: trio.SocketStream) -> None:  # speaks first, then hangs up on what it gets
+    async with stream:
+        await stream.send_all(b"SSH-2.0-OpenSSH_9.2\r\n")
+        await stream.receive_some()
+
+
+async def _hangs_up(stream: trio.SocketStream) -> None:
+    await stream.aclose()
+
+
+@pytest.mark.parametrize(
+    ("peer", "scheme", "why"),
+    [
+        (_http1, "", 'something else answers there: "HTTP/1.1 400 Bad Request"; Ray speaks gRPC'),
+        (_http1, "ray://", 'something else answers there: "HTTP/1.1 400 Bad Request"; Ray speaks gRPC'),
+        (_ssh, "", 'something else answers there: "SSH-2.0-OpenSSH_9.2"; Ray speaks gRPC'),
+        (
+            _hangs_up,
+            "",
+            "something accepts connections there and closed this one without an answer; Ray speaks gRPC",
+        ),
+    ],
+)
+async def test_a_ray_cluster_address_where_something_else_answers_stops_the_run_at_once(
+    peer: Any,
+    scheme: str,
+    why: str,
+    nursery: trio.Nursery,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Ray itself waited past 40 s at an HTTP server's port (ray:// gave up after 31 s). No Ray needed.
+    monkeypatch.chdir(tmp_path)
+    listeners = await nursery.start(partial(trio.serve_tcp, peer, 0, host="127.0.0.1"))
+    at = f"127.0.0.1:{listeners[0].socket.getsockname()[1]}"
+    code, _, err = await trio.to_thread.run_sync(
+        partial(_eval, tmp_path, "--no-mcp", "--ray", f"{scheme}{at}", "--quiet", capsys=capsys)
+    )
+    assert code == 2
+    assert err.splitlines() == [
+        f"zorkmcp eval: ConfigError: --ray {scheme}{at}: no Ray cluster answers at {at} ({why}); {RAY_REMEDY}"
+    ]
+    assert not (tmp_path / "run").exists()
+
+
+async def test_a_ray_address_that_accepts_and_says_nothing_is_no_cluster_after_the_wait(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    from zorkmcp.eval._ray import ADDRESS_SECONDS, not_ray
+
+    async def silent(stream: trio.SocketStream) -> None:
+        async with stream:
+            await trio.sleep_forever()
+
+    listeners = await nursery.start(partial(trio.serve_tcp, silent, 0, host="127.0.0.1"))
+    port = listeners[0].socket.getsockname()[1]
+    start = trio.current_time()
+    assert await not_ray("127.0.0.1", port) == (
+        "something accepts connections there and said nothing within 10 s; Ray answers at once"
+    )
+    assert trio.current_time() - start == pytest.approx(ADDRESS_SECONDS)
+    # with RAY_USE_TLS the preface would need TLS first: the connection is all that is checked
+    start = trio.current_time()
+    assert await not_ray("127.0.0.1", port, tls=True) is None
+    assert trio.current_time() - start == 0
 
 
 async def test_an_endpoint_that_connects_and_is_slow_to_answer_is_let_through(
