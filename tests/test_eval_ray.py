@@ -116,6 +116,43 @@ def test_an_address_ray_cannot_use_stops_the_run_in_one_line_and_writes_nothing(
     assert not run.exists()
 
 
+@pytest.mark.parametrize("by", ["GCS", "Ray Client"])
+def test_a_cluster_of_other_versions_is_one_line_naming_both(by: str) -> None:
+    # Ray's own check raises six lines (a traceback out of ray.init before); checked by hand against
+    # a head whose recorded Ray version was 2.0.0, through both of its ports
+    import ray
+    from ray._private.utils import check_version_info
+
+    from zorkmcp.eval._ray import cannot_join
+
+    cluster = {"ray_version": "2.0.0", "python_version": "3.9.18"}
+    with pytest.raises(RuntimeError) as raised:
+        check_version_info(cluster, by, python_version_match_level="minor")
+    error = cannot_join("ray://head:10001", raised.value)
+    here = f"Ray {ray.__version__} on Python {'.'.join(map(str, sys.version_info[:3]))}"
+    assert str(error) == (
+        f"--ray ray://head:10001: Ray cannot join this cluster: it runs Ray 2.0.0 on Python 3.9.18, and "
+        f"this process {here}; run zorkmcp with the cluster's versions (pip install 'ray[client]==2.0.0' "
+        "under Python 3.9.18), or join a cluster of this machine's"
+    )
+
+
+def test_a_failure_ray_client_brings_back_from_the_head_is_one_line_with_its_reason() -> None:
+    from zorkmcp.eval._ray import cannot_join
+
+    failure = ConnectionAbortedError(  # as Ray Client raised it, from that head's own Ray Client server
+        "Initialization failure from server:\nCall to `ray.init()` on the server failed with: Version "
+        "mismatch: The cluster was started with:\n    Ray: 2.0.0\n    Python: 3.11.7\nThis process on node "
+        "192.0.2.2 was started with:\n    Ray: 2.60.0\n    Python: 3.11.7\n"
+    )
+    assert str(cannot_join("ray://head:10001", failure)) == (
+        "--ray ray://head:10001: Ray cannot join this cluster (ConnectionAbortedError: Initialization "
+        "failure from server: Call to `ray.init()` on the server failed with: Version mismatch: The cluster "
+        "was started with: Ray: 2.0.0 Python: 3.11.7 This process on node 192.0.2.2 was started with: Ray: "
+        "2.60.0 Python: 3.11.7); mend what the head says, then run the same command again"
+    )
+
+
 # -- on a cluster (--ray ADDRESS) --------------------------------------------------------------------
 
 GUARD = 180.0

@@ -16,6 +16,7 @@ under 20 ms per one-second turn.
 from __future__ import annotations
 
 import os
+import re
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
@@ -32,7 +33,15 @@ if TYPE_CHECKING:
 
     from ._spec import EpisodeSpec
 
-__all__ = ["RayPlacement", "check_ray_address", "not_ray", "place_episodes", "play_in_worker", "play_on_ray"]
+__all__ = [
+    "RayPlacement",
+    "cannot_join",
+    "check_ray_address",
+    "not_ray",
+    "place_episodes",
+    "play_in_worker",
+    "play_on_ray",
+]
 
 LOCAL = "local"
 """``--ray`` without an address: start a local Ray runtime for the run."""
@@ -257,12 +266,8 @@ def play_on_ray(
         else:
             try:
                 ray.init(address=address, log_to_driver=False)
-            except (ConnectionError, ValueError) as exc:  # no cluster found, no Ray Client, a bad address
-                first = (str(exc).strip().splitlines() or [""])[0]
-                raise ConfigError(
-                    f"--ray {address}: Ray cannot join this cluster ({type(exc).__name__}: {first}); check "
-                    "the address, or start the cluster (ray start --head)"
-                ) from None
+            except (ConnectionError, ValueError, RuntimeError) as exc:  # no cluster, a bad address, versions
+                raise cannot_join(address, exc) from None
     try:
         placement = place_episodes(
             (node["Resources"].get("CPU", 0.0) for node in ray.nodes() if node["Alive"]),
@@ -275,6 +280,40 @@ def play_on_ray(
     finally:
         if started_here:
             ray.shutdown()
+
+
+_VERSIONS: Final = re.compile(
+    r"started with:\s*Ray: (?P<ray>\S+)\s*Python: (?P<python>\S+).*started with:\s*Ray: (?P<my_ray>\S+)\s*"
+    r"Python: (?P<my_python>\S+)",
+    re.DOTALL,
+)
+"""Ray's "Version mismatch" message (a cluster's ``ray.init``, and Ray Client's own check)."""
+
+
+def cannot_join(address: str, exc: Exception) -> ConfigError:
+    """The one line for a cluster that ``ray.init`` could not join: Ray's reason, and what to do.
+
+    Ray's own messages span lines. A version mismatch (a ``RuntimeError`` from this process's own
+    check, on joining the GCS or through Ray Client) is six: its versions are picked out. Any other
+    message is put on one line; Ray Client's "Initialization failure from server" carries the
+    server's reason in it.
+    """
+    message = str(exc)
+    if isinstance(exc, RuntimeError) and (versions := _VERSIONS.search(message)) is not None:
+        cluster = f"Ray {versions['ray']} on Python {versions['python']}"
+        here = f"Ray {versions['my_ray']} on Python {versions['my_python']}"
+        return ConfigError(
+            f"--ray {address}: Ray cannot join this cluster: it runs {cluster}, and this process {here}; "
+            f"run zorkmcp with the cluster's versions (pip install 'ray[client]=={versions['ray']}' under "
+            f"Python {versions['python']}), or join a cluster of this machine's"
+        )
+    remedy = "check the address, or start the cluster (ray start --head)"
+    if message.startswith("Initialization failure from server"):  # connected: the head failed to start it
+        remedy = "mend what the head says, then run the same command again"
+    return ConfigError(
+        f"--ray {address}: Ray cannot join this cluster ({type(exc).__name__}: {' '.join(message.split())}); "
+        f"{remedy}"
+    )
 
 
 def _drive(
