@@ -77,6 +77,9 @@ def test_episodes_run_as_ray_tasks_and_no_ray_process_outlives_the_run(tmp_path:
             proc.kill()
             proc.wait()
     assert proc.returncode == 0, err[-2000:]
+    assert [
+        line for line in err.splitlines() if "\tINFO " in line
+    ] == []  # Ray's "Started a local Ray instance."
     assert out.splitlines()[0] == (
         f"zorkmcp eval: arms no-mcp; seeds 12…13; up to 3 turns; 2 at once; on a Ray runtime of its own; "
         f"writing {run}"

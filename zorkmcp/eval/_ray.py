@@ -15,6 +15,7 @@ under 20 ms per one-second turn.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from functools import partial
@@ -262,10 +263,12 @@ def play_on_ray(
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")
         if address == LOCAL:  # the workers inherit this process's environment (PYTHONPATH, keys)
             # a runtime of the run's own, even beside a cluster on this machine (--ray auto joins that)
-            ray.init(address="local", include_dashboard=False, log_to_driver=False)
+            ray.init(
+                address="local", include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING
+            )
         else:
             try:
-                ray.init(address=address, log_to_driver=False)
+                ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
             except (ConnectionError, ValueError, RuntimeError) as exc:  # no cluster, a bad address, versions
                 raise cannot_join(address, exc) from None
     try:
