@@ -22,15 +22,17 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
+import anyio
 import attrs
-import trio
 
-from ..errors import ConfigError
+from ..errors import ConfigError, exception_leaves
 from ._runner import EpisodeResult, endpoint_of, open_http_pools, play_episode, write_episode
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
     from pathlib import Path
+
+    from anyio.abc import SocketStream
 
     from ._spec import EpisodeSpec
 
@@ -162,9 +164,9 @@ def check_ray_address(address: str) -> None:
 async def not_ray(host: str, port: int, *, tls: bool = False) -> str | None:
     """Why no Ray cluster answers at ``host:port``; ``None`` when one may (:func:`check_ray_address`)."""
     connected = False
-    with trio.move_on_after(ADDRESS_SECONDS):
+    with anyio.move_on_after(ADDRESS_SECONDS):
         try:
-            stream = await trio.open_tcp_stream(host, port)
+            stream = await anyio.connect_tcp(host, port)
         except OSError as exc:
             return _reason(exc)
         connected = True
@@ -178,14 +180,14 @@ async def not_ray(host: str, port: int, *, tls: bool = False) -> str | None:
     return f"no connection within {ADDRESS_SECONDS:.0f} s"
 
 
-async def _not_grpc(stream: trio.SocketStream) -> str | None:
+async def _not_grpc(stream: SocketStream) -> str | None:
     """Send an HTTP/2 preface: ``None`` if a SETTINGS frame comes back, else what came instead."""
     answer = b""
     try:
-        await stream.send_all(HTTP2_PREFACE)
-        while len(answer) < 9 and (chunk := await stream.receive_some()):
-            answer += chunk
-    except trio.BrokenResourceError:  # reset by the peer: as good as closed
+        await stream.send(HTTP2_PREFACE)
+        while len(answer) < 9:
+            answer += await stream.receive()
+    except (anyio.EndOfStream, anyio.BrokenResourceError):  # closed, or reset, by the peer
         pass
     if len(answer) >= 9 and answer[3] == 0x04 and answer[5:9] == bytes(4):  # SETTINGS, on the connection
         return None
@@ -196,11 +198,10 @@ async def _not_grpc(stream: trio.SocketStream) -> str | None:
 
 
 def _reason(exc: OSError) -> str:
-    """``Type: message`` of what stopped a connection (trio's group of attempts: the last attempt)."""
-    cause = exc.__cause__
-    if isinstance(cause, BaseExceptionGroup) and isinstance(cause.exceptions[-1], OSError):
-        exc = cause.exceptions[-1]
-    if isinstance(exc.errno, int) and exc.errno > 0:  # not trio's "Error connecting to (address): …"
+    """``Type: message`` of what stopped a connection (anyio's "All connection attempts failed": the last)."""
+    if exc.__cause__ is not None and isinstance(cause := exception_leaves(exc.__cause__)[-1], OSError):
+        exc = cause
+    if isinstance(exc.errno, int) and exc.errno > 0:  # not "Error connecting to (address): …"
         return f"{type(exc).__name__}: [Errno {exc.errno}] {os.strerror(exc.errno)}"
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
