@@ -194,14 +194,19 @@ class EvalPlan:
         return range(self.seed, self.seed + self.episodes)
 
     def specs(self) -> list[EpisodeSpec]:
-        """Every episode, seed by seed, the arms interleaved (so a stopped run has all arms)."""
+        """Every episode, seed by seed, the arms interleaved (so a stopped run has all arms).
+
+        An arm's episodes share one (frozen) settings object: built per episode, 100 000 episodes of
+        two arms took 1.6 s to list, and the run lists them more than once.
+        """
+        settings = {arm.name: arm.settings_for(self.settings) for arm in self.arms}
         return [
             EpisodeSpec(
                 arm=arm.name,
                 seed=seed,
                 max_turns=self.max_turns,
                 game_path=self.game_path,
-                settings=arm.settings_for(self.settings),
+                settings=settings[arm.name],
                 model=arm.model,
                 base_url=arm.base_url,
             )
