@@ -353,13 +353,22 @@ def test_live_display_renders_on_a_terminal_and_quiet_suppresses_it(
 # -- Ctrl-C ------------------------------------------------------------------------------------------
 
 
-def _interrupt_and_collect(process: subprocess.Popen[bytes], pending: bytes) -> tuple[int, str, str]:
-    process.send_signal(signal.SIGINT)
+def _interrupt_and_collect(
+    process: subprocess.Popen[bytes], pending: bytes, stop: signal.Signals = signal.SIGINT
+) -> tuple[int, str, str]:
+    process.send_signal(stop)
     out, err = process.communicate(timeout=SAFETY_TIMEOUT)
     return process.returncode, (pending + out).decode(), err.decode()
 
 
-def test_ctrl_c_between_turns_prints_the_summary_and_leaves_no_process(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("stop", "status", "told"),
+    [(signal.SIGINT, 130, "interrupted (Ctrl-C)"), (signal.SIGTERM, 143, "interrupted (SIGTERM)")],
+    ids=["ctrl-c", "sigterm"],
+)
+def test_ctrl_c_between_turns_prints_the_summary_and_leaves_no_process(
+    stop: signal.Signals, status: int, told: str, tmp_path: Path
+) -> None:
     zorkmcp = shutil.which("zorkmcp")
     if zorkmcp is None:
         pytest.skip("the zorkmcp console script is not installed (pip install -e .)")
@@ -381,16 +390,16 @@ def test_ctrl_c_between_turns_prints_the_summary_and_leaves_no_process(tmp_path:
                 f"zorkmcp play ended before turn 3: {seen.decode()} {process.communicate()[1].decode()}"
             )
         children = descendants(process.pid)
-        code, out, err = _interrupt_and_collect(process, seen)
+        code, out, err = _interrupt_and_collect(process, seen, stop)
     finally:
         if process.returncode is None:
             process.kill()
             process.wait()
-    assert code == 130, err
+    assert code == status, err
     assert any("zorkmcp.game.server" in cmd for _, cmd in children.values())
     assert [pid for pid, (start, _) in children.items() if is_running(pid, start)] == []
     assert "Episode summary" in out
-    assert "interrupted (Ctrl-C)" in out
+    assert told in out
     turns = int(re.search(r"turns\s+│ (\d+)", out).group(1))  # type: ignore[union-attr]
     assert turns >= 3
     assert "Traceback" not in err
@@ -398,6 +407,29 @@ def test_ctrl_c_between_turns_prints_the_summary_and_leaves_no_process(tmp_path:
     assert events_of(events, "episode_complete")[0]["stopped"] == "interrupted"
     for pid in {e["pid"] for e in events_of(events, "mcp_server_started")}:
         assert not is_running(pid, None)
+
+
+def test_sigterm_keeps_its_default_where_sigint_is_ignored(tmp_path: Path) -> None:
+    # A job in the background of a non-interactive shell ignores SIGINT: raising SIGINT on SIGTERM
+    # there would do nothing, and the process could not be stopped. SIGTERM then ends it, as always.
+    write_project(tmp_path, mcp_config=PER_TURN_THINKING)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "zorkmcp.cli", "play", "--game", str(zork1_path())],
+        cwd=tmp_path, env=offline_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            if line.startswith(b"turn=1 "):
+                break
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=SAFETY_TIMEOUT)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == -signal.SIGTERM
 
 
 def test_ctrl_c_inside_a_tool_call_prints_the_summary_and_leaves_no_process(tmp_path: Path) -> None:

@@ -1100,7 +1100,13 @@ def test_a_run_stopped_before_any_episode_finished_names_only_the_files_it_wrote
     ]
 
 
-def test_ctrl_c_stops_the_episodes_in_flight_keeps_finished_files_and_exits_130(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("stop", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["ctrl-c", "sigterm"]
+)
+def test_ctrl_c_or_sigterm_stops_the_episodes_in_flight_keeps_finished_files_and_exits_130_or_143(
+    stop: signal.Signals, status: int, tmp_path: Path
+) -> None:
+    # SIGTERM (a scheduler's stop, timeout, kill) takes the same path; only the exit status differs
     game = zork1_path()
     run = tmp_path / "run"
     command = [
@@ -1124,13 +1130,13 @@ def test_ctrl_c_stops_the_episodes_in_flight_keeps_finished_files_and_exits_130(
                 break
         assert line.startswith("arm="), line
         children = descendants(proc.pid)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(stop)
         _out, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == 130, err
+    assert proc.returncode == status, err
     assert " ".join(err.split()) == (
         "zorkmcp eval: interrupted; the summary covers the finished episodes; to play the rest, run the "
         f"same command with --resume --out {run}"

@@ -16,6 +16,7 @@ from . import __version__
 from ._argtypes import non_negative_int, positive_int
 from ._live import Progress as _Progress
 from ._live import progress_line
+from ._signals import EXIT_TERMINATED, interruption, sigterm_as_ctrl_c
 from .errors import CassetteError, ConfigError, GameError, LLMError, MCPError, MCPServerStartupError
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ exit status: 0 the episode ended (victory, game over or turn limit); 1 a server 
 failed, or --summary-json could not be written; 2 a configuration, usage or game-file error, or a
 file play would write (a log, --summary-json, --record) that cannot be made there (checked before
 the episode starts); 130 interrupted (Ctrl-C; the summary is still printed and every server is
-stopped)."""
+stopped); 143 the same, by SIGTERM."""
 
 
 def _play_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -159,7 +160,7 @@ def _summary_table(summary: EpisodeSummary) -> Table:
     table.add_row("game over", "yes" if summary.game_over else "no")
     table.add_row("tool calls", str(summary.tool_calls))
     table.add_row("model", escape(summary.model) + (" (offline scripted model)" if summary.scripted else ""))
-    stopped = "interrupted (Ctrl-C)" if summary.interrupted else summary.stopped
+    stopped = f"interrupted ({interruption()})" if summary.interrupted else summary.stopped
     table.add_row("stopped", escape(stopped + (f": {summary.error}" if summary.error else "")))
     return table
 
@@ -372,9 +373,12 @@ def main(
     """
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command != "play":
-        code: int = args.run(args)
-        return code
+    with sigterm_as_ctrl_c():  # a scheduler's SIGTERM takes the Ctrl-C path, and exits 143
+        code = args.run(args) if args.command != "play" else _main_play(args, console, err)
+    return EXIT_TERMINATED if code == EXIT_INTERRUPTED and interruption() == "SIGTERM" else code
+
+
+def _main_play(args: argparse.Namespace, console: Console | None, err: Console | None) -> int:
     console = console if console is not None else Console(emoji=False)
     err = err if err is not None else Console(stderr=True, emoji=False)
 
