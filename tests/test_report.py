@@ -266,3 +266,27 @@ def test_cli_run_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
 def test_import_does_not_load_matplotlib() -> None:
     code = "import sys, zorkmcp.eval, zorkmcp._cli_report; print('matplotlib' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout == "False\n"
+
+
+def test_sigterm_while_the_page_is_written_exits_143_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a scheduler's SIGTERM arrives as the page is about to be written: it stops the command as
+    # Ctrl-C does (zorkmcp.cli turns it into SIGINT), and no page, not half of one, is left
+    import signal
+
+    import zorkmcp.eval._report
+    from zorkmcp.cli import main
+
+    def stopped_here(path: Path, text: str) -> None:
+        signal.raise_signal(signal.SIGTERM)
+        for _ in range(1000):  # Python runs the signal's handlers between two bytecodes of this loop
+            pass
+        raise AssertionError("SIGTERM did not stop the command")
+
+    write_run(tmp_path, seeds=2, failed=False)
+    monkeypatch.setattr(zorkmcp.eval._report, "write_atomically", stopped_here)
+    assert main(["report", str(tmp_path)]) == 143
+    assert capsys.readouterr().err == "zorkmcp report: interrupted; nothing written\n"
+    assert not (tmp_path / "report.html").exists()
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # put back after the command

@@ -1,7 +1,8 @@
 """``zorkmcp report``: draw an episode's event log, or an eval run folder, as one HTML page.
 
 Exit status: 0 the page was written; 2 bad input (a missing or unreadable file, no episode, an
-unknown or missing ``--episode``), said in one line on stderr.
+unknown or missing ``--episode``), said in one line on stderr; 130 interrupted (Ctrl-C; 143 by
+SIGTERM), nothing written.
 """
 
 from __future__ import annotations
@@ -67,5 +68,8 @@ def run_report(args: argparse.Namespace) -> int:
     except ReportInputError as exc:
         print(f"zorkmcp report: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (zorkmcp.cli); the page is written whole or not at all
+        print("zorkmcp report: interrupted; nothing written", file=sys.stderr)
+        return 130
     print(f"zorkmcp report: wrote {written}")
     return 0
