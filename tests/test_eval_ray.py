@@ -362,6 +362,39 @@ async def test_ctrl_c_through_ray_client_stops_the_episodes_on_the_cluster_and_a
     assert not [line for line in lines if line.startswith("Ray:")]
 
 
+async def test_sigterm_on_a_cluster_stops_the_run_as_ctrl_c_does_and_exits_143(
+    ray_cluster: Cluster, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    # ray.init puts in a SIGTERM handler of its own (sys.exit: no summary, exit status 15); the run
+    # puts zorkmcp's back, so a scheduler's stop takes the Ctrl-C path here too
+    seen: dict[int, tuple[int | None, str]] = {}
+    llm_server.default, asked = rendezvous(  # a model that never answers
+        2, lambda: seen.update(_the_runs(ray_cluster.head.pid)), release=False
+    )
+    run = tmp_path / "run"
+    command = _eval(llm_server, run, "--ray", ray_cluster.address, "--episodes", "3", "--concurrency", "2")
+    with (tmp_path / "stderr").open("w") as stderr, trio.fail_after(GUARD):
+        async with trio.open_nursery() as nursery:
+            proc = await nursery.start(
+                partial(
+                    trio.run_process, command, cwd=tmp_path, env=offline_env(RAY_AUTH_MODE="disabled"),
+                    check=False, stdout=subprocess.DEVNULL, stderr=stderr, preexec_fn=default_sigint,
+                )
+            )  # fmt: skip
+            await asked.wait()  # both episodes wait for the model
+            proc.send_signal(signal.SIGTERM)
+        await _all_exit(seen)
+    err = (tmp_path / "stderr").read_text()
+    assert proc.returncode == 143, err
+    assert err.splitlines()[-1] == (
+        "zorkmcp eval: interrupted; the summary covers the finished episodes; to play the rest, run the "
+        f"same command with --resume --out {run}"
+    )
+    assert sum(cmdline.startswith("ray::play_in_worker") for _, cmdline in seen.values()) == 2
+    assert json.loads((run / "summary.json").read_text())["arms"] == {}
+    assert ray_cluster.head.poll() is None
+
+
 async def test_ray_without_an_address_plays_on_a_runtime_of_its_own_even_beside_a_cluster(
     ray_cluster: Cluster, llm_server: LLMServer, tmp_path: Path
 ) -> None:

@@ -18,6 +18,8 @@ from __future__ import annotations
 import logging
 import os
 import re
+import signal
+import threading
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
@@ -260,6 +262,7 @@ def play_on_ray(
     if not specs:  # a resume with nothing left to play: no runtime to start, no cluster to join
         return
     started_here = not ray.is_initialized()
+    sigterm = signal.getsignal(signal.SIGTERM)  # ray.init puts its own (sys.exit) in its place
     if started_here:
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")
         if address == LOCAL:  # the workers inherit this process's environment (PYTHONPATH, keys)
@@ -272,6 +275,8 @@ def play_on_ray(
                 ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
             except (ConnectionError, ValueError, RuntimeError) as exc:  # no cluster, a bad address, versions
                 raise cannot_join(address, exc) from None
+    if callable(sigterm) and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, sigterm)  # zorkmcp's own (Ctrl-C's path, see zorkmcp._signals)
     try:
         placement = place_episodes(
             (node["Resources"].get("CPU", 0.0) for node in ray.nodes() if node["Alive"]),
