@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import errno
 import gc
 import json
 import os
@@ -553,7 +554,7 @@ def test_a_summary_the_run_cannot_write_is_one_line_and_resume_writes_it(
     assert code == 1
     assert err.splitlines() == [
         f"zorkmcp eval: {run / 'summary.json'}: cannot be written (Is a directory); every episode is "
-        f"written: make room (or mend the folder), then run the same command with --resume --out {run} "
+        f"written: mend the folder, then run the same command with --resume --out {run} "
         "to write the summary"
     ]
     assert sorted(_records(run)) == [("no-mcp", 12), ("no-mcp", 13)]
@@ -614,6 +615,46 @@ def test_a_file_that_cannot_be_written_names_itself_and_leaves_no_temporary_file
     assert not json_path.exists()
 
 
+FEWER_OPEN_FILES = "allow more open files (ulimit -n) or pass a lower --concurrency"
+
+
+@pytest.mark.parametrize(
+    ("code", "reason", "remedy"),
+    [
+        (errno.ENOSPC, "No space left on device", "make room on its disk"),
+        (errno.EDQUOT, "Disk quota exceeded", "make room on its disk"),
+        (errno.EMFILE, "Too many open files", FEWER_OPEN_FILES),
+        (errno.ENFILE, "Too many open files in system", FEWER_OPEN_FILES),
+        (errno.EACCES, "Permission denied", "make the folder writable"),
+        (errno.EROFS, "Read-only file system", "make the folder writable"),
+        (errno.EISDIR, "Is a directory", "mend the folder"),
+        (errno.ENOENT, "No such file or directory", "mend the folder"),
+    ],
+)
+def test_a_file_the_run_cannot_write_says_what_to_do_about_the_reason(
+    code: int, reason: str, remedy: str
+) -> None:
+    from zorkmcp.errors import RunWriteError
+    from zorkmcp.eval._runner import writing
+
+    with pytest.raises(RunWriteError) as caught, writing(Path("runs/x/summary.json")):
+        raise OSError(code, os.strerror(code))
+    assert str(caught.value) == f"runs/x/summary.json: cannot be written ({reason})"
+    assert caught.value.remedy == remedy
+
+
+def test_a_full_disk_says_make_room() -> None:
+    from zorkmcp.errors import RunWriteError
+    from zorkmcp.eval._runner import writing
+
+    with pytest.raises(RunWriteError) as caught, writing(Path("/dev/full")):
+        Path("/dev/full").write_text("an episode\n", encoding="utf-8")  # a real ENOSPC, from the kernel
+    assert (str(caught.value), caught.value.remedy) == (
+        "/dev/full: cannot be written (No space left on device)",
+        "make room on its disk",
+    )
+
+
 def test_an_episode_file_the_run_cannot_write_stops_the_run_with_one_line_and_resume_goes_on(
     tmp_path: Path,
 ) -> None:
@@ -641,7 +682,7 @@ def test_an_episode_file_the_run_cannot_write_stops_the_run_with_one_line_and_re
     assert proc.returncode == 1, err
     assert err.splitlines() == [  # one line, however long, and no traceback
         f"zorkmcp eval: stopped, {run / 'episodes' / 'mcp'}: cannot be written (File exists); the files "
-        f"written before are kept; make room (or mend the folder), then run the same command with --resume "
+        f"written before are kept; mend the folder, then run the same command with --resume "
         f"--out {run}"
     ]
     assert "No episode has finished: nothing to summarize." in out

@@ -581,9 +581,8 @@ def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
             outcome = run_eval(plan, kept=kept, ray=args.ray, progress=progress, on_ray_placed=placed)
     except RunWriteError as exc:  # the summary, once every episode was written
         err.print(
-            f"[bold red]zorkmcp eval:[/] {escape(str(exc))}; every episode is written: make room (or mend "
-            f"the folder), then run the same command with --resume --out {escape(str(plan.out))} to write "
-            "the summary",
+            f"[bold red]zorkmcp eval:[/] {escape(str(exc))}; every episode is written: {exc.remedy}, then "
+            f"run the same command with --resume --out {escape(str(plan.out))} to write the summary",
             highlight=False,
             soft_wrap=True,
         )
@@ -593,8 +592,8 @@ def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
     if outcome.write_error is not None:
         err.print(
             f"[bold red]zorkmcp eval: stopped[/], {escape(outcome.write_error)}; the files written before "
-            "are kept; make room (or mend the folder), then run the same command with --resume --out "
-            f"{escape(str(outcome.run_dir))}",
+            f"are kept; {outcome.write_remedy or 'mend the folder'}, then run the same command with --resume "
+            f"--out {escape(str(outcome.run_dir))}",
             highlight=False,
             soft_wrap=True,
         )

@@ -144,8 +144,12 @@ class RunWriteError(ZorkMCPError):
     """``zorkmcp eval`` cannot write a file of its run: a full disk, a folder that is gone or not writable.
 
     The message names the file and the system's reason (``runs/x/summary.json: cannot be written (No space
-    left on device)``).
+    left on device)``); :attr:`remedy` says what to do about that reason (``make room on its disk``).
     """
+
+    def __init__(self, message: str, *, remedy: str = "mend the folder") -> None:
+        super().__init__(message)
+        self.remedy = remedy
 
 
 def exception_leaves(exc: BaseException) -> list[BaseException]:

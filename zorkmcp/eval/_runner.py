@@ -12,6 +12,7 @@ recorded with its ``error``; the run goes on.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -400,7 +401,20 @@ def writing(path: Path) -> Iterator[None]:
     try:
         yield
     except OSError as exc:
-        raise RunWriteError(f"{path}: cannot be written ({exc.strerror or exc})") from exc
+        raise RunWriteError(
+            f"{path}: cannot be written ({exc.strerror or exc})", remedy=_remedy(exc)
+        ) from exc
+
+
+def _remedy(exc: OSError) -> str:
+    """What to do about the reason a file could not be written, to go on with ``--resume`` after."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "make room on its disk"
+    if exc.errno in (errno.EMFILE, errno.ENFILE):
+        return "allow more open files (ulimit -n) or pass a lower --concurrency"
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return "make the folder writable"
+    return "mend the folder"  # a file or a folder in the way, a folder gone
 
 
 def _replace(path: Path, text: str) -> None:
@@ -559,6 +573,7 @@ class EvalOutcome:
         summary: ``summary.json``'s object.
         write_error: why the run stopped early because it could not write a file of its run (which
             file, and the system's reason), else ``None``.
+        write_remedy: what to do about it (``make room on its disk``), with ``write_error``.
     """
 
     run_dir: Path
@@ -568,6 +583,7 @@ class EvalOutcome:
     interrupted: bool
     summary: dict[str, Any]
     write_error: str | None = None
+    write_remedy: str | None = None
 
 
 def collect_episodes(plan: EvalPlan) -> list[dict[str, Any]]:
@@ -725,6 +741,7 @@ def run_eval(
         interrupted=interrupted,
         summary=summary,
         write_error=str(stopped) if stopped is not None else None,
+        write_remedy=stopped.remedy if stopped is not None else None,
     )
 
 
