@@ -811,6 +811,11 @@ async def _hangs_up(stream: trio.SocketStream) -> None:
     await stream.aclose()
 
 
+async def _silent(stream: trio.SocketStream) -> None:  # accepts, then says nothing
+    async with stream:
+        await trio.sleep_forever()
+
+
 @pytest.mark.parametrize(
     ("peer", "scheme", "why"),
     [
@@ -852,11 +857,7 @@ async def test_a_ray_address_that_accepts_and_says_nothing_is_no_cluster_after_t
 ) -> None:
     from zorkmcp.eval._ray import ADDRESS_SECONDS, not_ray
 
-    async def silent(stream: trio.SocketStream) -> None:
-        async with stream:
-            await trio.sleep_forever()
-
-    listeners = await nursery.start(partial(trio.serve_tcp, silent, 0, host="127.0.0.1"))
+    listeners = await nursery.start(partial(trio.serve_tcp, _silent, 0, host="127.0.0.1"))
     port = listeners[0].socket.getsockname()[1]
     start = trio.current_time()
     assert await not_ray("127.0.0.1", port) == (
@@ -875,11 +876,7 @@ async def test_an_endpoint_that_connects_and_is_slow_to_answer_is_let_through(
     # A model server still loading, say: the run's own retries are for it.
     from zorkmcp.eval._reach import PROBE_SECONDS, _unanswered
 
-    async def slow(stream: trio.SocketStream) -> None:
-        async with stream:
-            await trio.sleep_forever()
-
-    listeners = await nursery.start(partial(trio.serve_tcp, slow, 0, host="127.0.0.1"))
+    listeners = await nursery.start(partial(trio.serve_tcp, _silent, 0, host="127.0.0.1"))
     url = f"http://127.0.0.1:{listeners[0].socket.getsockname()[1]}/v1"
     start = trio.current_time()
     assert await _unanswered([url]) == {}

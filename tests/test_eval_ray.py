@@ -302,29 +302,40 @@ async def test_k_episodes_run_at_once_on_a_cluster_of_fewer_cpus_and_none_of_the
     assert ray_cluster.head.poll() is None  # the cluster outlives the run that joined it
 
 
-async def test_ctrl_c_through_ray_client_stops_the_episodes_on_the_cluster_and_a_resume_plays_them(
-    ray_cluster: Cluster, llm_server: LLMServer, tmp_path: Path
-) -> None:
+async def _stopped_while_two_wait(
+    command: list[str], stop: signal.Signals, ray_cluster: Cluster, llm_server: LLMServer, tmp_path: Path
+) -> tuple[int, str, dict[int, tuple[int | None, str]]]:
+    """Run ``command``, send ``stop`` once two episodes wait for the model, and wait for the run's processes.
+
+    Returns the exit status, stderr and the run's processes (on the cluster) seen while they waited.
+    """
     seen: dict[int, tuple[int | None, str]] = {}
     llm_server.default, asked = rendezvous(  # a model that never answers
         2, lambda: seen.update(_the_runs(ray_cluster.head.pid)), release=False
     )
-    run = tmp_path / "run"
-    command = _eval(llm_server, run, "--ray", ray_cluster.client, "--episodes", "3", "--concurrency", "2")
-    env = offline_env(RAY_AUTH_MODE="disabled")
     with (tmp_path / "stderr").open("w") as stderr, trio.fail_after(GUARD):
         async with trio.open_nursery() as nursery:
             proc = await nursery.start(
                 partial(
-                    trio.run_process, command, cwd=tmp_path, env=env, check=False, stdout=subprocess.DEVNULL,
-                    stderr=stderr, preexec_fn=default_sigint,
+                    trio.run_process, command, cwd=tmp_path, env=offline_env(RAY_AUTH_MODE="disabled"),
+                    check=False, stdout=subprocess.DEVNULL, stderr=stderr, preexec_fn=default_sigint,
                 )
             )  # fmt: skip
             await asked.wait()  # both episodes wait for the model
-            proc.send_signal(signal.SIGINT)
+            proc.send_signal(stop)
         await _all_exit(seen)
-    err = (tmp_path / "stderr").read_text()
-    assert proc.returncode == 130, err
+    return proc.returncode, (tmp_path / "stderr").read_text(), seen
+
+
+async def test_ctrl_c_through_ray_client_stops_the_episodes_on_the_cluster_and_a_resume_plays_them(
+    ray_cluster: Cluster, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    run = tmp_path / "run"
+    code, err, seen = await _stopped_while_two_wait(
+        _eval(llm_server, run, "--ray", ray_cluster.client, "--episodes", "3", "--concurrency", "2"),
+        signal.SIGINT, ray_cluster, llm_server, tmp_path,
+    )  # fmt: skip
+    assert code == 130, err
     assert sum(cmdline.startswith("ray::play_in_worker") for _, cmdline in seen.values()) == 2
     assert _records(run) == []
     assert json.loads((run / "summary.json").read_text())["arms"] == {}
@@ -333,6 +344,7 @@ async def test_ctrl_c_through_ray_client_stops_the_episodes_on_the_cluster_and_a
     # The resume joins by the GCS address: a Ray Client connection right after one that was cut off
     # can fail on a loaded machine ("Initialization failure from server", seen once in CI).
     resume = _eval(llm_server, run, "--ray", ray_cluster.address, "--episodes", "3", "--concurrency", "2")
+    env = offline_env(RAY_AUTH_MODE="disabled")
     llm_server.default = agent_reply("look")
     with trio.fail_after(GUARD):
         done = await trio.run_process(
@@ -367,25 +379,12 @@ async def test_sigterm_on_a_cluster_stops_the_run_as_ctrl_c_does_and_exits_143(
 ) -> None:
     # ray.init puts in a SIGTERM handler of its own (sys.exit: no summary, exit status 15); the run
     # puts zorkmcp's back, so a scheduler's stop takes the Ctrl-C path here too
-    seen: dict[int, tuple[int | None, str]] = {}
-    llm_server.default, asked = rendezvous(  # a model that never answers
-        2, lambda: seen.update(_the_runs(ray_cluster.head.pid)), release=False
-    )
     run = tmp_path / "run"
-    command = _eval(llm_server, run, "--ray", ray_cluster.address, "--episodes", "3", "--concurrency", "2")
-    with (tmp_path / "stderr").open("w") as stderr, trio.fail_after(GUARD):
-        async with trio.open_nursery() as nursery:
-            proc = await nursery.start(
-                partial(
-                    trio.run_process, command, cwd=tmp_path, env=offline_env(RAY_AUTH_MODE="disabled"),
-                    check=False, stdout=subprocess.DEVNULL, stderr=stderr, preexec_fn=default_sigint,
-                )
-            )  # fmt: skip
-            await asked.wait()  # both episodes wait for the model
-            proc.send_signal(signal.SIGTERM)
-        await _all_exit(seen)
-    err = (tmp_path / "stderr").read_text()
-    assert proc.returncode == 143, err
+    code, err, seen = await _stopped_while_two_wait(
+        _eval(llm_server, run, "--ray", ray_cluster.address, "--episodes", "3", "--concurrency", "2"),
+        signal.SIGTERM, ray_cluster, llm_server, tmp_path,
+    )  # fmt: skip
+    assert code == 143, err
     assert err.splitlines()[-1] == (
         "zorkmcp eval: interrupted; the summary covers the finished episodes; to play the rest, run the "
         f"same command with --resume --out {run}"
