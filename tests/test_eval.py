@@ -1037,6 +1037,33 @@ def test_arm_stats_show_each_figure_once_it_means_something() -> None:
         "2 running  [red]2 failed[/]  mean score 12.5"
     )
     assert arm_stats(ArmTally(total=20, done=3, failed=3), 3.0) == "[red]3 failed[/]"
+    assert arm_stats(ArmTally(total=20, stopped=2, done=1, score=9, turns=6), 3.0) == (
+        "2 stopped  mean score 9.0  2.0 turns/s"
+    )
+
+
+def test_the_bars_of_a_stopped_run_say_stopped_not_running(tmp_path: Path) -> None:
+    from io import StringIO
+
+    from rich.console import Console
+
+    from zorkmcp._cli_eval import LiveProgress
+    from zorkmcp.eval import ArmSpec, EvalPlan
+
+    plan = EvalPlan(
+        arms=(ArmSpec(name="mcp"),), episodes=3, seed=12, max_turns=5, concurrency=2,
+        game_path=zork1_path(), out=tmp_path / "run", settings=Settings(),
+    )  # fmt: skip
+    out = StringIO()
+    terminal = Console(file=out, force_terminal=True, width=100, color_system=None)
+    with LiveProgress(terminal, plan, quiet=False) as progress:
+        for spec in plan.specs()[:2]:
+            progress.started(spec)
+    # Ctrl-C came with two episodes in flight: run_eval returned, the bars end
+    assert (progress.arms["mcp"].running, progress.arms["mcp"].stopped) == (0, 2)
+    last = out.getvalue().rsplit("\r", 1)[-1]
+    assert "2 stopped" in last
+    assert "running" not in last
 
 
 def test_the_comparison_line_gives_the_paired_interval_when_the_arms_share_seeds() -> None:

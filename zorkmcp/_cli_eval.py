@@ -239,6 +239,8 @@ class ArmTally:
     """The sum of the final scores of the done episodes that did not fail."""
     turns: int = 0
     """Turns played by this run (resumed episodes' are not), counted as they are played."""
+    stopped: int = 0
+    """Episodes still running when the run stopped (Ctrl-C, SIGTERM, a file it could not write)."""
     task: TaskID | None = None
 
 
@@ -275,6 +277,10 @@ class LiveProgress:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        for tally in self.arms.values():  # the last picture says what was cut off, not "2 running"
+            if tally.running:
+                tally.stopped, tally.running = tally.running, 0
+                self._show(tally)
         bar, self.bar = self.bar, None
         if bar is not None:
             bar.stop()
@@ -331,9 +337,13 @@ class LiveProgress:
 def arm_stats(tally: ArmTally, elapsed: float) -> str:
     """``2 running  1 failed  mean score 12.5  3.1 turns/s``: each part once it means something.
 
+    ``2 stopped`` instead of ``2 running`` once the run has stopped with episodes in flight.
+
     The mean is over the episodes that did not fail, as in ``summary.json``.
     """
     parts = [f"{tally.running} running"] if tally.running else []
+    if tally.stopped:
+        parts.append(f"{tally.stopped} stopped")
     if tally.failed:
         parts.append(f"[red]{tally.failed} failed[/]")
     if tally.done > tally.failed:
