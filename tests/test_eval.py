@@ -49,7 +49,8 @@ if TYPE_CHECKING:
 EPISODE_KEYS = {
     "arm", "seed", "score", "max_score", "moves", "turns", "victory", "game_over", "deaths", "tool_calls",
     "tool_errors", "tool_timeouts", "llm_requests", "prompt_tokens", "completion_tokens", "wall_seconds",
-    "scores", "runner", "pid", "host", "model", "scripted", "mcp", "max_turns", "game", "sampling", "stopped",
+    "scores", "runner", "pid", "host", "model", "scripted", "mcp", "servers", "max_turns", "game", "sampling",
+    "stopped",
 }  # fmt: skip
 
 
@@ -116,11 +117,12 @@ async def test_k_episodes_whose_model_takes_a_second_finish_in_the_time_of_one(
     assert (record["turns"], record["llm_requests"], record["tool_calls"]) == (3, 3, 0)
     assert (record["prompt_tokens"], record["completion_tokens"]) == (33, 21)  # 11 + 7 per reply
     assert len(record["scores"]) == 3
-    assert (record["game"], record["sampling"], record["max_turns"], record["mcp"]) == (
+    assert (record["game"], record["sampling"], record["max_turns"], record["mcp"], record["servers"]) == (
         "zork1.z3",
         {},
         3,
         False,
+        [],
     )
     assert (record["runner"], record["pid"], record["host"], record["model"], record["scripted"]) == (
         "local", os.getpid(), socket.gethostname(), "test-model", False,
@@ -416,6 +418,35 @@ def test_resume_refuses_episodes_played_with_other_settings_and_changes_nothing(
         clash = f"{seed_13}: {key} is {json.dumps(value)} but this run's arm no-mcp has {planned}"
         assert "".join(clash.split()) in "".join(err.split())
         seed_13.write_text(json.dumps(record))
+
+
+def test_resume_refuses_episodes_played_with_other_servers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # "does a search server help?": an mcp_config.json edited between a run and its resume would
+    # put episodes with and without the new server into one arm's mean
+    monkeypatch.chdir(tmp_path)
+    write_project(tmp_path, mcp_config=INPROCESS_THINKING)
+    common = ("--episodes", "2", "--turns", "1", "--quiet")
+    code, out, _ = _eval(tmp_path, *common, capsys=capsys)
+    assert code == 0, out
+    run = tmp_path / "run"
+    seed_12 = episode_paths(run, "mcp", 12)[0]
+    assert json.loads(seed_12.read_text())["servers"] == ["thinking"]
+    before = {path: path.read_bytes() for path in sorted(run.rglob("*")) if path.is_file()}
+    thinking = INPROCESS_THINKING["mcpServers"]["thinking"]
+    write_project(tmp_path, mcp_config={"mcpServers": {"thinking": thinking, "notes": thinking}})  # one more
+    code, _, err = _eval(tmp_path, *common, "--resume", capsys=capsys)
+    assert code == 2
+    assert "".join(err.split()) == "".join(
+        f'zorkmcp eval: ConfigError: {seed_12}: servers is ["thinking"] but this run\'s arm mcp has '
+        '["notes", "thinking"] (the servers the arm\'s mcp_config.json enables (or its mcp_config)) (and 1 '
+        "more episode file(s)); resume with the settings the run began with, or pass a new --out".split()
+    )  # rich wraps
+    assert {path: path.read_bytes() for path in sorted(run.rglob("*")) if path.is_file()} == before
+    write_project(tmp_path, mcp_config=INPROCESS_THINKING)  # the configuration the run began with
+    code, out, _ = _eval(tmp_path, *common, "--resume", capsys=capsys)
+    assert code == 0, out
 
 
 def test_a_resume_on_a_ray_cluster_keeps_episodes_its_workers_played_with_their_own_api_key(

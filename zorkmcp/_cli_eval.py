@@ -68,8 +68,8 @@ written to --out (default runs/<UTC timestamp>): episodes/<arm>/seed-<N>.json (a
 the episode ends) and seed-<N>.events.jsonl, then summary.json, summary.csv and (once an episode
 has finished) report.html. Each arm's mcp_config.json is read once, when the run starts.
 --resume plays only the episodes whose file is missing or does not parse, and stops (exit 2) if a
-finished one was played with another model, turn limit, game, sampling or tools setting;
---retry-failed also plays again the episodes that failed.
+finished one was played with another model, turn limit, game, sampling or tools setting, or other
+servers; --retry-failed also plays again the episodes that failed.
 
 exit status: 0 every episode played; 1 some episode failed (recorded with its error, the run went
 on), or a file of the run could not be written (a full disk: the run stopped, the files written

@@ -145,6 +145,11 @@ def _reasoning(spec: EpisodeSpec) -> McpConfig | None:
     return reasoning
 
 
+def _server_names(reasoning: McpConfig | None) -> list[str]:
+    """The names of the arm's enabled reasoning servers, sorted (``[]`` when the arm has no MCP)."""
+    return sorted(server.name for server in reasoning.enabled_servers) if reasoning is not None else []
+
+
 def _servers(spec: EpisodeSpec, reasoning: McpConfig | None) -> tuple[McpConfig, bool]:
     """The game server (seeded) plus the arm's reasoning servers, if it has MCP."""
     game = spec.game_server or inprocess_game_server_config(spec.game_path, spec.seed)
@@ -214,6 +219,8 @@ class _Tally:
     deaths: int = 0
     events: list[dict[str, Any]] = attrs.Factory(list)
     start_seconds: float | None = None
+    servers: list[str] | None = None
+    """The arm's enabled MCP servers, once its configuration is read (``[]`` without MCP)."""
 
 
 async def play_episode(
@@ -294,6 +301,7 @@ async def _run_loop(
         reasoning = configs[spec.arm]
     else:
         reasoning = await anyio.to_thread.run_sync(_reasoning, spec)  # reads the arm's mcp_config.json
+    tally.servers = _server_names(reasoning)
     servers, mcp_on = _servers(spec, reasoning)
     model, _ = _chat_model(spec, pools, recorder)
     episode.model_name, episode.scripted = model.model, model.scripted  # also when the servers fail
@@ -376,6 +384,7 @@ def _record(spec: EpisodeSpec, summary: Any, tally: _Tally, *, runner: Runner, w
         "model": summary.model,
         "scripted": summary.scripted,
         "mcp": spec.settings.mcp.enabled,
+        **({"servers": tally.servers} if tally.servers is not None else {}),
         "max_turns": spec.max_turns,
         "game": spec.game_path.name,
         "sampling": _sampling(spec),
@@ -600,6 +609,7 @@ _RESUME_KEYS: Final = {
     "model": "--model, or the arm's model",
     "scripted": "true: the offline scripted model, which plays when no API key is set",
     "mcp": "--no-mcp, --compare-mcp, or the arm's mcp",
+    "servers": "the servers the arm's mcp_config.json enables (or its mcp_config)",
     "max_turns": "--turns, or max_turns in [eval]",
     "game": "--game, or game in [eval]",
     "sampling": "the arm's temperature, top_p, top_k, min_p, max_tokens, or [tool.zorkgpt.agent_sampling]",
@@ -620,7 +630,7 @@ def _planned(spec: EpisodeSpec, *, cluster: bool) -> dict[str, tuple[Any, ...]]:
     else:
         model = (choice.plays,)
         scripted = (choice.scripted is not None,)
-    return {
+    planned = {
         "model": model,
         "scripted": scripted,
         "mcp": (spec.settings.mcp.enabled,),
@@ -628,6 +638,11 @@ def _planned(spec: EpisodeSpec, *, cluster: bool) -> dict[str, tuple[Any, ...]]:
         "game": (spec.game_path.name,),
         "sampling": (_sampling(spec),),
     }
+    try:
+        planned["servers"] = (_server_names(_reasoning(spec)),)
+    except (ConfigError, OSError):  # not checked: every episode of the arm will record why
+        pass
+    return planned
 
 
 def _sampling(spec: EpisodeSpec) -> dict[str, Any]:
@@ -643,8 +658,9 @@ def resumable_episodes(
     """The finished episodes ``--resume`` keeps (does not play again), each checked against the plan.
 
     A record the plan would play otherwise (another model, turn limit, game or sampling, tools on or
-    off) stops the resume before anything starts: its arm would mix two configurations and its mean
-    would answer neither. Keys a record lacks (written by an older zorkmcp) are not checked.
+    off, other servers) stops the resume before anything starts: its arm would mix two
+    configurations and its mean would answer neither. Keys a record lacks (written by an older
+    zorkmcp) are not checked, nor the servers of an arm whose ``mcp_config.json`` does not load.
 
     Args:
         plan: the run to resume.
@@ -667,9 +683,10 @@ def resumable_episodes(
         kept.append(record)
         if spec.arm not in planned:
             planned[spec.arm] = _planned(spec, cluster=cluster)
-        keys = [key for key in _RESUME_KEYS if key in record and record[key] not in planned[spec.arm][key]]
+        arm = planned[spec.arm]
+        keys = [key for key in _RESUME_KEYS if key in record and key in arm and record[key] not in arm[key]]
         if keys:
-            clashes.append((path, keys[0], record[keys[0]], planned[spec.arm][keys[0]][0]))
+            clashes.append((path, keys[0], record[keys[0]], arm[keys[0]][0]))
     if clashes:
         path, key, found, expected = clashes[0]
         more = f" (and {len(clashes) - 1} more episode file(s))" if len(clashes) > 1 else ""
