@@ -222,6 +222,7 @@ def episode_record(arm: str, seed: int, rng: random.Random, skill: float, calls:
         "pid": 4242,
         "model": "qwen3-30b-a3b",
         "scripted": False,
+        "servers": ["thinking"] if arm == "mcp" else [],
     }
 
 

@@ -185,6 +185,22 @@ def test_summarize_arms_and_comparison() -> None:
     assert paired["ci95"] == pytest.approx([-14.841380, 34.841380], abs=1e-5)
 
 
+def test_an_arms_summary_names_its_models_and_servers() -> None:
+    summary = summarize(
+        [
+            record("mcp", 1, 5, model="m", servers=["thinking", "search"]),
+            record("mcp", 2, 5, model="m", servers=["thinking", "search"], error="boom"),
+            record("no-mcp", 1, 5, model="m", servers=[]),
+            record("old", 1, 5, model="m"),  # written before records named their servers
+        ]
+    )
+    assert [(name, arm["models"], arm["servers"]) for name, arm in summary["arms"].items()] == [
+        ("mcp", ["m"], ["search", "thinking"]),
+        ("no-mcp", ["m"], []),
+        ("old", ["m"], None),
+    ]
+
+
 def test_summarize_one_comparison_per_pair_in_arm_order() -> None:
     episodes = [record(arm, 1, 5) for arm in ("c", "a", "b")]
     summary = summarize(episodes)

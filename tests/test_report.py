@@ -107,6 +107,12 @@ def test_eval_page(tmp_path: Path) -> None:
     assert "95% CI (Welch)" in html
     assert "excluded from score statistics" in html
     assert html.index("<td>mcp</td>") < html.index("<td>no-mcp</td>")
+    # what each arm played with: the question "did tools help?" needs to say which tools
+    assert (
+        "<tr><th>arm</th><th>model</th><th>MCP servers</th></tr>"
+        "<tr><td>mcp</td><td>qwen3-30b-a3b</td><td>thinking</td></tr>"
+        "<tr><td>no-mcp</td><td>qwen3-30b-a3b</td><td>none (no MCP)</td></tr>"
+    ) in html
 
 
 def test_eval_page_gives_both_intervals_for_a_comparison(tmp_path: Path) -> None:

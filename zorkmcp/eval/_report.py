@@ -199,6 +199,19 @@ def _arm_table(summary: dict[str, Any]) -> str:
     return f"<table>{head}{''.join(rows)}</table>"
 
 
+def _arm_setup_table(summary: dict[str, Any]) -> str:
+    """What each arm played with: its model(s) and the MCP servers its tools came from."""
+    rows = []
+    for name, arm in summary["arms"].items():
+        servers = arm.get("servers")
+        shown = "–" if servers is None else ", ".join(servers) if servers else "none (no MCP)"
+        rows.append(
+            f"<tr><td>{escape(name)}</td><td>{escape(', '.join(arm.get('models') or []) or '–')}</td>"
+            f"<td>{escape(shown)}</td></tr>"
+        )
+    return f"<table><tr><th>arm</th><th>model</th><th>MCP servers</th></tr>{''.join(rows)}</table>"
+
+
 def _comparison_table(summary: dict[str, Any]) -> str:
     if not summary["comparisons"]:
         return "<p class=note>One arm: nothing to compare.</p>"
@@ -307,6 +320,7 @@ def render_eval_report(run_dir: Path, out_path: Path | None = None) -> Path:
     body = (
         _eval_header(run_dir, episodes, bad)
         + "<h2>Arms</h2>"
+        + _arm_setup_table(summary)
         + _arm_table(summary)
         + "<p class=note>Failed episodes (with an error) are counted but excluded from score statistics. "
         "se = sample standard deviation / √n.</p><h2>Comparisons</h2>"

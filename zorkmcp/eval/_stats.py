@@ -212,7 +212,10 @@ def _arm_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
     ok = [r for r in records if not r.get("error")]
     scores = _numbers(ok, "score")
     turns = sum(_numbers(ok, "turns"))
+    known = [r["servers"] for r in records if isinstance(r.get("servers"), list)]  # older records lack it
     return {
+        "models": sorted({str(r["model"]) for r in records if r.get("model")}),
+        "servers": sorted({str(name) for names in known for name in names}) if known else None,
         "episodes": len(records),
         "failed": len(records) - len(ok),
         "scored": len(scores),
