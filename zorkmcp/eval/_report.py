@@ -52,6 +52,7 @@ figure{margin:0;background:#fff;border:1px solid #dde1e8;border-radius:8px;paddi
 figure img{width:100%;height:auto;display:block}
 .grid{display:grid;grid-template-columns:1fr 1fr;gap:12px}
 table{border-collapse:collapse;width:100%;background:#fff;font-size:13px}
+table+table{margin-top:12px}
 th,td{border:1px solid #dde1e8;padding:5px 8px;text-align:left;vertical-align:top}
 th{background:#eef1f5}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 td pre{margin:0;white-space:pre-wrap;word-break:break-word;
