@@ -10,6 +10,7 @@ import io
 import json
 import os
 import re
+import select
 import selectors
 import shutil
 import signal
@@ -423,6 +424,7 @@ def test_sigterm_keeps_its_default_where_sigint_is_ignored(tmp_path: Path) -> No
         for line in process.stdout:
             if line.startswith(b"turn=1 "):
                 break
+        children = descendants(process.pid)
         process.send_signal(signal.SIGTERM)
         process.communicate(timeout=SAFETY_TIMEOUT)
     finally:
@@ -430,6 +432,17 @@ def test_sigterm_keeps_its_default_where_sigint_is_ignored(tmp_path: Path) -> No
             process.kill()
             process.wait()
     assert process.returncode == -signal.SIGTERM
+    assert any("zorkmcp.game.server" in cmd for _, cmd in children.values())
+    for pid, (start, _) in children.items():  # its servers end all the same, as their pipes close
+        try:
+            pidfd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            continue
+        try:
+            if is_running(pid, start):
+                assert select.select([pidfd], [], [], SAFETY_TIMEOUT)[0], f"process {pid} outlived zorkmcp"
+        finally:
+            os.close(pidfd)
 
 
 def test_ctrl_c_inside_a_tool_call_prints_the_summary_and_leaves_no_process(tmp_path: Path) -> None:
