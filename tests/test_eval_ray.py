@@ -321,6 +321,12 @@ async def _stopped_while_two_wait(
                     check=False, stdout=subprocess.DEVNULL, stderr=stderr, preexec_fn=default_sigint,
                 )
             )  # fmt: skip
+
+            async def ended() -> None:  # a run that ends by itself (it could not start) ends the wait
+                await proc.wait()
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(ended)
             await asked.wait()  # both episodes wait for the model
             proc.send_signal(stop)
         await _all_exit(seen)
