@@ -328,10 +328,16 @@ async def test_ctrl_c_through_ray_client_stops_the_episodes_on_the_cluster_and_a
     ray_cluster: Cluster, llm_server: LLMServer, tmp_path: Path
 ) -> None:
     run = tmp_path / "run"
-    code, err, seen = await _stopped_while_two_wait(
-        _eval(llm_server, run, "--ray", ray_cluster.client, "--episodes", "3", "--concurrency", "2"),
-        signal.SIGINT, ray_cluster, llm_server, tmp_path,
-    )  # fmt: skip
+    for _ in range(3):
+        code, err, seen = await _stopped_while_two_wait(
+            _eval(llm_server, run, "--ray", ray_cluster.client, "--episodes", "3", "--concurrency", "2"),
+            signal.SIGINT, ray_cluster, llm_server, tmp_path,
+        )  # fmt: skip
+        # Ray Client's server on the head fails now and then to start the server it forks for a new
+        # client ("Starting Ray client server failed", about 1 run in 8 here, before any change of
+        # this project's too); the run says so and stops (exit 2), and running it again is the remedy
+        if "Starting Ray client server failed" not in err:
+            break
     assert code == 130, err
     assert sum(cmdline.startswith("ray::play_in_worker") for _, cmdline in seen.values()) == 2
     assert _records(run) == []

@@ -271,8 +271,8 @@ def play_on_ray(
                 address="local", include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING
             )
         else:
-            # Ray Client sends ray.init's arguments on to the head, where logging_level made its
-            # server for this run fail to start, now and then (2 runs in 5 of the Ray Client test)
+            # Not through Ray Client: it would only pass it on to the head (its own INFO line, on this
+            # side, comes either way)
             quiet = {} if address.startswith("ray://") else {"logging_level": logging.WARNING}
             try:
                 ray.init(address=address, log_to_driver=False, **quiet)
