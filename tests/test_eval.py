@@ -686,6 +686,26 @@ def test_a_full_disk_says_make_room() -> None:
     )
 
 
+def test_a_report_the_run_cannot_write_says_what_to_do_about_the_reason(tmp_path: Path) -> None:
+    from report_data import write_run
+
+    from zorkmcp.errors import RunWriteError
+    from zorkmcp.eval._runner import write_run_summary
+
+    records = write_run(tmp_path, seeds=2, failed=False)
+    try:  # report.html is a disk that is always full: summary.json and summary.csv are written first
+        os.mknod(tmp_path / "report.html", 0o20666, os.makedev(1, 7))
+    except PermissionError:
+        pytest.skip("making a device needs root")
+    with pytest.raises(RunWriteError) as caught:
+        write_run_summary(tmp_path, records)
+    assert (str(caught.value), caught.value.remedy) == (
+        f"{tmp_path / 'report.html'}: cannot be written (No space left on device)",
+        "make room on its disk",
+    )
+    assert json.loads((tmp_path / "summary.json").read_text())["arms"]["mcp"]["episodes"] == 2
+
+
 def test_an_episode_file_the_run_cannot_write_stops_the_run_with_one_line_and_resume_goes_on(
     tmp_path: Path,
 ) -> None:

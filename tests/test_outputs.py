@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+import stat
+from pathlib import Path
 
 import pytest
 
-from zorkmcp._outputs import check_output, write_atomically
+from zorkmcp._outputs import check_output, write_atomically, written_in_place
 from zorkmcp.errors import ConfigError
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 
 def test_a_path_that_can_be_made_passes_and_nothing_is_made(tmp_path: Path) -> None:
@@ -63,3 +61,79 @@ def test_a_write_that_fails_leaves_neither_a_half_file_nor_a_temporary_one(tmp_p
     write_atomically(tmp_path / "new.json", "{}\n")
     assert (tmp_path / "new.json").read_text() == "{}\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["new.json", "summary.json"]
+
+
+def test_a_named_pipe_gets_the_text_and_stays_a_pipe(tmp_path: Path) -> None:
+    # ``zorkmcp report -o PIPE``: a rename would put a file in its place, and its reader would wait forever
+    pipe = tmp_path / "page.fifo"
+    os.mkfifo(pipe)
+    reader = os.open(pipe, os.O_RDONLY | os.O_NONBLOCK)  # a reader first, so that the writer does not wait
+    try:
+        write_atomically(pipe, "<html>a page</html>\n")
+        assert os.read(reader, 1000) == b"<html>a page</html>\n"
+    finally:
+        os.close(reader)
+    assert stat.S_ISFIFO(os.stat(pipe).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["page.fifo"]  # no temporary file beside it
+
+
+def test_a_descriptor_path_appends_to_what_it_leads_to(tmp_path: Path) -> None:
+    # ``--output /dev/stdout >> all.html`` (or ``--summary-json /dev/fd/3 3>sum.json``): the text goes
+    # where the descriptor goes, after what is there; before, the rename was tried in /dev/fd and failed
+    out = tmp_path / "all.html"
+    out.write_text("an earlier page\n")
+    fd = os.open(out, os.O_WRONLY | os.O_APPEND)
+    try:
+        write_atomically(Path(f"/dev/fd/{fd}"), "this page\n")
+    finally:
+        os.close(fd)
+    assert out.read_text() == "an earlier page\nthis page\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "in_place"),
+    [
+        ("/dev/stdout", True),
+        ("/dev/stderr", True),
+        ("/dev/fd/3", True),
+        ("/proc/self/fd/1", True),
+        ("/dev/null", True),  # a device
+        ("/dev/shm/report.html", False),  # a file the command makes: replaced whole
+        ("/dev/fdx/report.html", False),
+    ],
+)
+def test_what_is_written_as_it_is(name: str, in_place: bool) -> None:
+    assert written_in_place(Path(name)) is in_place
+
+
+def test_a_link_keeps_pointing_at_its_file_which_is_replaced(tmp_path: Path) -> None:
+    (tmp_path / "pages").mkdir()
+    target = tmp_path / "pages" / "report.html"
+    target.write_text("the old page\n")
+    link = tmp_path / "report.html"
+    link.symlink_to(target)
+    write_atomically(link, "the new page\n")
+    assert link.is_symlink()
+    assert os.readlink(link) == str(target)
+    assert target.read_text() == "the new page\n"
+    assert sorted(p.name for p in (tmp_path / "pages").iterdir()) == ["report.html"]
+
+
+def _device(path: Path, minor: int) -> Path:
+    """A character device at ``path`` (1, ``minor``: 3 is null, 7 is full), made where root may make one."""
+    try:
+        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, minor))
+    except PermissionError:
+        pytest.skip("making a device needs root (as root, the rename replaced /dev/null itself)")
+    return path
+
+
+def test_a_device_is_written_not_replaced(tmp_path: Path) -> None:
+    null = _device(tmp_path / "null", 3)
+    write_atomically(null, "a page\n")
+    assert stat.S_ISCHR(os.stat(null).st_mode)
+    full = _device(tmp_path / "full", 7)
+    with pytest.raises(OSError, match="No space left on device"):  # a real ENOSPC, from the kernel
+        write_atomically(full, "a page\n")
+    assert stat.S_ISCHR(os.stat(full).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["full", "null"]

@@ -269,6 +269,39 @@ def test_cli_run_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert "no episode 'mcp/seed-7'" in capsys.readouterr().err
 
 
+def test_cli_page_to_a_descriptor_and_its_line_beside_it(tmp_path: Path) -> None:
+    # --output /dev/fd/1 (or /dev/stdout): the page is the whole of stdout, the "wrote" line goes to stderr
+    write_run(tmp_path, seeds=2, failed=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "zorkmcp.cli", "report", str(tmp_path), "-o", "/dev/fd/1"],
+        capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (0, "zorkmcp report: wrote /dev/fd/1\n")
+    assert done.stdout.startswith("<!DOCTYPE html>")
+    assert done.stdout.endswith("</html>\n")
+    assert "mcp − no-mcp" in done.stdout
+    assert not (tmp_path / "report.html").exists()
+
+
+def test_cli_a_page_that_cannot_be_written_says_why_and_what_to_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+    import stat
+
+    write_run(tmp_path / "run", seeds=2, failed=False)
+    full = tmp_path / "full"
+    try:
+        os.mknod(full, stat.S_IFCHR | 0o666, os.makedev(1, 7))  # a disk that is always full
+    except PermissionError:
+        pytest.skip("making a device needs root")
+    assert report(str(tmp_path / "run"), "-o", str(full)) == 2
+    assert capsys.readouterr().err == (
+        f"zorkmcp report: {full}: cannot be written (No space left on device); make room on its disk, "
+        "or pass --output FILE.html\n"
+    )
+
+
 def test_import_does_not_load_matplotlib() -> None:
     code = "import sys, zorkmcp.eval, zorkmcp._cli_report; print('matplotlib' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout == "False\n"

@@ -20,7 +20,11 @@ PATH is either a JSON-lines event log (zorkmcp play's [tool.zorkgpt.files] json_
 episode's seed-<N>.events.jsonl): the page shows the header (game, model, seed, result), score and
 tool calls per turn, and the transcript (action, game text, reasoning, tool calls); or an eval run
 folder (zorkmcp eval --out DIR): the page shows score over turns per arm, final scores, tool calls
-per turn, mean ± standard error per arm and Welch 95% intervals between arms."""
+per turn, each arm's model and MCP servers, mean ± standard error per arm, and 95% intervals
+between arms (Welch's, and seed by seed the paired one).
+
+The page is written whole through a temporary file beside it; --output /dev/stdout (or another
+device or named pipe) is written as it is."""
 
 
 def add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -36,7 +40,8 @@ def add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "-o",
         "--output",
         metavar="FILE.html",
-        help="the page to write (default: report.html next to the log, or inside the run folder)",
+        help="the page to write (default: report.html next to the log, or inside the run folder; "
+        "/dev/stdout writes it to standard output)",
     )
     p.add_argument(
         "--episode",
@@ -60,16 +65,20 @@ def _render(path: Path, output: Path | None, episode: str | None) -> Path:
 
 def run_report(args: argparse.Namespace) -> int:
     """Run ``zorkmcp report``; 0 when the page is written, 2 on bad input (one line on stderr)."""
+    from ._outputs import write_remedy, written_in_place
     from .eval._results import ReportInputError
 
     output = Path(args.output) if args.output else None
     try:
         written = _render(Path(args.path), output, args.episode)
     except ReportInputError as exc:
-        print(f"zorkmcp report: {exc}", file=sys.stderr)
+        cause = exc.__cause__
+        remedy = f"; {write_remedy(cause)}, or pass --output FILE.html" if isinstance(cause, OSError) else ""
+        print(f"zorkmcp report: {exc}{remedy}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (zorkmcp.cli); the page is written whole or not at all
         print("zorkmcp report: interrupted; nothing written", file=sys.stderr)
         return 130
-    print(f"zorkmcp report: wrote {written}")
+    # The page may have gone to stdout itself (--output /dev/stdout): then this line goes beside it.
+    print(f"zorkmcp report: wrote {written}", file=sys.stderr if written_in_place(written) else sys.stdout)
     return 0

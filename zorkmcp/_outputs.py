@@ -8,16 +8,19 @@ Standard library only (the commands call this before they import the engine).
 
 from __future__ import annotations
 
+import errno
 import os
+import re
+import stat
 from contextlib import suppress
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 from .errors import ConfigError
 
-if TYPE_CHECKING:
-    from pathlib import Path
+__all__ = ["check_output", "write_atomically", "write_remedy", "written_in_place"]
 
-__all__ = ["check_output", "write_atomically"]
+_DESCRIPTOR = re.compile(r"/dev/(stdout|stderr|fd/\d+)|/proc/(self|thread-self|\d+)/fd/\d+")
+"""The paths that name an open file descriptor of the process."""
 
 
 def check_output(
@@ -51,17 +54,56 @@ def check_output(
         raise ConfigError(f"{named}: the {kind} {target.absolute()} is not writable; {remedy}")
 
 
+def written_in_place(path: Path) -> bool:
+    """Whether :func:`write_atomically` writes ``path`` as it is rather than replacing it.
+
+    So it does for a path that names an open file descriptor (``/dev/stdout``, ``/dev/stderr``,
+    ``/dev/fd/N``, ``/proc/self/fd/N``), whatever it leads to (a terminal, a pipe, or the file a
+    shell redirected it to), and for one that is neither a regular file nor a folder (``/dev/null``,
+    a named pipe).
+    """
+    if _DESCRIPTOR.fullmatch(os.path.abspath(path)):
+        return True
+    try:
+        mode = os.stat(path).st_mode  # follows a symbolic link
+    except OSError:
+        return False  # nothing there yet: the rename makes the file
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+
+
 def write_atomically(path: Path, text: str) -> None:
     """Write ``path`` through a temporary file beside it, renamed: a reader sees the old file or the new.
+
+    Only a file the command makes or replaces is written that way. What :func:`written_in_place`
+    names (``/dev/stdout``, ``/dev/null``, a named pipe) is appended to as it is: a rename would put
+    a file in place of the device or the pipe (as root, in place of ``/dev/null`` itself), and their
+    reader would never see the text; appending keeps what a shell's ``>>`` asked for. A symbolic
+    link keeps pointing where it did: the file it points to is replaced.
 
     Raises:
         OSError: it cannot be written (a full disk); the temporary file is removed (on any way out).
     """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    if written_in_place(path):
+        with open(path, "a", encoding="utf-8") as stream:
+            stream.write(text)
+        return
+    target = Path(os.path.realpath(path))  # a link's file (made if the link dangles), not the link
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
         tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException:  # a full disk, or Ctrl-C in the middle: no temporary file is left
         with suppress(OSError):
             tmp.unlink(missing_ok=True)
         raise
+
+
+def write_remedy(exc: OSError) -> str:
+    """What to do about the reason a file could not be written (``make room on its disk``)."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "make room on its disk"
+    if exc.errno in (errno.EMFILE, errno.ENFILE):
+        return "allow more open files (ulimit -n) or pass a lower --concurrency"
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return "make the folder writable"
+    return "mend the folder"  # a file or a folder in the way, a folder gone

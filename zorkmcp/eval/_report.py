@@ -111,7 +111,7 @@ def _write(path: Path, text: str) -> Path:
     try:
         write_atomically(path, text)
     except OSError as exc:
-        raise ReportInputError(f"{path}: cannot be written ({exc.strerror or exc})") from None
+        raise ReportInputError(f"{path}: cannot be written ({exc.strerror or exc})") from exc
     return path
 
 

@@ -12,7 +12,6 @@ recorded with its ``error``; the run goes on.
 
 from __future__ import annotations
 
-import errno
 import json
 import logging
 import os
@@ -26,7 +25,7 @@ import anyio
 import attrs
 import httpx2
 
-from .._outputs import write_atomically
+from .._outputs import write_atomically, write_remedy
 from ..agent import AgentAction, ZorkAgent
 from ..config import McpConfig
 from ..episode import (
@@ -411,19 +410,8 @@ def writing(path: Path) -> Iterator[None]:
         yield
     except OSError as exc:
         raise RunWriteError(
-            f"{path}: cannot be written ({exc.strerror or exc})", remedy=_remedy(exc)
+            f"{path}: cannot be written ({exc.strerror or exc})", remedy=write_remedy(exc)
         ) from exc
-
-
-def _remedy(exc: OSError) -> str:
-    """What to do about the reason a file could not be written, to go on with ``--resume`` after."""
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return "make room on its disk"
-    if exc.errno in (errno.EMFILE, errno.ENFILE):
-        return "allow more open files (ulimit -n) or pass a lower --concurrency"
-    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return "make the folder writable"
-    return "mend the folder"  # a file or a folder in the way, a folder gone
 
 
 def _replace(path: Path, text: str) -> None:
@@ -825,5 +813,7 @@ def write_run_summary(run_dir: Path, episodes: list[dict[str, Any]]) -> dict[str
         try:
             render_eval_report(run_dir)
         except ReportInputError as exc:  # the page cannot be written (the records were just read)
-            raise RunWriteError(str(exc)) from exc
+            cause = exc.__cause__
+            remedy = write_remedy(cause) if isinstance(cause, OSError) else "mend the folder"
+            raise RunWriteError(str(exc), remedy=remedy) from exc
     return summary
