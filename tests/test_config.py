@@ -15,6 +15,7 @@ import pytest
 from play_support import offline_env, read_events
 
 from zorkmcp.config import McpConfig, McpSettings, ServerConfig, Settings
+from zorkmcp.config._servers import input_variable
 from zorkmcp.errors import ConfigError, MCPError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -419,7 +420,8 @@ def test_invalid_json_has_line_and_column(tmp_path: Path) -> None:
     path = tmp_path / "mcp_config.json"
     path.write_text('{\n  "mcpServers": {\n    "a": {"command": "x",}\n  }\n}\n')
     expected = (
-        f"invalid JSON in {path} at line 3, column 26: Expecting property name enclosed in double quotes"
+        f"invalid JSON in {path} at line 3, column 26: Expecting property name enclosed in double quotes "
+        "(a comma before the end of an object or an array: JSON allows none; remove it)"
     )
     with pytest.raises(ConfigError, match=f"^{re.escape(expected)}$"):
         McpConfig.from_file(path)
@@ -460,8 +462,12 @@ WHERE = " (/cfg/mcp_config.json)"
     [
         ([], "the top level must be an object, got [] (array)"),
         (
-            {"mcpServers": {"a": {"command": "python3"}}, "inputs": []},
-            "the top level has unknown key 'inputs' (allowed: mcpServers, servers)",
+            {"mcpServers": {"a": {"command": "python3"}}, "input": []},
+            "the top level has unknown key 'input' (allowed: mcpServers, servers, inputs)",
+        ),
+        (
+            {"servers": {"a": {"command": "python3"}}, "inputs": [{"type": "promptString"}]},
+            "$.inputs[0].id is required",
         ),
         (
             {},
@@ -552,10 +558,49 @@ WHERE = " (/cfg/mcp_config.json)"
             '"streamableHttp", "streamable_http", got \'websocket\' (string)',
         ),
         (
-            {"mcpServers": {"a": {"command": "python3", "envFile": ".env"}}},
-            "$.mcpServers.a has unknown key 'envFile' (allowed: type, command, args, env, cwd, module, "
-            "disabled, "
-            "lifecycle, timeout, tools, url, headers, autoApprove, alwaysAllow)",
+            {"mcpServers": {"a": {"command": "python3", "envfile": ".env"}}},
+            "$.mcpServers.a has unknown key 'envfile' (allowed: type, command, args, env, cwd, module, "
+            "disabled, lifecycle, timeout, tools, url, headers, envFile, serverUrl, autoApprove, "
+            "alwaysAllow, dev, gallery, version)",
+        ),
+        (
+            {"servers": {"a": {"url": "http://h/mcp", "envFile": ".env"}}},
+            "$.servers.a.envFile is only used by stdio servers (remove it)",
+        ),
+        (
+            {"servers": {"a": {"url": "http://h/mcp", "serverUrl": "http://h/mcp"}}},
+            '$.servers.a has both "url" and "serverUrl" (Windsurf\'s name for it): keep one',
+        ),
+        (
+            {"servers": {"a": {"serverUrl": "ws://h/mcp"}}},
+            "$.servers.a.serverUrl must be an http:// or https:// URL with a host, got ws://…",
+        ),
+        (
+            {"servers": {"a": {"command": "python3", "serverUrl": "http://h/mcp", "type": "stdio"}}},
+            '$.servers.a.serverUrl is only used by remote servers ("type": "http" or "sse")',
+        ),
+        (
+            {"servers": {"a": {"url": "${ZORK_UNSET_VAR}/mcp"}}},  # one problem: the variable, not the URL
+            "$.servers.a.url uses ${ZORK_UNSET_VAR}, but the environment variable ZORK_UNSET_VAR is not set "
+            "(set it, or write ${ZORK_UNSET_VAR:-default})",
+        ),
+        (
+            {"servers": {"a": {"command": "python3", "args": ["${env:ZORK_UNSET_VAR}"]}}},
+            "$.servers.a.args[0] uses ${env:ZORK_UNSET_VAR}, but the environment variable ZORK_UNSET_VAR "
+            "is not set (set it)",
+        ),
+        (
+            {
+                "inputs": [{"type": "promptString", "id": "zork-unset.key", "description": "The key"}],
+                "servers": {"a": {"command": "python3", "env": {"K": "${input:zork-unset.key}"}}},
+            },
+            "$.servers.a.env.K uses ${input:zork-unset.key}, a value VS Code asks for (The key); zorkmcp "
+            "reads it from the environment variable ZORK_UNSET_KEY, which is not set (set it)",
+        ),
+        (
+            {"servers": {"a": {"command": "python3", "env": {"K": "${input:--}"}}}},
+            "$.servers.a.env.K uses ${input:--}, a value VS Code asks for; zorkmcp reads it from the "
+            "environment variable (none: the ID has no letter or digit), which is not set (set it)",
         ),
         (
             {"mcpServers": {"a": {"args": ["x"]}}},
@@ -997,3 +1042,186 @@ def test_a_lone_surrogate_from_a_json_escape_is_a_config_error(entry: dict[str, 
     """JSON may escape a lone surrogate ("\\ud800"); no operating system can take one in a command line."""
     with pytest.raises(ConfigError, match=re.escape(message) + r" \(it holds a lone surrogate\)"):
         McpConfig.from_dict({"mcpServers": {"a": entry}})
+
+
+# --- VS Code, Cursor and Windsurf files as their users have them ----------------------------------
+
+VSCODE_MCP_JSON = """\
+{
+  "inputs": [
+    {"type": "promptString", "id": "think-key", "description": "Think API key", "password": true},
+    {"type": "promptString", "id": "region", "description": "Region", "default": "eu"},
+    {"type": "pickString", "id": "mode", "options": ["fast", {"label": "Slow", "value": "slow"}]}
+  ],
+  "servers": {
+    "thinking": {
+      "type": "stdio",
+      "command": "python3",
+      "args": ["${workspaceFolder}${/}server.py", "--name=${workspaceFolderBasename}"],
+      "envFile": "${workspaceFolder}/.env",
+      "env": {
+        "THINK_KEY": "${input:think-key}",
+        "REGION": "${input:region}",
+        "SHELL_HOME": "${env:HOME}",
+        "FROM_BOTH": "env wins"
+      },
+      "dev": {"watch": "src/**/*.py", "debug": {"type": "debugpy"}},
+      "gallery": true,
+      "version": "1.0.0"
+    },
+    "remote": {
+      "type": "http",
+      "url": "${env:BASE}/mcp",
+      "headers": {"Authorization": "Bearer ${input:think-key}"}
+    }
+  }
+}
+"""
+"""What VS Code's "MCP: Add Server" writes (``inputs``, ``servers``), and what its users add to it."""
+
+
+DOTENV = """\
+# the server's variables
+export FROM_FILE="two words"
+FROM_BOTH=the file
+QUOTED='a # not a comment'
+BARE
+"""
+
+
+def test_a_vscode_mcp_json_works_as_written(tmp_path: Path) -> None:
+    (tmp_path / ".vscode").mkdir()
+    (tmp_path / ".vscode" / "mcp.json").write_text(VSCODE_MCP_JSON)
+    (tmp_path / ".env").write_text(DOTENV)
+    environ = {"THINK_KEY": "k-123", "HOME": "/home/player", "BASE": "https://mcp.example.com"}
+    config = McpConfig.from_file(tmp_path / ".vscode" / "mcp.json", environ=environ)
+    thinking, remote = config.servers
+    assert thinking.command == sys.executable
+    assert thinking.args == (f"{tmp_path}{os.sep}server.py", f"--name={tmp_path.name}")
+    assert dict(thinking.env) == {
+        "FROM_FILE": "two words",
+        "FROM_BOTH": "env wins",
+        "QUOTED": "a # not a comment",
+        "THINK_KEY": "k-123",
+        "REGION": "eu",  # the input's default: THINK_KEY is set, REGION is not
+        "SHELL_HOME": "/home/player",
+    }
+    assert (remote.type, remote.url) == ("http", "https://mcp.example.com/mcp")
+    assert dict(remote.headers) == {"Authorization": "Bearer k-123"}
+
+
+def test_a_cursor_file_names_the_project_folder_and_a_plain_file_its_own(tmp_path: Path) -> None:
+    data = {"mcpServers": {"a": {"command": "python3", "args": ["${workspaceFolder}", "${userHome}"]}}}
+    (tmp_path / "project" / ".cursor").mkdir(parents=True)
+    cursor = write_config(tmp_path / "project" / ".cursor", data, name="mcp.json")
+    assert McpConfig.from_file(cursor, environ={}).servers[0].args == (
+        str(tmp_path / "project"),
+        os.path.expanduser("~"),
+    )
+    plain = write_config(tmp_path / "project", data)
+    assert McpConfig.from_file(plain, environ={}).servers[0].args[0] == str(tmp_path / "project")
+
+
+def test_windsurf_server_url_is_the_url(tmp_path: Path) -> None:
+    config = load({"mcpServers": {"w": {"serverUrl": "https://h.example/sse"}}})
+    assert (config.servers[0].type, config.servers[0].url) == ("sse", "https://h.example/sse")
+
+
+@pytest.mark.parametrize(
+    ("input_id", "variable"),
+    [("api-key", "API_KEY"), ("github_token", "GITHUB_TOKEN"), ("perplexity.key", "PERPLEXITY_KEY"),
+     ("a--b", "A_B"), ("-x-", "X"), ("Key2", "KEY2")],
+)  # fmt: skip
+def test_an_input_is_read_from_the_variable_its_id_names(input_id: str, variable: str) -> None:
+    assert input_variable(input_id) == variable
+    config = load({"servers": {"a": {"command": "python3", "args": [f"${{input:{input_id}}}"]}}},
+                  environ={variable: "the value"})  # fmt: skip
+    assert config.servers[0].args == ("the value",)
+
+
+def test_env_file_problems_name_the_file_and_the_line(tmp_path: Path) -> None:
+    data = {"servers": {"a": {"command": "python3", "envFile": "missing.env"}}}
+    with pytest.raises(ConfigError) as caught:
+        McpConfig.from_file(write_config(tmp_path, data), environ={})
+    assert str(caught.value) == (
+        f"$.servers.a.envFile: there is no file {tmp_path / 'missing.env'} (write the server's variables "
+        f"there, or remove it) ({tmp_path / 'mcp_config.json'})"
+    )
+    (tmp_path / "bad.env").write_text("A=1\nthis is not a variable\n")
+    data = {"servers": {"a": {"command": "python3", "envFile": "bad.env"}}}
+    with pytest.raises(ConfigError) as caught:
+        McpConfig.from_file(write_config(tmp_path, data), environ={})
+    assert str(caught.value) == (
+        f"$.servers.a.envFile: line 2 of {tmp_path / 'bad.env'} is not NAME=value: 'this is not a variable' "
+        f"({tmp_path / 'mcp_config.json'})"
+    )
+    data = {
+        "servers": {
+            "a": {"command": "python3", "envFile": "missing.env", "disabled": True},
+            "b": {"command": "python3"},
+        }
+    }
+    assert [
+        s.name for s in McpConfig.from_file(write_config(tmp_path, data), environ={}).enabled_servers
+    ] == ["b"]
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "message"),
+    [
+        (
+            '{\n  // VS Code allows this\n  "servers": {}\n}\n',
+            "line 2, column 3",
+            "Expecting property name enclosed in double quotes (a comment: JSON has none, though VS Code's "
+            "mcp.json allows them; remove it)",
+        ),
+        (
+            '{"servers": {"a": {"command": "python3"}} /* here */}',
+            "line 1, column 43",
+            "Expecting ',' delimiter (a comment: JSON has none, though VS Code's mcp.json allows them; "
+            "remove it)",
+        ),
+        (
+            '{"servers": {"a": {"args": ["x",\n  ]}}}',
+            "line 2, column 3",
+            "Expecting value (a comma before the end of an object or an array: JSON allows none; remove it)",
+        ),
+        ('{"servers": {"a" {}}}', "line 1, column 18", "Expecting ':' delimiter"),  # no hint: neither
+    ],
+)
+def test_what_vscode_allows_and_json_does_not_is_named(
+    tmp_path: Path, text: str, where: str, message: str
+) -> None:
+    path = tmp_path / "mcp.json"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        McpConfig.from_file(path)
+    assert str(caught.value) == f"invalid JSON in {path} at {where}: {message}"
+
+
+def test_a_vscode_config_reaches_the_server_process(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a real server process: the values of envFile, env and ${input:...} are in its environment
+    from servers.helpers import MISBEHAVING
+
+    from zorkmcp._cli_mcp import cmd_call
+
+    (tmp_path / ".vscode").mkdir()
+    (tmp_path / ".vscode" / "mcp.json").write_text(
+        '{\n  "inputs": [{"type": "promptString", "id": "zork-e2e-key", "password": true}],\n'
+        '  "servers": {\n    "srv": {\n      "type": "stdio",\n      "command": "python3",\n'
+        f'      "args": ["-S", "{MISBEHAVING}"],\n      "envFile": "${{workspaceFolder}}/.env",\n'
+        '      "env": {"KEY": "${input:zork-e2e-key}"}\n    }\n  }\n}\n'
+    )
+    (tmp_path / ".env").write_text("FROM_FILE=from the .env file\n")
+    pyproject = write_pyproject(tmp_path, "[tool.zorkgpt.mcp]\nenabled = false\n")
+    os.environ["ZORK_E2E_KEY"] = "from the environment"
+    try:
+        names = json.dumps({"names": ["FROM_FILE", "KEY"]})
+        assert cmd_call("srv.env", names, tmp_path / ".vscode" / "mcp.json", pyproject, timeout=30) == 0
+    finally:
+        del os.environ["ZORK_E2E_KEY"]
+    assert json.loads(capsys.readouterr().out) == {
+        "content": {"FROM_FILE": "from the .env file", "KEY": "from the environment"}
+    }

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, Literal, TypeVar, get_args
 
 import attrs
@@ -289,7 +289,7 @@ class DuplicateKeyError(ValueError):
     """A JSON object has the same key twice (``json.loads`` would keep the last silently)."""
 
 
-def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def no_duplicate_keys(pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:
     """``object_pairs_hook`` for :func:`json.loads` that refuses duplicate keys."""
     out: dict[str, Any] = {}
     for key, value in pairs:

@@ -2,19 +2,28 @@
 
 Read synchronously, before any event loop starts. Remote servers take the forms users paste from
 Claude Code, VS Code and Cursor: ``"type": "http"`` (or ``"streamable-http"`` / ``"streamableHttp"``)
-or ``"sse"`` with a ``"url"``, and a bare ``"url"`` (Streamable HTTP, or SSE when the path ends in
-``/sse``); ``"headers"`` are expanded like ``env``, and their values never appear in a repr.
+or ``"sse"`` with a ``"url"`` (Windsurf's ``"serverUrl"``), and a bare ``"url"`` (Streamable HTTP, or
+SSE when the path ends in ``/sse``); ``"headers"`` are expanded like ``env``, and their values never
+appear in a repr.
+
+A VS Code ``.vscode/mcp.json`` or a Cursor ``.cursor/mcp.json`` works as it is: ``inputs``,
+``envFile`` (read by ``python-dotenv``), ``${env:VAR}``, ``${input:ID}`` (read from an environment
+variable, as nothing here can ask for it), and the predefined ``${workspaceFolder}``,
+``${workspaceFolderBasename}``, ``${userHome}``, ``${cwd}``, ``${pathSeparator}`` and ``${/}``; VS
+Code's ``dev``, ``gallery`` and ``version`` keys are accepted and not used. Its comments and trailing
+commas are not JSON (Requirement 2.3): the error names them.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
 import sys
 from collections.abc import Callable, Mapping  # noqa: TC003 - cattrs resolves the annotations at run time
 from pathlib import Path
-from typing import Final, Literal
+from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
 from attrs import field, frozen
@@ -32,7 +41,7 @@ from ._convert import (
 )
 from ._settings import MAX_SECONDS
 
-__all__ = ["REMOTE_TYPES", "McpConfig", "RemoteKind", "ServerConfig", "remote_kind"]
+__all__ = ["REMOTE_TYPES", "McpConfig", "RemoteKind", "ServerConfig", "input_variable", "remote_kind"]
 
 _timeout = in_range(0, MAX_SECONDS, what="one week")
 
@@ -146,7 +155,7 @@ class McpConfig:
         except UnicodeDecodeError as exc:
             raise ConfigError(f"MCP config {path} is not valid UTF-8 (byte {exc.start})") from exc
         try:
-            data = json.loads(text, object_pairs_hook=no_duplicate_keys)
+            data = _parse(text)
         except json.JSONDecodeError as exc:
             raise ConfigError(
                 f"invalid JSON in {path} at line {exc.lineno}, column {exc.colno}: {exc.msg}"
@@ -171,12 +180,18 @@ class McpConfig:
         """Validate the parsed contents of an ``mcp_config.json``.
 
         The format is Claude Desktop's ``{"mcpServers": {name: {command, args, env}}}``
-        plus what Claude Code, Cline and VS Code users paste: ``servers`` as an alias of
-        ``mcpServers``, ``"type": "stdio"``, ``cwd``, ``disabled`` (and Cline's
-        ``autoApprove``/``alwaysAllow``, accepted and ignored). ``${VAR}`` and
-        ``${VAR:-default}`` are expanded in ``command``, ``args``, ``env`` values and
-        ``cwd`` (``:-`` also applies when the variable is empty); an unset variable without
-        a default is an error, except in disabled servers, which are left unexpanded.
+        plus what Claude Code, Cline, Cursor, Windsurf and VS Code users paste: ``servers`` as
+        an alias of ``mcpServers``, ``"type": "stdio"``, ``cwd``, ``disabled``, ``envFile``
+        (a ``.env`` file of the server's variables; its ``env`` wins), VS Code's ``inputs``
+        (and Cline's ``autoApprove``/``alwaysAllow``, VS Code's ``dev``, ``gallery`` and
+        ``version``, accepted and ignored). ``${VAR}``, ``${VAR:-default}`` and
+        ``${env:VAR}`` are expanded in ``command``, ``args``, ``env`` values, ``cwd``,
+        ``envFile``, ``url`` and ``headers`` (``:-`` also applies when the variable is empty);
+        so are the editors' predefined variables (``${workspaceFolder}``: the config file's
+        folder, or the folder above it for a file in ``.vscode`` or ``.cursor``) and VS Code's
+        ``${input:ID}``, read from the environment variable :func:`input_variable` names (or
+        the input's ``default``). An unset variable without a default is an error, except in
+        disabled servers, which are left unexpanded.
 
         zorkmcp's own per-server keys: ``lifecycle`` (``"per_turn"``, the default, or
         ``"per_episode"``), ``timeout`` (seconds per tool call, > 0), ``tools`` (allow-list
@@ -204,16 +219,20 @@ class McpConfig:
         """
         where = str(source) if source is not None else "MCP config"
         try:
-            key, entries = _entries(data, where)
+            key, entries, inputs = _entries(data, where)
         except RecursionError as exc:
             raise ConfigError(f"the MCP config is nested too deeply ({where})") from exc
         base = source.parent if source is not None else None
-        env = os.environ if environ is None else environ
+        variables = _Variables(
+            environ=os.environ if environ is None else environ,
+            predefined=_predefined(source),
+            inputs={declared.id: declared for declared in inputs},
+        )
         problems: list[str] = []
         # seeds 002 Req 2.6 uses only the first server (V1); zorkmcp keeps them all, in file
         # order, and the MCP layer federates their tools (seeds 004).
         built = (
-            _build_server(name, entry, json_path("$", key, name), base, env, problems)
+            _build_server(name, entry, json_path("$", key, name), base, variables, problems)
             for name, entry in entries.items()
         )
         servers = [server for server in built if server is not None]
@@ -252,25 +271,77 @@ class _WireServer:
     tools: list[str] | None = None
     url: str | None = None
     headers: dict[str, str] | None = None
+    envFile: str | None = None  # VS Code's and Cursor's
+    serverUrl: str | None = None  # Windsurf's name of url
     autoApprove: list[str] | None = None  # Cline's; accepted, not used
     alwaysAllow: list[str] | None = None  # Cline's; accepted, not used
+    dev: Any = None  # VS Code's (watch and debug a server under development); accepted, not used
+    gallery: Any = None  # VS Code's (where it installed the server from); accepted, not used
+    version: Any = None  # VS Code's; accepted, not used
+
+
+@frozen(kw_only=True)
+class _WireInput:
+    """One of VS Code's ``inputs``: a value it asks the user for, named by ``${input:ID}``."""
+
+    id: str
+    type: str | None = None
+    description: str | None = None
+    default: str | None = None
+    password: bool = False
+    options: list[Any] | None = None  # pickString
+    command: str | None = None  # "type": "command"
+    args: Any = None
 
 
 @frozen(kw_only=True)
 class _WireConfig:
     mcpServers: dict[str, _WireServer] | None = None
     servers: dict[str, _WireServer] | None = None
+    inputs: list[_WireInput] | None = None  # VS Code's
 
 
 # --- from the wire format to ServerConfig -------------------------------------------------------
 
-_VAR: Final = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_VAR: Final = re.compile(
+    r"\$\{(?:env:(?P<env>[A-Za-z_][A-Za-z0-9_]*)|input:(?P<input>[^}]+)"
+    r"|(?P<name>/|[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?)\}"
+)
 _MODULE_SPEC: Final = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 _PYTHON_COMMANDS: Final = frozenset({"python", "python3"})
 
 
-def _entries(data: object, where: str) -> tuple[str, dict[str, _WireServer]]:
-    """The servers' key (``mcpServers`` or ``servers``) and entries, structured."""
+def _parse(text: str) -> object:
+    """The file's JSON.
+
+    Requirement 2.3: invalid JSON is a configuration error. VS Code's ``mcp.json`` is JSONC, so a
+    file pasted from it may hold comments and trailing commas; the error then says that is what it
+    found, so the fix is plain (:func:`_jsonc_hint`).
+
+    Raises:
+        json.JSONDecodeError: not JSON; its message ends with the hint, if any.
+        DuplicateKeyError: an object has a key twice.
+    """
+    try:
+        return json.loads(text, object_pairs_hook=no_duplicate_keys)
+    except json.JSONDecodeError as exc:
+        hint = _jsonc_hint(text, exc.pos)
+        if not hint:
+            raise
+        raise json.JSONDecodeError(f"{exc.msg} ({hint})", text, exc.pos) from None
+
+
+def _jsonc_hint(text: str, pos: int) -> str:
+    """What JSONC allows and JSON does not, found where the JSON parser stopped (``""``: neither)."""
+    if text.startswith(("//", "/*"), pos):
+        return "a comment: JSON has none, though VS Code's mcp.json allows them; remove it"
+    if text[pos : pos + 1] in ("}", "]") and text[:pos].rstrip().endswith(","):
+        return "a comma before the end of an object or an array: JSON allows none; remove it"
+    return ""
+
+
+def _entries(data: object, where: str) -> tuple[str, dict[str, _WireServer], list[_WireInput]]:
+    """The servers' key (``mcpServers`` or ``servers``), entries and VS Code's inputs, structured."""
     wire = structure(data, _WireConfig, where=where, style="json")
     if wire.mcpServers is not None and wire.servers is not None:
         raise ConfigError(f'use either "mcpServers" or "servers", not both ({where})')
@@ -283,28 +354,89 @@ def _entries(data: object, where: str) -> tuple[str, dict[str, _WireServer]]:
         )
     if not entries:
         raise ConfigError(f'no MCP servers configured: "{key}" is empty ({where})')
-    return key, entries
+    return key, entries, list(wire.inputs or ())
 
 
-def _expand(text: str, path: str, environ: Mapping[str, str], problems: list[str] | None) -> str:
-    """Expand ``${VAR}`` / ``${VAR:-default}``; unset variables are reported into ``problems``.
+def input_variable(input_id: str) -> str:
+    """The environment variable ``${input:ID}`` is read from: ``api-key`` → ``API_KEY``.
 
-    With ``problems=None`` (disabled servers) an unset reference is left as written.
+    VS Code asks the user for an input when a server starts; zorkmcp runs unattended (an eval, a
+    Ray worker), so the value comes from the environment, under a name the ID gives.
     """
+    return re.sub(r"[^A-Za-z0-9]+", "_", input_id).strip("_").upper()
+
+
+@frozen(kw_only=True)
+class _Variables:
+    """What ``${...}`` is expanded from."""
+
+    environ: Mapping[str, str]
+    predefined: Mapping[str, str]
+    """The editors' predefined variables (``workspaceFolder``, ``userHome``, ``/``...)."""
+    inputs: Mapping[str, _WireInput]
+    """VS Code's inputs by ID."""
+
+
+def _predefined(source: Path | None) -> dict[str, str]:
+    """``${workspaceFolder}`` and the rest, as VS Code and Cursor define them for a file at ``source``."""
+    try:
+        cwd: str | None = os.getcwd()
+    except OSError:  # the working folder was removed: ${cwd} (and a file-less ${workspaceFolder}) is unset
+        cwd = None
+    predefined = {"userHome": os.path.expanduser("~"), "pathSeparator": os.sep, "/": os.sep}
+    if cwd is not None:
+        predefined["cwd"] = cwd
+    if source is not None or cwd is not None:
+        folder = Path(os.path.abspath(source)).parent if source is not None else Path(str(cwd))
+        workspace = folder.parent if folder.name in (".vscode", ".cursor") else folder
+        predefined |= {"workspaceFolder": str(workspace), "workspaceFolderBasename": workspace.name}
+    return predefined
+
+
+def _expand(text: str, path: str, variables: _Variables, problems: list[str] | None) -> str:
+    """Expand ``${VAR}``, ``${VAR:-default}``, ``${env:VAR}``, ``${input:ID}`` and the predefined variables.
+
+    Unset variables are reported into ``problems``; with ``problems=None`` (disabled servers) an
+    unset reference is left as written.
+    """
+    environ = variables.environ
+
+    def unset(match: re.Match[str], problem: str) -> str:
+        if problems is not None:
+            problems.append(f"{path} uses {match.group(0)}, {problem}")
+        return match.group(0)
 
     def substitute(match: re.Match[str]) -> str:
-        name, default = match.group(1), match.group(2)
+        if (input_id := match["input"]) is not None:
+            name = input_variable(input_id)
+            value = environ.get(name) if name else None
+            declared = variables.inputs.get(input_id)
+            if value is not None:
+                return value
+            if declared is not None and declared.default is not None:
+                return declared.default
+            asked = f" ({declared.description})" if declared is not None and declared.description else ""
+            return unset(
+                match,
+                f"a value VS Code asks for{asked}; zorkmcp reads it from the environment variable "
+                f"{name or '(none: the ID has no letter or digit)'}, which is not set (set it)",
+            )
+        if (name := match["env"]) is not None:
+            value = environ.get(name)
+            if value is not None:
+                return value
+            return unset(match, f"but the environment variable {name} is not set (set it)")
+        name, default = match["name"], match["default"]
+        if name in variables.predefined:
+            return variables.predefined[name]
         value = environ.get(name)
         if value is not None and (value or default is None):
             return value
         if default is not None:
             return default
-        if problems is not None:
-            problems.append(
-                f"{path} uses ${{{name}}}, but the environment variable {name} is not set "
-                f"(set it, or write ${{{name}:-default}})"
-            )
-        return match.group(0)
+        return unset(
+            match, f"but the environment variable {name} is not set (set it, or write ${{{name}:-default}})"
+        )
 
     return _VAR.sub(substitute, text)
 
@@ -314,7 +446,7 @@ def _build_server(
     entry: _WireServer,
     path: str,
     base: Path | None,
-    environ: Mapping[str, str],
+    variables: _Variables,
     problems: list[str],
 ) -> ServerConfig | None:
     if not name.strip():
@@ -322,21 +454,33 @@ def _build_server(
         return None
     before = len(problems)
     sink = None if entry.disabled else problems
-    command, args, env, cwd = _expanded(entry, path, environ, sink)
+    command, args, env, cwd = _expanded(entry, path, variables, sink)
     headers = {
-        k: _expand(v, json_path(path, "headers", k), environ, sink) for k, v in (entry.headers or {}).items()
+        k: _expand(v, json_path(path, "headers", k), variables, sink)
+        for k, v in (entry.headers or {}).items()
     }
-    server_type = _server_type(entry)
+    url_key = "serverUrl" if entry.url is None and entry.serverUrl is not None else "url"
+    url = entry.url if url_key == "url" else entry.serverUrl
+    if entry.url is not None and entry.serverUrl is not None:
+        problems.append(f'{path} has both "url" and "serverUrl" (Windsurf\'s name for it): keep one')
+    url = None if url is None else _expand(url, json_path(path, url_key), variables, sink)
+    server_type = _server_type(entry.type, url)
     if server_type == "stdio":
         command = _check_stdio(entry, command, path, problems)
     elif server_type == "inprocess":
         _check_inprocess(entry, cwd, path, problems)
     else:
-        _check_remote(entry, headers, path, problems)
+        _check_remote(entry, url, url_key, headers, path, problems)
     if server_type != "http" and server_type != "sse":
-        for key in ("url", "headers"):
+        for key in ("url", "serverUrl", "headers"):
             if getattr(entry, key) is not None:
                 problems.append(f'{path}.{key} is only used by remote servers ("type": "http" or "sse")')
+    if entry.envFile is not None:
+        if server_type != "stdio":
+            problems.append(f"{path}.envFile is only used by stdio servers (remove it)")
+        elif sink is not None:  # a disabled server's file is not read
+            file = _expand(entry.envFile, json_path(path, "envFile"), variables, sink)
+            env = {**_read_env_file(file, base, json_path(path, "envFile"), problems), **env}
     _check_env_keys(entry.env or {}, path, problems)
     if entry.tools is not None and not entry.tools:
         problems.append(f"{path}.tools must name at least one tool (remove it to offer every tool)")
@@ -356,33 +500,41 @@ def _build_server(
         lifecycle=entry.lifecycle,
         timeout=entry.timeout,
         tools=None if entry.tools is None else tuple(entry.tools),
-        url=entry.url,
+        url=url,
         headers=headers,
     )
 
 
-def _server_type(entry: _WireServer) -> ServerType:
+def _server_type(type_: str | None, url: str | None) -> ServerType:
     """``stdio`` or ``inprocess`` as written; a remote ``type`` (or a bare ``url``) as its transport."""
-    if entry.type in ("stdio", "inprocess"):
-        return entry.type
-    if entry.type is not None or entry.url is not None:
-        return remote_kind(entry.url or "", entry.type)
+    if type_ == "stdio":
+        return "stdio"
+    if type_ == "inprocess":
+        return "inprocess"
+    if type_ is not None or url is not None:
+        return remote_kind(url or "", type_)
     return "stdio"
 
 
-def _check_remote(entry: _WireServer, headers: Mapping[str, str], path: str, problems: list[str]) -> None:
+def _check_remote(
+    entry: _WireServer,
+    url: str | None,
+    url_key: str,
+    headers: Mapping[str, str],
+    path: str,
+    problems: list[str],
+) -> None:
     """A remote server: an http(s) URL with a host, no process keys, headers HTTP can carry."""
     for key in ("command", "args", "env", "cwd", "module"):
         if getattr(entry, key) is not None:
             problems.append(f"{path}.{key} is not used by remote (HTTP/SSE) servers (remove it)")
-    url = entry.url
     if url is None:
         problems.append(f'{path}.url is required for a remote server (e.g. "https://example.com/mcp")')
-    else:
+    elif "${" not in url:  # else an unset variable, already reported (or a disabled server's)
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             problems.append(
-                f"{path}.url must be an http:// or https:// URL with a host, got {parts.scheme}://…"
+                f"{path}.{url_key} must be an http:// or https:// URL with a host, got {parts.scheme}://…"
             )
     for name, value in headers.items():
         if not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", name):
@@ -394,18 +546,50 @@ def _check_remote(entry: _WireServer, headers: Mapping[str, str], path: str, pro
 
 
 def _expanded(
-    entry: _WireServer, path: str, environ: Mapping[str, str], sink: list[str] | None
+    entry: _WireServer, path: str, variables: _Variables, sink: list[str] | None
 ) -> tuple[str | None, tuple[str, ...], dict[str, str], str | None]:
     """``command``, ``args``, ``env`` and ``cwd`` with ``${VAR}`` expanded."""
     command = (
-        None if entry.command is None else _expand(entry.command, json_path(path, "command"), environ, sink)
+        None if entry.command is None else _expand(entry.command, json_path(path, "command"), variables, sink)
     )
     args = tuple(
-        _expand(a, json_path(path, "args", i), environ, sink) for i, a in enumerate(entry.args or ())
+        _expand(a, json_path(path, "args", i), variables, sink) for i, a in enumerate(entry.args or ())
     )
-    env = {k: _expand(v, json_path(path, "env", k), environ, sink) for k, v in (entry.env or {}).items()}
-    cwd = None if entry.cwd is None else _expand(entry.cwd, json_path(path, "cwd"), environ, sink)
+    env = {k: _expand(v, json_path(path, "env", k), variables, sink) for k, v in (entry.env or {}).items()}
+    cwd = None if entry.cwd is None else _expand(entry.cwd, json_path(path, "cwd"), variables, sink)
     return command, args, env, cwd
+
+
+def _read_env_file(name: str, base: Path | None, path: str, problems: list[str]) -> dict[str, str]:
+    """The variables of a ``.env`` file (``NAME=value`` lines, as ``python-dotenv`` reads them), as written.
+
+    A relative path is relative to the config file's folder. ``${VAR}`` inside the file is kept as
+    written (VS Code does not expand it either).
+    """
+    from dotenv.parser import parse_stream
+
+    file = Path(name).expanduser()
+    if not file.is_absolute() and base is not None:
+        file = base / file
+    try:
+        text = file.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        problems.append(f"{path}: there is no file {file} (write the server's variables there, or remove it)")
+        return {}
+    except UnicodeDecodeError as exc:
+        problems.append(f"{path}: {file} is not valid UTF-8 (byte {exc.start})")
+        return {}
+    except OSError as exc:
+        problems.append(f"{path}: cannot read {file} ({exc.strerror or exc})")
+        return {}
+    values: dict[str, str] = {}
+    for binding in parse_stream(io.StringIO(text)):
+        if binding.error:
+            line, written = binding.original.line, binding.original.string.strip()
+            problems.append(f"{path}: line {line} of {file} is not NAME=value: {written!r}")
+        elif binding.key is not None and binding.value is not None:  # a bare NAME sets nothing
+            values[binding.key] = binding.value
+    return values
 
 
 def _check_stdio(entry: _WireServer, command: str | None, path: str, problems: list[str]) -> str | None:
