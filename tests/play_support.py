@@ -19,6 +19,7 @@ __all__ = [
     "INPROCESS_THINKING",
     "PER_TURN_THINKING",
     "ZORK1_Z3",
+    "all_exit",
     "default_sigint",
     "descendants",
     "events_of",
@@ -62,12 +63,13 @@ def zork1_path() -> Path:
 
 
 def default_sigint() -> None:
-    """``preexec_fn`` for a child that will get Ctrl-C: SIGINT back to its default disposition.
+    """``preexec_fn`` for a child that will get Ctrl-C: SIGINT (and SIGHUP) back to their default disposition.
 
     A process started in the background by a non-interactive shell (CI runners can do this) inherits
     SIGINT *ignored*, and Python then installs no KeyboardInterrupt handler in its children.
     """
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)  # and SIGHUP, which nohup ignores
 
 
 def offline_env(**extra: str) -> dict[str, str]:
@@ -171,6 +173,22 @@ def is_running(pid: int, start_time: int | None) -> bool:
     if fields is None or fields[0] in ("Z", "X"):
         return False
     return start_time is None or int(fields[19]) == start_time
+
+
+async def all_exit(processes: dict[int, tuple[int | None, str]]) -> None:
+    """Wait until every one of these processes (from :func:`descendants`) has exited (pidfd readable)."""
+    import trio
+
+    for pid, (start, _) in processes.items():
+        try:
+            pidfd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            continue
+        try:
+            if is_running(pid, start):  # not a new process that got the PID
+                await trio.lowlevel.wait_readable(pidfd)
+        finally:
+            os.close(pidfd)
 
 
 def descendants(root: int) -> dict[int, tuple[int | None, str]]:

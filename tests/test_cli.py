@@ -364,8 +364,12 @@ def _interrupt_and_collect(
 
 @pytest.mark.parametrize(
     ("stop", "status", "told"),
-    [(signal.SIGINT, 130, "interrupted (Ctrl-C)"), (signal.SIGTERM, 143, "interrupted (SIGTERM)")],
-    ids=["ctrl-c", "sigterm"],
+    [
+        (signal.SIGINT, 130, "interrupted (Ctrl-C)"),
+        (signal.SIGTERM, 143, "interrupted (SIGTERM)"),
+        (signal.SIGHUP, 129, "interrupted (SIGHUP)"),  # its output is a pipe here, not the terminal
+    ],
+    ids=["ctrl-c", "sigterm", "sighup"],
 )
 def test_ctrl_c_between_turns_prints_the_summary_and_leaves_no_process(
     stop: signal.Signals, status: int, told: str, tmp_path: Path

@@ -11,6 +11,8 @@ import json
 import os
 import re
 import resource
+import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -28,6 +30,7 @@ from llm_server import agent_reply, rendezvous, server_error
 from play_support import (
     INPROCESS_THINKING,
     PER_TURN_THINKING,
+    all_exit,
     default_sigint,
     descendants,
     is_running,
@@ -1217,12 +1220,15 @@ def test_a_run_stopped_before_any_episode_finished_names_only_the_files_it_wrote
 
 
 @pytest.mark.parametrize(
-    ("stop", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["ctrl-c", "sigterm"]
+    ("stop", "status"),
+    [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)],
+    ids=["ctrl-c", "sigterm", "sighup"],
 )
-def test_ctrl_c_or_sigterm_stops_the_episodes_in_flight_keeps_finished_files_and_exits_130_or_143(
+def test_ctrl_c_sigterm_or_sighup_stops_the_episodes_in_flight_keeps_finished_files_and_exits_130_143_129(
     stop: signal.Signals, status: int, tmp_path: Path
 ) -> None:
-    # SIGTERM (a scheduler's stop, timeout, kill) takes the same path; only the exit status differs
+    # SIGTERM (a scheduler's stop, timeout, kill) and SIGHUP (a terminal that closed) take the same
+    # path; only the exit status differs
     game = zork1_path()
     run = tmp_path / "run"
     command = [
@@ -1264,3 +1270,44 @@ def test_ctrl_c_or_sigterm_stops_the_episodes_in_flight_keeps_finished_files_and
     summary = json.loads((run / "summary.json").read_text())
     assert sum(arm["episodes"] for arm in summary["arms"].values()) == len(records)
     assert not [pid for pid, (start, _) in children.items() if is_running(pid, start)]
+
+
+async def test_a_terminal_that_hangs_up_stops_the_run_as_ctrl_c_does(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    # An ssh connection that drops, a terminal window closed: the shell passes SIGHUP on to the run,
+    # whose terminal (its live view, its stderr) is gone. The run stops as on Ctrl-C and writes its
+    # summary; before, it ended on the spot with none.
+    if shutil.which("tmux") is None or shutil.which("bash") is None:
+        pytest.skip("tmux and bash are needed for a real terminal that hangs up")
+    run = tmp_path / "run"
+    llm_server.default, asked = rendezvous(2, lambda: None, release=False)  # a model that never answers
+    command = [
+        sys.executable, "-m", "zorkmcp.cli", "eval", "--game", str(zork1_path()), "--base-url",
+        llm_server.base_url, "--model", "m", "--episodes", "3", "--concurrency", "2", "--turns", "2",
+        "--out", str(run),
+    ]  # fmt: skip
+    tmux = ["tmux", "-L", f"zorkmcp-hup-{os.getpid()}-{id(run)}"]
+    env = offline_env(TERM="xterm-256color")
+    env.pop("TMUX", None)
+    subprocess.run(
+        [*tmux, "new-session", "-d", "-x", "120", "-y", "30", "bash --norc --noprofile -i"],
+        env=env,
+        check=True,
+    )
+    try:
+        shell = int(subprocess.run([*tmux, "display", "-p", "#{pane_pid}"], env=env, check=True,
+                                   capture_output=True, text=True).stdout)  # fmt: skip
+        subprocess.run([*tmux, "send-keys", shlex.join(command), "Enter"], env=env, check=True)
+        with trio.fail_after(120):
+            await asked.wait()  # both episodes wait for the model, the live view on the terminal
+        runs = descendants(shell)
+        assert any("zorkmcp.cli eval" in cmdline for _, cmdline in runs.values())
+        subprocess.run([*tmux, "kill-server"], env=env, check=True)  # the terminal hangs up
+        with trio.fail_after(60):
+            await all_exit(runs)  # the run and every server it started
+    finally:
+        subprocess.run([*tmux, "kill-server"], env=env, check=False, capture_output=True)
+    assert json.loads((run / "summary.json").read_text())["arms"] == {}  # written: nothing finished
+    assert (run / "summary.csv").is_file()
+    assert not list(run.glob("episodes/*/*.json"))

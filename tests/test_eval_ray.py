@@ -27,7 +27,7 @@ import attrs
 import pytest
 import trio
 from llm_server import LLMServer, agent_reply, rendezvous
-from play_support import default_sigint, descendants, is_running, offline_env, zork1_path
+from play_support import all_exit, default_sigint, descendants, offline_env, zork1_path
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -234,20 +234,6 @@ def _the_runs(root: int) -> dict[int, tuple[int | None, str]]:
     }
 
 
-async def _all_exit(processes: dict[int, tuple[int | None, str]]) -> None:
-    """Wait until every one of these processes has exited (its pidfd turns readable)."""
-    for pid, (start, _) in processes.items():
-        try:
-            pidfd = os.pidfd_open(pid)
-        except ProcessLookupError:
-            continue
-        try:
-            if is_running(pid, start):  # not a new process that got the PID
-                await trio.lowlevel.wait_readable(pidfd)
-        finally:
-            os.close(pidfd)
-
-
 def _eval(llm: LLMServer, run: Path, *extra: str) -> list[str]:
     return [
         sys.executable, "-m", "zorkmcp.cli", "eval", "--game", str(zork1_path()), "--base-url", llm.base_url,
@@ -289,7 +275,7 @@ async def test_k_episodes_run_at_once_on_a_cluster_of_fewer_cpus_and_none_of_the
     assert {r["host"] for r in records} == {socket.gethostname()}  # the node: this machine
     assert sum("zorkmcp.servers._zygote" in cmdline for _, cmdline in seen.values()) >= 3  # think, forked
     with trio.fail_after(GUARD):
-        await _all_exit(seen)  # the workers end with the run, and their servers with them
+        await all_exit(seen)  # the workers end with the run, and their servers with them
     assert ray_cluster.head.poll() is None  # the cluster outlives the run that joined it
 
 
@@ -320,7 +306,7 @@ async def _stopped_while_two_wait(
             nursery.start_soon(ended)
             await asked.wait()  # both episodes wait for the model
             proc.send_signal(stop)
-        await _all_exit(seen)
+        await all_exit(seen)
     return proc.returncode, (tmp_path / "stderr").read_text(), seen
 
 
@@ -421,7 +407,7 @@ async def test_ray_without_an_address_plays_on_a_runtime_of_its_own_even_beside_
                 )
             )  # fmt: skip
             driver.append(proc.pid)
-        await _all_exit(own)  # the runtime is shut down with the run
+        await all_exit(own)  # the runtime is shut down with the run
     assert proc.returncode == 0, (tmp_path / "stderr").read_text()[-2000:]
     workers = {pid for pid, (_, cmdline) in own.items() if cmdline.startswith("ray::play_in_worker")}
     assert len(workers) == 2

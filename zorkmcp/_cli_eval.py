@@ -6,7 +6,7 @@ the files written before stay valid); 2 a bad eval file, setting, flag or game f
 that cannot be made or (without ``--resume``) holds another run's episodes, a model endpoint that
 gives no HTTP answer, or a ``--resume`` whose finished episodes had other settings (nothing
 started); 130 interrupted (Ctrl-C: the finished episodes and the summary of them are written);
-143 the same, by SIGTERM.
+143 the same, by SIGTERM; 129 by SIGHUP.
 """
 
 from __future__ import annotations
@@ -76,7 +76,8 @@ on), or a file of the run could not be written (a full disk: the run stopped, th
 before stay); 2 a bad eval file, setting or flag, a run folder that cannot be made (or that holds
 another run's episodes, without --resume), a model endpoint that gives no HTTP answer, or a resume
 with other settings (nothing started); 130 interrupted (Ctrl-C: episodes in flight are stopped,
-finished files stay, the summary covers them); 143 the same, by SIGTERM."""
+finished files stay, the summary covers them); 143 the same, by SIGTERM; 129 by SIGHUP (a terminal
+that closed)."""
 
 
 def add_eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

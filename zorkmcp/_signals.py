@@ -1,60 +1,87 @@
-"""SIGTERM stops a command the way Ctrl-C does.
+"""SIGTERM and SIGHUP stop a command the way Ctrl-C does.
 
 A scheduler's stop (Slurm's ``scancel``, Kubernetes, systemd, ``timeout``, a plain ``kill``) is
-SIGTERM, and Python's default for it ends the process on the spot. Our servers still end (their
-pipes close; a run of ``zorkmcp eval`` and a turn of ``zorkmcp play`` killed so left no process),
-but nothing of the Ctrl-C path runs: ``zorkmcp eval`` writes no summary and does not say how to go
-on, ``zorkmcp play`` prints no summary. Under :func:`sigterm_as_ctrl_c`, SIGTERM raises SIGINT in
-the process, so the command takes its Ctrl-C path (trio delivers it at a checkpoint, as it does
-Ctrl-C), and the exit status is then 143 (128 + SIGTERM) instead of 130.
+SIGTERM, and a closed terminal (an ssh connection that drops, a terminal window closed) is SIGHUP.
+Python's default for either ends the process on the spot. Our servers still end (their pipes close;
+a run of ``zorkmcp eval`` and a turn of ``zorkmcp play`` killed so left no process), but nothing of
+the Ctrl-C path runs: ``zorkmcp eval`` writes no summary and does not say how to go on, ``zorkmcp
+play`` prints no summary. Under :func:`stops_as_ctrl_c`, either signal raises SIGINT in the process,
+so the command takes its Ctrl-C path (trio delivers it at a checkpoint, as it does Ctrl-C), and the
+exit status is then 128 + the signal (143 for SIGTERM, 129 for SIGHUP) instead of 130.
 
-Only where it is safe to take over: in the main thread, with SIGTERM at its default, and SIGINT at
-Python's own handler (a job started in the background of a non-interactive shell ignores SIGINT;
-raising it there would leave SIGTERM with no effect at all).
+After SIGHUP the terminal is gone: writing to it fails (``EIO``), which would break the Ctrl-C path
+halfway. So standard output and error, where they are that terminal, are pointed at ``/dev/null``
+first (what ``nohup`` would have done): the files are written, and what would have been shown is
+not. Output redirected to a file or a pipe stays where it goes.
+
+Only where it is safe to take over: in the main thread, with the signal at its default (``nohup``
+ignores SIGHUP: it stays ignored), and SIGINT at Python's own handler (a job started in the
+background of a non-interactive shell ignores SIGINT; raising it there would leave the signal with
+no effect at all).
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-__all__ = ["EXIT_TERMINATED", "interruption", "sigterm_as_ctrl_c"]
+__all__ = ["EXIT_TERMINATED", "interruption", "stopped_status", "stops_as_ctrl_c"]
 
 EXIT_TERMINATED: Final = 128 + signal.SIGTERM
 """The exit status of a command stopped by SIGTERM (143), as a shell reports a process it ended."""
 
-_received: list[int] = []
+_STOPS: Final = (signal.SIGTERM, signal.SIGHUP)
+_received: list[signal.Signals] = []
 
 
 def interruption() -> str:
-    """``"SIGTERM"`` if one came under :func:`sigterm_as_ctrl_c` (since it was entered), else ``"Ctrl-C"``."""
-    return "SIGTERM" if _received else "Ctrl-C"
+    """``"SIGTERM"`` or ``"SIGHUP"`` if one came under :func:`stops_as_ctrl_c` (since it was entered),
+    else ``"Ctrl-C"``."""
+    return _received[0].name if _received else "Ctrl-C"
+
+
+def stopped_status(code: int, interrupted: int) -> int:
+    """``code``, or 128 + the signal when ``code`` is ``interrupted`` (130) and a signal stopped it."""
+    return 128 + _received[0] if code == interrupted and _received else code
 
 
 @contextmanager
-def sigterm_as_ctrl_c() -> Iterator[None]:
-    """Within the block SIGTERM raises SIGINT (see the module docstring); the old handler comes back."""
+def stops_as_ctrl_c() -> Iterator[None]:
+    """Within the block SIGTERM and SIGHUP raise SIGINT (see the module docstring); then the old handlers."""
     _received.clear()
-    if (
-        threading.current_thread() is not threading.main_thread()
-        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
-        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
-    ):
+    with ExitStack() as handlers:
+        if (
+            threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        ):
+            for stop in _STOPS:
+                if signal.getsignal(stop) is signal.SIG_DFL:
+                    handlers.callback(signal.signal, stop, signal.signal(stop, _as_ctrl_c))
         yield
-        return
 
-    def handler(signum: int, frame: Any) -> None:
-        del frame
-        _received.append(signum)
-        signal.raise_signal(signal.SIGINT)
 
-    previous = signal.signal(signal.SIGTERM, handler)
+def _as_ctrl_c(signum: int, frame: Any) -> None:
+    del frame
+    stop = signal.Signals(signum)
+    if stop == signal.SIGHUP:
+        _away_from_the_terminal()
+    if not _received:
+        _received.append(stop)
+    signal.raise_signal(signal.SIGINT)
+
+
+def _away_from_the_terminal() -> None:
+    """Point standard output and error at ``/dev/null`` where they are a terminal (which hung up)."""
+    null = os.open(os.devnull, os.O_WRONLY)
     try:
-        yield
+        for fd in (1, 2):
+            if os.isatty(fd):
+                os.dup2(null, fd)
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        os.close(null)

@@ -16,7 +16,7 @@ from . import __version__
 from ._argtypes import non_negative_int, positive_int
 from ._live import Progress as _Progress
 from ._live import progress_line
-from ._signals import EXIT_TERMINATED, interruption, sigterm_as_ctrl_c
+from ._signals import interruption, stopped_status, stops_as_ctrl_c
 from .errors import CassetteError, ConfigError, GameError, LLMError, MCPError, MCPServerStartupError
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ exit status: 0 the episode ended (victory, game over or turn limit); 1 a server 
 failed, or --summary-json could not be written; 2 a configuration, usage or game-file error, or a
 file play would write (a log, --summary-json, --record) that cannot be made there (checked before
 the episode starts); 130 interrupted (Ctrl-C; the summary is still printed and every server is
-stopped); 143 the same, by SIGTERM."""
+stopped); 143 the same, by SIGTERM; 129 by SIGHUP (a terminal that closed)."""
 
 
 def _play_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -373,9 +373,9 @@ def main(
     """
     parser = build_parser()
     args = parser.parse_args(argv)
-    with sigterm_as_ctrl_c():  # a scheduler's SIGTERM takes the Ctrl-C path, and exits 143
+    with stops_as_ctrl_c():  # SIGTERM and SIGHUP take the Ctrl-C path, and exit 143 and 129
         code = args.run(args) if args.command != "play" else _main_play(args, console, err)
-    return EXIT_TERMINATED if code == EXIT_INTERRUPTED and interruption() == "SIGTERM" else code
+    return stopped_status(code, EXIT_INTERRUPTED)
 
 
 def _main_play(args: argparse.Namespace, console: Console | None, err: Console | None) -> int:

@@ -262,7 +262,9 @@ def play_on_ray(
     if not specs:  # a resume with nothing left to play: no runtime to start, no cluster to join
         return
     started_here = not ray.is_initialized()
-    sigterm = signal.getsignal(signal.SIGTERM)  # ray.init puts its own (sys.exit) in its place
+    # ray.init puts its own SIGTERM handler (sys.exit) in place of zorkmcp's (Ctrl-C's path, see
+    # zorkmcp._signals); both stop signals get theirs back
+    stops = {stop: signal.getsignal(stop) for stop in (signal.SIGTERM, signal.SIGHUP)}
     if started_here:
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")
         if address == LOCAL:  # the workers inherit this process's environment (PYTHONPATH, keys)
@@ -278,8 +280,10 @@ def play_on_ray(
                 ray.init(address=address, log_to_driver=False, **quiet)
             except (ConnectionError, ValueError, RuntimeError) as exc:  # no cluster, a bad address, versions
                 raise cannot_join(address, exc) from None
-    if callable(sigterm) and threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, sigterm)  # zorkmcp's own (Ctrl-C's path, see zorkmcp._signals)
+    if threading.current_thread() is threading.main_thread():
+        for stop, handler in stops.items():
+            if callable(handler):
+                signal.signal(stop, handler)
     try:
         placement = place_episodes(
             (node["Resources"].get("CPU", 0.0) for node in ray.nodes() if node["Alive"]),
