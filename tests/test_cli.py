@@ -414,6 +414,34 @@ def test_ctrl_c_between_turns_prints_the_summary_and_leaves_no_process(
         assert not is_running(pid, None)
 
 
+def test_a_reader_that_goes_away_stops_play_as_ctrl_c_does(tmp_path: Path) -> None:
+    # zorkmcp play | head: the next line after head's last fails (EPIPE); the episode stops as on
+    # Ctrl-C (its servers stopped, episode_complete logged), exit status 141, and no traceback
+    write_project(tmp_path, mcp_config=PER_TURN_THINKING)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "zorkmcp.cli", "play", "--game", str(zork1_path())],
+        cwd=tmp_path, env=offline_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=default_sigint,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            if line.startswith(b"turn=2 "):
+                break
+        children = descendants(process.pid)
+        process.stdout.close()
+        _out, err = process.communicate(timeout=SAFETY_TIMEOUT)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            process.wait()
+    assert (process.returncode, err.decode()) == (141, "")
+    assert any("zorkmcp.game.server" in cmd for _, cmd in children.values())
+    assert [pid for pid, (start, _) in children.items() if is_running(pid, start)] == []
+    events = read_events(tmp_path / "logs" / "zorkmcp_events.jsonl")
+    assert events_of(events, "episode_complete")[0]["stopped"] == "interrupted"
+
+
 def test_sigterm_keeps_its_default_where_sigint_is_ignored(tmp_path: Path) -> None:
     # A job in the background of a non-interactive shell ignores SIGINT: raising SIGINT on SIGTERM
     # there would do nothing, and the process could not be stopped. SIGTERM then ends it, as always.

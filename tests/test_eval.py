@@ -1272,6 +1272,42 @@ def test_ctrl_c_sigterm_or_sighup_stops_the_episodes_in_flight_keeps_finished_fi
     assert not [pid for pid, (start, _) in children.items() if is_running(pid, start)]
 
 
+def test_a_reader_that_goes_away_stops_the_run_as_ctrl_c_does(tmp_path: Path) -> None:
+    # zorkmcp eval ... | head: once head has its lines, the run's next line fails (EPIPE). It stops
+    # as on Ctrl-C, with its summary and one line; before, a traceback through the task group, no summary.
+    run = tmp_path / "run"
+    command = [
+        sys.executable, "-m", "zorkmcp.cli", "eval", "--game", str(zork1_path()), "--no-mcp",
+        "--episodes", "8", "--concurrency", "2", "--turns", "25", "--out", str(run),
+    ]  # fmt: skip
+    proc = subprocess.Popen(
+        command, cwd=tmp_path, env=offline_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=default_sigint,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:  # the banner, then one line per finished episode
+            if line.startswith(b"arm="):
+                break
+        children = descendants(proc.pid)
+        proc.stdout.close()  # the reader goes away, as head does
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 141, err  # 128 + SIGPIPE
+    assert " ".join(err.decode().split()) == (
+        "zorkmcp eval: interrupted; the summary covers the finished episodes; to play the rest, run the "
+        f"same command with --resume --out {run}"
+    )
+    records = _records(run)
+    assert 1 <= len(records) < 8
+    summary = json.loads((run / "summary.json").read_text())
+    assert sum(arm["episodes"] for arm in summary["arms"].values()) == len(records)
+    assert not [pid for pid, (start, _) in children.items() if is_running(pid, start)]
+
+
 async def test_a_terminal_that_hangs_up_stops_the_run_as_ctrl_c_does(
     llm_server: LLMServer, tmp_path: Path
 ) -> None:

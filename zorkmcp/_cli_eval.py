@@ -6,7 +6,7 @@ the files written before stay valid); 2 a bad eval file, setting, flag or game f
 that cannot be made or (without ``--resume``) holds another run's episodes, a model endpoint that
 gives no HTTP answer, or a ``--resume`` whose finished episodes had other settings (nothing
 started); 130 interrupted (Ctrl-C: the finished episodes and the summary of them are written);
-143 the same, by SIGTERM; 129 by SIGHUP.
+143 the same, by SIGTERM; 129 by SIGHUP; 141 when the reader of the output went away.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ._argtypes import non_negative_int, positive_int
+from ._console import OutputConsole
 from .errors import ConfigError, GameError, RunWriteError
 
 if TYPE_CHECKING:
@@ -77,7 +78,7 @@ before stay); 2 a bad eval file, setting or flag, a run folder that cannot be ma
 another run's episodes, without --resume), a model endpoint that gives no HTTP answer, or a resume
 with other settings (nothing started); 130 interrupted (Ctrl-C: episodes in flight are stopped,
 finished files stay, the summary covers them); 143 the same, by SIGTERM; 129 by SIGHUP (a terminal
-that closed)."""
+that closed); 141 when the reader of the output went away (| head)."""
 
 
 def add_eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -632,7 +633,7 @@ def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
 
 def cmd_eval(args: argparse.Namespace, console: Console | None = None, err: Console | None = None) -> int:
     """Run ``zorkmcp eval`` (see the module docstring for the exit codes)."""
-    console = console if console is not None else Console(emoji=False)
+    console = console if console is not None else OutputConsole(emoji=False)
     err = err if err is not None else Console(stderr=True, emoji=False)
     try:
         return _run(args, console, err)

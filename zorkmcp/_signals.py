@@ -1,4 +1,4 @@
-"""SIGTERM and SIGHUP stop a command the way Ctrl-C does.
+"""SIGTERM and SIGHUP, and a reader of standard output that goes away, stop a command the way Ctrl-C does.
 
 A scheduler's stop (Slurm's ``scancel``, Kubernetes, systemd, ``timeout``, a plain ``kill``) is
 SIGTERM, and a closed terminal (an ssh connection that drops, a terminal window closed) is SIGHUP.
@@ -13,6 +13,11 @@ After SIGHUP the terminal is gone: writing to it fails (``EIO``), which would br
 halfway. So standard output and error, where they are that terminal, are pointed at ``/dev/null``
 first (what ``nohup`` would have done): the files are written, and what would have been shown is
 not. Output redirected to a file or a pipe stays where it goes.
+
+A reader of standard output that goes away (``zorkmcp eval | head``) is the same kind of stop: the
+next write fails with ``EPIPE``, and instead of the exception (a traceback through the run's task
+group, no summary) :func:`reader_gone` points that output at ``/dev/null`` and raises SIGINT; the
+exit status is 141 (128 + SIGPIPE, what a shell reports for a writer that SIGPIPE ended).
 
 Only where it is safe to take over: in the main thread, with the signal at its default (``nohup``
 ignores SIGHUP: it stays ignored), and SIGINT at Python's own handler (a job started in the
@@ -31,13 +36,15 @@ from typing import TYPE_CHECKING, Any, Final
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-__all__ = ["EXIT_TERMINATED", "interruption", "stopped_status", "stops_as_ctrl_c"]
+__all__ = ["EXIT_TERMINATED", "interruption", "reader_gone", "stopped_status", "stops_as_ctrl_c"]
 
 EXIT_TERMINATED: Final = 128 + signal.SIGTERM
 """The exit status of a command stopped by SIGTERM (143), as a shell reports a process it ended."""
 
 _STOPS: Final = (signal.SIGTERM, signal.SIGHUP)
 _received: list[signal.Signals] = []
+_armed: list[bool] = []
+"""Non-empty while :func:`stops_as_ctrl_c` has taken over: SIGINT then stops the command."""
 
 
 def interruption() -> str:
@@ -63,6 +70,8 @@ def stops_as_ctrl_c() -> Iterator[None]:
             for stop in _STOPS:
                 if signal.getsignal(stop) is signal.SIG_DFL:
                     handlers.callback(signal.signal, stop, signal.signal(stop, _as_ctrl_c))
+            _armed.append(True)
+            handlers.callback(_armed.clear)
         yield
 
 
@@ -85,3 +94,22 @@ def _away_from_the_terminal() -> None:
                 os.dup2(null, fd)
     finally:
         os.close(null)
+
+
+def reader_gone(fd: int) -> bool:
+    """The reader of ``fd`` went away (``EPIPE``): point ``fd`` at ``/dev/null`` and stop as on Ctrl-C.
+
+    Called where a write to standard output failed, in any thread. Returns whether the command
+    will stop so (under :func:`stops_as_ctrl_c`); if not, the caller ends it as it would have.
+    """
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, fd)
+    finally:
+        os.close(null)
+    if not _armed:
+        return False
+    if not _received:
+        _received.append(signal.SIGPIPE)
+    signal.raise_signal(signal.SIGINT)
+    return True

@@ -14,6 +14,7 @@ from rich.table import Table
 
 from . import __version__
 from ._argtypes import non_negative_int, positive_int
+from ._console import OutputConsole
 from ._live import Progress as _Progress
 from ._live import progress_line
 from ._signals import interruption, stopped_status, stops_as_ctrl_c
@@ -58,7 +59,8 @@ exit status: 0 the episode ended (victory, game over or turn limit); 1 a server 
 failed, or --summary-json could not be written; 2 a configuration, usage or game-file error, or a
 file play would write (a log, --summary-json, --record) that cannot be made there (checked before
 the episode starts); 130 interrupted (Ctrl-C; the summary is still printed and every server is
-stopped); 143 the same, by SIGTERM; 129 by SIGHUP (a terminal that closed)."""
+stopped); 143 the same, by SIGTERM; 129 by SIGHUP (a terminal that closed); 141 when the
+reader of the output went away (| head)."""
 
 
 def _play_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -379,7 +381,7 @@ def main(
 
 
 def _main_play(args: argparse.Namespace, console: Console | None, err: Console | None) -> int:
-    console = console if console is not None else Console(emoji=False)
+    console = console if console is not None else OutputConsole(emoji=False)
     err = err if err is not None else Console(stderr=True, emoji=False)
 
     def fail(kind: str, exc: BaseException, code: int) -> int:
