@@ -1316,9 +1316,10 @@ async def test_a_terminal_that_hangs_up_stops_the_run_as_ctrl_c_does(
     # summary; before, it ended on the spot with none.
     if shutil.which("tmux") is None or shutil.which("bash") is None:
         pytest.skip("tmux and bash are needed for a real terminal that hangs up")
-    run = tmp_path / "run"
+    run, status = tmp_path / "run", tmp_path / "status"
     llm_server.default, asked = rendezvous(2, lambda: None, release=False)  # a model that never answers
     command = [
+        sys.executable, "-c", _KEEPS_THE_STATUS, str(status),
         sys.executable, "-m", "zorkmcp.cli", "eval", "--game", str(zork1_path()), "--base-url",
         llm_server.base_url, "--model", "m", "--episodes", "3", "--concurrency", "2", "--turns", "2",
         "--out", str(run),
@@ -1344,6 +1345,17 @@ async def test_a_terminal_that_hangs_up_stops_the_run_as_ctrl_c_does(
             await all_exit(runs)  # the run and every server it started
     finally:
         subprocess.run([*tmux, "kill-server"], env=env, check=False, capture_output=True)
+    assert status.read_text() == "129"  # the Ctrl-C path to its end: no error writing to the dead terminal
     assert json.loads((run / "summary.json").read_text())["arms"] == {}  # written: nothing finished
     assert (run / "summary.csv").is_file()
     assert not list(run.glob("episodes/*/*.json"))
+
+
+_KEEPS_THE_STATUS = """
+import signal, subprocess, sys
+signal.signal(signal.SIGHUP, signal.SIG_IGN)  # the shell's SIGHUP reaches the whole job: this one stays
+reset = lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL)
+code = subprocess.call(sys.argv[2:], preexec_fn=reset)
+open(sys.argv[1], "w").write(str(code))
+"""
+"""``python -c _KEEPS_THE_STATUS FILE COMMAND...``: COMMAND in the same job; its exit status into FILE."""

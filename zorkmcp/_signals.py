@@ -36,20 +36,20 @@ from typing import TYPE_CHECKING, Any, Final
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-__all__ = ["EXIT_TERMINATED", "interruption", "reader_gone", "stopped_status", "stops_as_ctrl_c"]
-
-EXIT_TERMINATED: Final = 128 + signal.SIGTERM
-"""The exit status of a command stopped by SIGTERM (143), as a shell reports a process it ended."""
+__all__ = ["interruption", "reader_gone", "stopped_status", "stops_as_ctrl_c"]
 
 _STOPS: Final = (signal.SIGTERM, signal.SIGHUP)
 _received: list[signal.Signals] = []
 _armed: list[bool] = []
 """Non-empty while :func:`stops_as_ctrl_c` has taken over: SIGINT then stops the command."""
+_terminal: list[int] = []
+"""Standard output and error where they were a terminal when :func:`stops_as_ctrl_c` took over (once
+the terminal hangs up, ``isatty`` says no more)."""
 
 
 def interruption() -> str:
-    """``"SIGTERM"`` or ``"SIGHUP"`` if one came under :func:`stops_as_ctrl_c` (since it was entered),
-    else ``"Ctrl-C"``."""
+    """What stopped the command under :func:`stops_as_ctrl_c` (since it was entered): ``"SIGTERM"``,
+    ``"SIGHUP"``, ``"SIGPIPE"`` (its output's reader went away) or ``"Ctrl-C"``."""
     return _received[0].name if _received else "Ctrl-C"
 
 
@@ -71,6 +71,7 @@ def stops_as_ctrl_c() -> Iterator[None]:
                 if signal.getsignal(stop) is signal.SIG_DFL:
                     handlers.callback(signal.signal, stop, signal.signal(stop, _as_ctrl_c))
             _armed.append(True)
+            _terminal[:] = [fd for fd in (1, 2) if os.isatty(fd)]
             handlers.callback(_armed.clear)
         yield
 
@@ -89,9 +90,8 @@ def _away_from_the_terminal() -> None:
     """Point standard output and error at ``/dev/null`` where they are a terminal (which hung up)."""
     null = os.open(os.devnull, os.O_WRONLY)
     try:
-        for fd in (1, 2):
-            if os.isatty(fd):
-                os.dup2(null, fd)
+        for fd in _terminal:
+            os.dup2(null, fd)
     finally:
         os.close(null)
 
