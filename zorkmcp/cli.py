@@ -375,7 +375,7 @@ def main(
     """
     parser = build_parser()
     args = parser.parse_args(argv)
-    with stops_as_ctrl_c():  # SIGTERM and SIGHUP take the Ctrl-C path, and exit 143 and 129
+    with stops_as_ctrl_c():  # SIGTERM, SIGHUP and a reader gone take the Ctrl-C path (exit 143, 129, 141)
         code = args.run(args) if args.command != "play" else _main_play(args, console, err)
     return stopped_status(code, EXIT_INTERRUPTED)
 
