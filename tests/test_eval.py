@@ -26,7 +26,7 @@ import eval_support
 import pytest
 import trio
 from eval_support import inprocess_game
-from llm_server import agent_reply, rendezvous, server_error
+from llm_server import agent_reply, rendezvous, server_error, tool_call, tool_call_reply
 from play_support import (
     INPROCESS_THINKING,
     PER_TURN_THINKING,
@@ -53,7 +53,7 @@ EPISODE_KEYS = {
     "arm", "seed", "score", "max_score", "moves", "turns", "victory", "game_over", "deaths", "tool_calls",
     "tool_errors", "tool_timeouts", "llm_requests", "prompt_tokens", "completion_tokens", "wall_seconds",
     "scores", "runner", "pid", "host", "model", "scripted", "mcp", "servers", "max_turns", "game", "sampling",
-    "stopped",
+    "stopped", "tools",
 }  # fmt: skip
 
 
@@ -191,6 +191,34 @@ async def test_an_arm_plays_the_configuration_it_had_when_the_run_started(
         events = [json.loads(line) for line in episode_paths(tmp_path, "a", seed)[1].read_text().splitlines()]
         started = [e["server"] for e in events if e["event_type"] == "mcp_server_started"]
         assert sorted(started) == ["thinking", "zork"]
+
+
+async def test_a_record_says_how_each_tool_was_used(
+    llm_server: LLMServer, autojump_clock: trio.testing.MockClock, tmp_path: Path
+) -> None:
+    config = tmp_path / "tools.json"
+    config.write_text(json.dumps(INPROCESS_THINKING))
+    settings = Settings()
+    settings = attrs.evolve(settings, mcp=attrs.evolve(settings.mcp, enabled=True, config_file=str(config)))
+    think = {"thought": "the mailbox", "thoughtNumber": 1, "totalThoughts": 1, "nextThoughtNeeded": False}
+    llm_server.script(
+        tool_call_reply(tool_call("thinking__think", think), tool_call("thinking__think", think)),
+        agent_reply("open mailbox"),
+        tool_call_reply(tool_call("thinking__think", {"thought": 7}), tool_call("nope")),
+        agent_reply("look"),
+    )
+    done: list[dict[str, Any]] = []
+    spec = attrs.evolve(_spec(1, llm_server.base_url, turns=2), settings=settings)
+    await play_episodes([spec], tmp_path, concurrency=1, on_done=done.append)
+    (record,) = done
+    assert (record.get("error"), record["tool_calls"], record["tool_errors"]) == (None, 4, 2)
+    assert {
+        name: {k: v for k, v in use.items() if k != "seconds"} for name, use in record["tools"].items()
+    } == {
+        "nope": {"calls": 1, "errors": 1, "timeouts": 0, "skipped": 0},  # a tool the model made up
+        "thinking.think": {"calls": 3, "errors": 1, "timeouts": 0, "skipped": 0},  # one with bad arguments
+    }
+    assert list(record["tools"]) == ["nope", "thinking.think"]
 
 
 # -- the command -------------------------------------------------------------------------------------

@@ -201,6 +201,42 @@ def test_an_arms_summary_names_its_models_and_servers() -> None:
     ]
 
 
+def _use(
+    calls: int, errors: int = 0, timeouts: int = 0, skipped: int = 0, seconds: float = 0.0
+) -> dict[str, Any]:
+    return {"calls": calls, "errors": errors, "timeouts": timeouts, "skipped": skipped, "seconds": seconds}
+
+
+def test_an_arms_summary_says_how_each_tool_was_used() -> None:
+    think_1, inventory, think_2 = (
+        _use(3, errors=1, seconds=0.03),
+        _use(1, seconds=0.002),
+        _use(5, 0, 1, 2, 0.05),
+    )
+    summary = summarize(
+        [
+            record("mcp", 1, 5, tools={"thinking.think": think_1, "zork.inventory": inventory}),
+            record("mcp", 2, 5, tools={"thinking.think": think_2}),
+            record("mcp", 3, 5, tools={"thinking.think": _use(100)}, error="boom"),  # failed: left out
+            record("mcp", 4, 5),  # an older version's record (its 10 turns are not in calls_per_turn)
+            record("no-mcp", 1, 5, tools={}),
+            record("old", 1, 5),  # written before records named their tools
+        ]
+    )
+    tools = {name: arm["tools"] for name, arm in summary["arms"].items()}
+    assert tools["no-mcp"] == {}
+    assert tools["old"] is None
+    assert list(tools["mcp"]) == ["thinking.think", "zork.inventory"]  # most called first
+    assert tools["mcp"]["thinking.think"] == {
+        "calls": 8, "calls_per_turn": pytest.approx(0.4), "episodes": 2, "errors": 1, "timeouts": 1,
+        "skipped": 2, "mean_ms": pytest.approx(10.0),
+    }  # fmt: skip
+    assert tools["mcp"]["zork.inventory"] == {
+        "calls": 1, "calls_per_turn": pytest.approx(0.05), "episodes": 1, "errors": 0, "timeouts": 0,
+        "skipped": 0, "mean_ms": pytest.approx(2.0),
+    }  # fmt: skip
+
+
 def test_summarize_one_comparison_per_pair_in_arm_order() -> None:
     episodes = [record(arm, 1, 5) for arm in ("c", "a", "b")]
     summary = summarize(episodes)

@@ -133,6 +133,23 @@ def test_eval_page_gives_both_intervals_for_a_comparison(tmp_path: Path) -> None
     ) in html
 
 
+def test_eval_page_shows_each_tool_the_model_called(tmp_path: Path) -> None:
+    records = write_run(tmp_path, seeds=2, failed=False)
+    assert "Tool use" not in render_eval_report(tmp_path).read_text()  # records of older versions
+    calls = {"calls": 3, "errors": 1, "timeouts": 0, "skipped": 0, "seconds": 0.006}
+    for record in records:
+        record["tools"] = {"thinking.think": calls} if record["arm"] == "mcp" else {}
+        path = tmp_path / "episodes" / record["arm"] / f"seed-{record['seed']}.json"
+        path.write_text(json.dumps(record))
+    html = render_eval_report(tmp_path).read_text()
+    assert [r["turns"] for r in records if r["arm"] == "mcp"] == [34, 40]  # 6 calls in 74 turns
+    assert (
+        "<tr><td>mcp</td><td>thinking.think</td><td class=n>6</td><td class=n>0.08</td>"
+        "<td class=n>2 of 2</td><td class=n>2 / 0 / 0</td><td class=n>2.0</td></tr>"
+    ) in html
+    assert "<td>no-mcp</td><td>" not in html.split("<h2>Tool use</h2>")[1].split("</table>")[0]
+
+
 def test_eval_page_follows_the_summary_arm_order(tmp_path: Path) -> None:
     write_run(tmp_path, seeds=2, failed=False)
     (tmp_path / "summary.json").write_text(json.dumps({"arms": {"no-mcp": {}, "mcp": {}}}))

@@ -200,6 +200,33 @@ def _arm_table(summary: dict[str, Any]) -> str:
     return f"<table>{head}{''.join(rows)}</table>"
 
 
+def _tool_section(summary: dict[str, Any]) -> str:
+    """Each tool the model called, per arm: how often, in how many episodes, how it went ("": no data)."""
+    arms = {name: arm.get("tools") for name, arm in summary["arms"].items()}
+    if all(tools is None for tools in arms.values()):
+        return ""  # records of older versions: nothing to show
+    rows = []
+    for name, tools in arms.items():
+        scored = summary["arms"][name].get("episodes", 0) - summary["arms"][name].get("failed", 0)
+        for tool, use in (tools or {}).items():
+            rows.append(
+                f"<tr><td>{escape(name)}</td><td>{escape(tool)}</td><td class=n>{_fmt(use['calls'])}</td>"
+                f"<td class=n>{_fmt(use['calls_per_turn'])}</td>"
+                f"<td class=n>{_fmt(use['episodes'])} of {_fmt(scored)}</td>"
+                f"<td class=n>{_fmt(use['errors'])} / {_fmt(use['timeouts'])} / {_fmt(use['skipped'])}</td>"
+                f"<td class=n>{_fmt(use['mean_ms'], 1)}</td></tr>"
+            )
+    if not rows:
+        return "<h2>Tool use</h2><p class=note>The model called no tool.</p>"
+    return (
+        "<h2>Tool use</h2><table><tr><th>arm</th><th>tool</th><th>calls</th><th>calls / turn</th>"
+        "<th>episodes that called it</th><th>errors / timeouts / skipped</th><th>mean ms</th></tr>"
+        + "".join(rows)
+        + "</table><p class=note>Over the episodes that did not fail, most called first. Skipped: calls "
+        "left unrun when an earlier call of the same batch timed out.</p>"
+    )
+
+
 def _arm_setup_table(summary: dict[str, Any]) -> str:
     """What each arm played with: its model(s) and the MCP servers its tools came from."""
     rows = []
@@ -332,6 +359,7 @@ def render_eval_report(run_dir: Path, out_path: Path | None = None) -> Path:
         "score cancels, and the paired interval is the narrower answer when the seed matters. The "
         "reading reads the paired interval when there is one, else Welch's: above 0, the first arm "
         "scores higher; below 0, the second; holding 0, no difference is shown at 95%.</p>"
+        + _tool_section(summary)
         + "<h2>Figures</h2>"
         + _figures(arms, final_title)
         + _failed_section(arms)

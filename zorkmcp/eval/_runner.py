@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from ..config import ServerConfig
-    from ..engine import TurnResult
+    from ..engine import ToolCallRecord, TurnResult
     from ..llm import ChatModel
     from ._ray import RayPlacement
     from ._spec import EpisodeSpec, EvalPlan
@@ -371,6 +371,7 @@ def _record(spec: EpisodeSpec, summary: Any, tally: _Tally, *, runner: Runner, w
         "tool_calls": summary.tool_calls,
         "tool_errors": sum(c.outcome in ("error", "invalid_arguments") for c in calls),
         "tool_timeouts": sum(c.outcome == "timeout" for c in calls),
+        "tools": _tool_use(calls),
         "llm_requests": sum(t.llm_requests for t in tally.turns),
         "prompt_tokens": sum(t.usage.get("prompt_tokens", 0) for t in tally.turns),
         "completion_tokens": sum(t.usage.get("completion_tokens", 0) for t in tally.turns),
@@ -392,6 +393,25 @@ def _record(spec: EpisodeSpec, summary: Any, tally: _Tally, *, runner: Runner, w
     if summary.error is not None:
         record["error"] = summary.error
     return record
+
+
+def _tool_use(calls: list[ToolCallRecord]) -> dict[str, dict[str, Any]]:
+    """Per tool the model called (by canonical name, sorted): calls, errors, timeouts, skipped, seconds.
+
+    ``errors`` counts error results and arguments that were not valid; ``skipped`` the calls a
+    timeout earlier in their batch left unrun; ``seconds`` is the time the calls took.
+    """
+    use: dict[str, dict[str, Any]] = {}
+    for call in calls:
+        tool = use.setdefault(
+            call.name, {"calls": 0, "errors": 0, "timeouts": 0, "skipped": 0, "seconds": 0.0}
+        )
+        tool["calls"] += 1
+        tool["errors"] += call.outcome in ("error", "invalid_arguments")
+        tool["timeouts"] += call.outcome == "timeout"
+        tool["skipped"] += call.outcome == "skipped"
+        tool["seconds"] += call.duration
+    return {name: {**use[name], "seconds": round(use[name]["seconds"], 4)} for name in sorted(use)}
 
 
 # -- files ------------------------------------------------------------------------------------------

@@ -231,10 +231,51 @@ def _arm_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
         "tool_calls_per_turn": sum(_numbers(ok, "tool_calls")) / turns if turns else None,
         "tool_errors": int(sum(_numbers(records, "tool_errors"))),
         "tool_timeouts": int(sum(_numbers(records, "tool_timeouts"))),
+        "tools": _tool_summary(ok),
         "llm_requests": int(sum(_numbers(records, "llm_requests"))),
         "prompt_tokens": int(sum(_numbers(records, "prompt_tokens"))),
         "completion_tokens": int(sum(_numbers(records, "completion_tokens"))),
         "mean_wall_seconds": mean(_numbers(ok, "wall_seconds")),
+    }
+
+
+def _tool_summary(ok: list[dict[str, Any]]) -> dict[str, dict[str, Any]] | None:
+    """Per tool, over the episodes that did not fail: how much the model called it and how it went.
+
+    Most called first. ``calls_per_turn`` divides by every turn of those episodes, ``episodes``
+    counts those that called it at all, ``mean_ms`` is a call's mean duration. Records of older
+    versions, without ``tools``, are left out (``None`` when every record is one).
+    """
+    with_tools = [r for r in ok if isinstance(r.get("tools"), dict)]
+    if not with_tools:
+        return None
+    known = [r["tools"] for r in with_tools]
+    turns = sum(_numbers(with_tools, "turns"))
+    totals: dict[str, dict[str, Any]] = {}
+    for use in known:
+        for name, tool in use.items():
+            if not isinstance(tool, dict):
+                continue
+            total = totals.setdefault(
+                name, {"calls": 0, "episodes": 0, "errors": 0, "timeouts": 0, "skipped": 0, "seconds": 0.0}
+            )
+            total["episodes"] += 1
+            for key in ("calls", "errors", "timeouts", "skipped", "seconds"):
+                value = tool.get(key)
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    total[key] += value
+    ordered = sorted(totals.items(), key=lambda item: (-item[1]["calls"], item[0]))
+    return {
+        name: {
+            "calls": int(total["calls"]),
+            "calls_per_turn": total["calls"] / turns if turns else None,
+            "episodes": total["episodes"],
+            "errors": int(total["errors"]),
+            "timeouts": int(total["timeouts"]),
+            "skipped": int(total["skipped"]),
+            "mean_ms": total["seconds"] * 1000 / total["calls"] if total["calls"] else None,
+        }
+        for name, total in ordered
     }
 
 
