@@ -414,15 +414,20 @@ def test_ctrl_c_between_turns_prints_the_summary_and_leaves_no_process(
         assert not is_running(pid, None)
 
 
+def _play(folder: Path) -> subprocess.Popen[bytes]:
+    """``zorkmcp play`` of Zork I in ``folder``, its output piped, ready for Ctrl-C."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "zorkmcp.cli", "play", "--game", str(zork1_path())],
+        cwd=folder, env=offline_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=default_sigint,
+    )  # fmt: skip
+
+
 def test_a_reader_that_goes_away_stops_play_as_ctrl_c_does(tmp_path: Path) -> None:
     # zorkmcp play | head: the next line after head's last fails (EPIPE); the episode stops as on
     # Ctrl-C (its servers stopped, episode_complete logged), exit status 141, and no traceback
     write_project(tmp_path, mcp_config=PER_TURN_THINKING)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "zorkmcp.cli", "play", "--game", str(zork1_path())],
-        cwd=tmp_path, env=offline_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        preexec_fn=default_sigint,
-    )  # fmt: skip
+    process = _play(tmp_path)
     try:
         assert process.stdout is not None
         for line in process.stdout:
@@ -484,11 +489,7 @@ def test_ctrl_c_inside_a_tool_call_prints_the_summary_and_leaves_no_process(tmp_
     write_project(tmp_path, mcp_config=config)
     # Opened read-write, the pipe always has a writer: select() wakes only for data.
     reader = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "zorkmcp.cli", "play", "--game", str(zork1_path())],
-        cwd=tmp_path, env=offline_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        preexec_fn=default_sigint,
-    )  # fmt: skip
+    process = _play(tmp_path)
     try:
         assert process.stdout is not None
         stdout_fd = process.stdout.fileno()

@@ -169,14 +169,19 @@ async def test_a_model_that_fails_is_recorded_and_the_other_episodes_go_on(
     assert read_episode(episode_paths(tmp_path, "a", failed["seed"])[0]) == failed
 
 
+def _with_think(config: Path) -> Settings:
+    """Settings with MCP on and ``config`` an mcp_config.json of the in-process think server."""
+    config.write_text(json.dumps(INPROCESS_THINKING))
+    settings = Settings()
+    return attrs.evolve(settings, mcp=attrs.evolve(settings.mcp, enabled=True, config_file=str(config)))
+
+
 async def test_an_arm_plays_the_configuration_it_had_when_the_run_started(
     llm_server: LLMServer, autojump_clock: trio.testing.MockClock, tmp_path: Path
 ) -> None:
     # Each arm's mcp_config.json is read once: one arm, one configuration, whatever the file becomes.
     config = tmp_path / "tools.json"
-    config.write_text(json.dumps(INPROCESS_THINKING))
-    settings = Settings()
-    settings = attrs.evolve(settings, mcp=attrs.evolve(settings.mcp, enabled=True, config_file=str(config)))
+    settings = _with_think(config)
     specs = [attrs.evolve(_spec(seed, llm_server.base_url, turns=1), settings=settings) for seed in (1, 2)]
     llm_server.script(agent_reply("look", delay=1.0), agent_reply("look", delay=1.0))
     done: list[dict[str, Any]] = []
@@ -196,10 +201,7 @@ async def test_an_arm_plays_the_configuration_it_had_when_the_run_started(
 async def test_a_record_says_how_each_tool_was_used(
     llm_server: LLMServer, autojump_clock: trio.testing.MockClock, tmp_path: Path
 ) -> None:
-    config = tmp_path / "tools.json"
-    config.write_text(json.dumps(INPROCESS_THINKING))
-    settings = Settings()
-    settings = attrs.evolve(settings, mcp=attrs.evolve(settings.mcp, enabled=True, config_file=str(config)))
+    settings = _with_think(tmp_path / "tools.json")
     think = {"thought": "the mailbox", "thoughtNumber": 1, "totalThoughts": 1, "nextThoughtNeeded": False}
     llm_server.script(
         tool_call_reply(tool_call("thinking__think", think), tool_call("thinking__think", think)),
