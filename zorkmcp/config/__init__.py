@@ -3,7 +3,7 @@
 One module per concern:
 
 * ``_settings``: the ``[tool.zorkgpt.*]`` sections and the embedded defaults of ``zorkmcp play``;
-* ``_servers``: the ``mcp_config.json`` format, with ``${VAR}`` expansion;
+* ``_servers``: the ``mcp_config.json`` format (and VS Code's and Cursor's), with ``${VAR}`` expansion;
 * ``_convert``: the strict cattrs converter, the range validators and the error lines;
 * ``_checks``: whether a stdio server's command is on ``PATH`` and its ``cwd`` exists.
 
