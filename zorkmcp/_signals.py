@@ -80,20 +80,8 @@ def _as_ctrl_c(signum: int, frame: Any) -> None:
     del frame
     stop = signal.Signals(signum)
     if stop == signal.SIGHUP:
-        _away_from_the_terminal()
-    if not _received:
-        _received.append(stop)
-    signal.raise_signal(signal.SIGINT)
-
-
-def _away_from_the_terminal() -> None:
-    """Point standard output and error at ``/dev/null`` where they are a terminal (which hung up)."""
-    null = os.open(os.devnull, os.O_WRONLY)
-    try:
-        for fd in _terminal:
-            os.dup2(null, fd)
-    finally:
-        os.close(null)
+        _to_null(_terminal)  # the terminal hung up
+    _stop(stop)
 
 
 def reader_gone(fd: int) -> bool:
@@ -102,14 +90,25 @@ def reader_gone(fd: int) -> bool:
     Called where a write to standard output failed, in any thread. Returns whether the command
     will stop so (under :func:`stops_as_ctrl_c`); if not, the caller ends it as it would have.
     """
-    null = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(null, fd)
-    finally:
-        os.close(null)
+    _to_null([fd])
     if not _armed:
         return False
-    if not _received:
-        _received.append(signal.SIGPIPE)
-    signal.raise_signal(signal.SIGINT)
+    _stop(signal.SIGPIPE)
     return True
+
+
+def _stop(cause: signal.Signals) -> None:
+    """Take the Ctrl-C path, remembering the first cause (for :func:`interruption` and the exit status)."""
+    if not _received:
+        _received.append(cause)
+    signal.raise_signal(signal.SIGINT)
+
+
+def _to_null(fds: list[int]) -> None:
+    """Point these descriptors at ``/dev/null``: what is written to them from now on goes nowhere."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        for fd in fds:
+            os.dup2(null, fd)
+    finally:
+        os.close(null)

@@ -357,7 +357,7 @@ def _answerer(
 
 
 def _record(spec: EpisodeSpec, summary: Any, tally: _Tally, *, runner: Runner, wall: float) -> dict[str, Any]:
-    calls = [call for turn in tally.turns for call in turn.tool_calls]
+    tools = _tool_use([call for turn in tally.turns for call in turn.tool_calls])
     record: dict[str, Any] = {
         "arm": spec.arm,
         "seed": spec.seed,
@@ -369,9 +369,9 @@ def _record(spec: EpisodeSpec, summary: Any, tally: _Tally, *, runner: Runner, w
         "game_over": summary.game_over,
         "deaths": tally.deaths,
         "tool_calls": summary.tool_calls,
-        "tool_errors": sum(c.outcome in ("error", "invalid_arguments") for c in calls),
-        "tool_timeouts": sum(c.outcome == "timeout" for c in calls),
-        "tools": _tool_use(calls),
+        "tool_errors": sum(use["errors"] for use in tools.values()),
+        "tool_timeouts": sum(use["timeouts"] for use in tools.values()),
+        "tools": tools,
         "llm_requests": sum(t.llm_requests for t in tally.turns),
         "prompt_tokens": sum(t.usage.get("prompt_tokens", 0) for t in tally.turns),
         "completion_tokens": sum(t.usage.get("completion_tokens", 0) for t in tally.turns),
