@@ -37,6 +37,7 @@ from rich.console import Console
 from zorkmcp.cli import main
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
 SUMMARY_KEYS = [
@@ -414,12 +415,11 @@ def test_ctrl_c_between_turns_prints_the_summary_and_leaves_no_process(
         assert not is_running(pid, None)
 
 
-def _play(folder: Path) -> subprocess.Popen[bytes]:
-    """``zorkmcp play`` of Zork I in ``folder``, its output piped, ready for Ctrl-C."""
+def _play(folder: Path, preexec: Callable[[], object] = default_sigint) -> subprocess.Popen[bytes]:
+    """``zorkmcp play`` of Zork I in ``folder``, its output piped, ready for Ctrl-C (by default)."""
     return subprocess.Popen(
         [sys.executable, "-m", "zorkmcp.cli", "play", "--game", str(zork1_path())],
-        cwd=folder, env=offline_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        preexec_fn=default_sigint,
+        cwd=folder, env=offline_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=preexec,
     )  # fmt: skip
 
 
@@ -451,11 +451,7 @@ def test_sigterm_keeps_its_default_where_sigint_is_ignored(tmp_path: Path) -> No
     # A job in the background of a non-interactive shell ignores SIGINT: raising SIGINT on SIGTERM
     # there would do nothing, and the process could not be stopped. SIGTERM then ends it, as always.
     write_project(tmp_path, mcp_config=PER_TURN_THINKING)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "zorkmcp.cli", "play", "--game", str(zork1_path())],
-        cwd=tmp_path, env=offline_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
-    )  # fmt: skip
+    process = _play(tmp_path, preexec=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     try:
         assert process.stdout is not None
         for line in process.stdout:
