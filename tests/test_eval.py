@@ -607,6 +607,56 @@ def test_a_run_folder_that_holds_another_runs_episodes_is_not_played_over_withou
     assert {p: p.read_bytes() for p in sorted(run.rglob("*")) if p.is_file()} == before
 
 
+_NOT_A_RUNS = {
+    "summary.json": b'{"name": "my-app", "arms": 2}\n',
+    "summary.csv": b"date,amount\n2026-11-01,12\n",
+    "report.html": b'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>report.html</title></head>\n',
+}
+
+
+@pytest.mark.parametrize("name", sorted(_NOT_A_RUNS))
+@pytest.mark.parametrize("resume", [False, True])
+def test_a_file_of_a_runs_name_that_no_run_wrote_is_not_replaced(
+    name: str,
+    resume: bool,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # ``--out .`` in a project that has a pytest-html report.html, say: the run would replace it.
+    monkeypatch.chdir(tmp_path)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / name).write_bytes(_NOT_A_RUNS[name])
+    flags = ("--no-mcp", "--episodes", "1", "--turns", "1", "--quiet", *(["--resume"] if resume else []))
+    code, out, err = _eval(tmp_path, *flags, capsys=capsys)
+    assert code == 2
+    assert out == ""
+    assert err.splitlines() == [
+        f"zorkmcp eval: ConfigError: --out {run}: {run / name} is not a file zorkmcp eval wrote, and the "
+        "run would replace it (a run writes summary.json, summary.csv, report.html in its folder); move "
+        "it, or pass another --out (nothing was played or replaced)"
+    ]
+    assert [(p.name, p.read_bytes()) for p in run.iterdir()] == [(name, _NOT_A_RUNS[name])]
+
+
+def test_the_files_of_a_run_whose_episodes_are_gone_are_written_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    flags = ("--no-mcp", "--episodes", "1", "--turns", "1", "--quiet")
+    code, out, _ = _eval(tmp_path, *flags, capsys=capsys)
+    assert code == 0, out
+    run = tmp_path / "run"
+    shutil.rmtree(run / "episodes")
+    code, out, _ = _eval(tmp_path, *flags, "--seed", "40", capsys=capsys)
+    assert code == 0, out
+    assert sorted(_records(run)) == [("no-mcp", 40)]
+    assert json.loads((run / "summary.json").read_text())["arms"]["no-mcp"]["episodes"] == 1
+    assert (run / "summary.csv").read_text().splitlines()[1].startswith("no-mcp,40,")
+    assert "<title>zorkmcp eval run</title>" in (run / "report.html").read_text()
+
+
 def test_a_summary_the_run_cannot_write_is_one_line_and_resume_writes_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -24,6 +24,7 @@ Example::
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from pathlib import Path
@@ -38,7 +39,7 @@ from .._outputs import check_output
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from ..config import ServerConfig, Settings
     from ..llm import ModelChoice
@@ -298,6 +299,36 @@ def _absolute(parsed: EvalFile, base: Path) -> EvalFile:
     return EvalFile(eval=table, arms=arms)
 
 
+def _is_summary_json(path: Path) -> bool:
+    try:
+        summary = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return False
+    return isinstance(summary, dict) and {"arms", "comparisons"} <= summary.keys()
+
+
+def _opens_with(marker: bytes, *, within: int = 0) -> Callable[[Path], bool]:
+    """Whether a file holds ``marker`` in its first ``within`` bytes and the marker's own."""
+
+    def check(path: Path) -> bool:
+        try:
+            with path.open("rb") as f:
+                return marker in f.read(within + len(marker))
+        except OSError:
+            return False
+
+    return check
+
+
+_RUN_FILES: Final[dict[str, Callable[[Path], bool]]] = {
+    "summary.json": _is_summary_json,
+    "summary.csv": _opens_with(b"arm,seed,score,"),
+    "report.html": _opens_with(b"<title>zorkmcp eval ", within=200),
+}
+"""The files a run writes at the top of its folder, and how to tell that a run wrote one (its keys,
+its header, its title): any other file of these names is the user's, not the run's to replace."""
+
+
 def check_run_folder(out: Path, named: str, *, resuming: bool) -> None:
     """Before anything starts: can the run's folder be made and written to, without losing a run?
 
@@ -311,13 +342,25 @@ def check_run_folder(out: Path, named: str, *, resuming: bool) -> None:
         named: how the user gave it, for the message (``--out runs/x``, ``eval.toml: out``).
         resuming: ``--resume`` or ``--retry-failed``: the folder's episodes are this run's.
 
+    A ``summary.json``, ``summary.csv`` or ``report.html`` in it that no run wrote (a
+    ``pytest-html`` page, ``--out .`` in a project) is the user's: the run would replace it.
+
     Raises:
         ConfigError: a part of the path is a file, the folder (or the one it would be made in) is
-            not writable, or, unless ``resuming``, it holds finished episodes.
+            not writable, it holds a file of a run's name that no run wrote, or, unless
+            ``resuming``, it holds finished episodes.
     """
     if not resuming and (found := sorted(out.glob("episodes/*/seed-*.json"))):
         raise ConfigError(
             f"{named}: {out} already holds {len(found)} episode file(s) of a run, such as {found[0]}; "
             "to go on with that run pass --resume, else pass another --out (nothing was played or replaced)"
         )
+    for name, is_the_runs in _RUN_FILES.items():
+        path = out / name
+        if path.is_file() and not is_the_runs(path):
+            raise ConfigError(
+                f"{named}: {path} is not a file zorkmcp eval wrote, and the run would replace it (a run "
+                f"writes {', '.join(_RUN_FILES)} in its folder); move it, or pass another --out "
+                "(nothing was played or replaced)"
+            )
     check_output(out, named, "pass another --out", folder=True, what="the run's folder")
