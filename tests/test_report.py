@@ -281,7 +281,18 @@ def test_cli_run_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert "episode mcp-s2" in out.read_text(encoding="utf-8")
     assert report(str(tmp_path), "--episode", "no-mcp-s1", "-o", str(out)) == 0
     assert "episode no-mcp-s1" in out.read_text(encoding="utf-8")
-    capsys.readouterr()
+    run_page = (tmp_path / "report.html").read_bytes()
+    # with no -o, an episode's page goes beside its log, not over the run's page
+    assert report(str(tmp_path), "--episode", "mcp/seed-2") == 0
+    assert report(str(tmp_path / "episodes" / "no-mcp" / "seed-1.events.jsonl")) == 0
+    assert (tmp_path / "report.html").read_bytes() == run_page
+    pages = tmp_path / "episodes"
+    assert "episode mcp-s2" in (pages / "mcp" / "seed-2.html").read_text(encoding="utf-8")
+    assert "episode no-mcp-s1" in (pages / "no-mcp" / "seed-1.html").read_text(encoding="utf-8")
+    assert capsys.readouterr().out.splitlines()[-2:] == [
+        f"zorkmcp report: wrote {tmp_path / 'episodes' / 'mcp' / 'seed-2.html'}",
+        f"zorkmcp report: wrote {tmp_path / 'episodes' / 'no-mcp' / 'seed-1.html'}",
+    ]
     assert report(str(tmp_path), "--episode", "mcp/seed-7") == 2
     assert "no episode 'mcp/seed-7'" in capsys.readouterr().err
 

@@ -40,8 +40,9 @@ def add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "-o",
         "--output",
         metavar="FILE.html",
-        help="the page to write (default: report.html next to the log, or inside the run folder; "
-        "/dev/stdout writes it to standard output)",
+        help="the page to write (default: report.html inside the run folder, or next to the log; "
+        "seed-<N>.html next to an eval episode's seed-<N>.events.jsonl; /dev/stdout writes it to "
+        "standard output)",
     )
     p.add_argument(
         "--episode",
@@ -51,6 +52,18 @@ def add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
 
 
+def _page_beside(events: Path) -> Path:
+    """An eval episode's page goes beside its log (``seed-3.events.jsonl`` → ``seed-3.html``), where
+    it replaces neither the run's ``report.html`` nor another episode's page; any other log's page is
+    ``report.html`` beside it."""
+    if events.name.endswith(_EPISODE_LOG):
+        return events.with_name(events.name.removesuffix(_EPISODE_LOG) + ".html")
+    return events.with_name("report.html")
+
+
+_EPISODE_LOG = ".events.jsonl"
+
+
 def _render(path: Path, output: Path | None, episode: str | None) -> Path:
     from .eval._report import find_episode_events, render_episode_report, render_eval_report
 
@@ -58,9 +71,9 @@ def _render(path: Path, output: Path | None, episode: str | None) -> Path:
         if episode is None:
             return render_eval_report(path, output)
         events = find_episode_events(path, episode)
-        picked = None if events.name == f"{Path(episode).name}.events.jsonl" else episode
-        return render_episode_report(events, output or path / "report.html", picked)
-    return render_episode_report(path, output or path.with_name("report.html"), episode)
+        picked = None if events.name == f"{Path(episode).name}{_EPISODE_LOG}" else episode
+        return render_episode_report(events, output or _page_beside(events), picked)
+    return render_episode_report(path, output or _page_beside(path), episode)
 
 
 def run_report(args: argparse.Namespace) -> int:
