@@ -44,6 +44,28 @@ def test_tools_json(tmp_path: Path, pyproject: Path, capsys: pytest.CaptureFixtu
     }
 
 
+def test_with_no_settings_both_use_the_embedded_think_server_as_play_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)  # no pyproject.toml, no mcp_config.json: zorkmcp play's embedded defaults
+    assert cmd_tools(None, None, as_json=True) == 0
+    assert [(tool["name"], tool["server"]) for tool in json.loads(capsys.readouterr().out)] == [
+        ("thinking.think", "thinking")
+    ]
+    thought = '{"thought": "the grating", "thoughtNumber": 1, "totalThoughts": 1, "nextThoughtNeeded": false}'
+    assert cmd_call("thinking.think", thought, None, None, None) == 0
+    assert json.loads(capsys.readouterr().out) == {
+        "content": {
+            "thoughtNumber": 1,
+            "totalThoughts": 1,
+            "nextThoughtNeeded": False,
+            "branches": [],
+            "thoughtHistoryLength": 1,
+        }
+    }
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
 def test_tools_table(tmp_path: Path, pyproject: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = _write_config(tmp_path, name="odd.name")
     assert cmd_tools(config, pyproject, as_json=False) == 0

@@ -1,7 +1,8 @@
 """``zorkmcp tools`` and ``zorkmcp call``: look at and poke the configured MCP servers.
 
 Both work whether or not ``[tool.zorkgpt.mcp] enabled`` is set; ``--config`` defaults to the
-configured ``config_file``. Exit codes: 0 success (``call``: a normal result), 1 an error result, a
+configured ``config_file``, and with no ``[tool.zorkgpt]`` at all to what ``zorkmcp play`` starts
+(the embedded think server). Exit codes: 0 success (``call``: a normal result), 1 an error result, a
 timeout or a server that did not start, 2 a configuration or usage error (message on stderr), 130
 interrupted.
 """
@@ -38,7 +39,7 @@ def _error(message: str) -> None:
 def _load(config_path: Path | None, pyproject: Path | None) -> tuple[Settings, McpConfig]:
     from .config import McpConfig, Settings  # here, not at the top: ``zorkmcp --help`` stays quick
 
-    settings = Settings.from_pyproject(pyproject)
+    settings = Settings.load(pyproject)  # zorkmcp play's: with no [tool.zorkgpt], the embedded defaults
     path = config_path if config_path is not None else settings.mcp_config_path()
     return settings, McpConfig.from_file(path)
 
@@ -201,7 +202,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         type=Path,
         default=None,
-        help="mcp_config.json to use (default: [tool.zorkgpt.mcp] config_file)",
+        help="mcp_config.json to use (default: [tool.zorkgpt.mcp] config_file; with no "
+        "[tool.zorkgpt] in the settings file, zorkmcp play's embedded think server)",
     )
     parser.add_argument(
         "--pyproject",
