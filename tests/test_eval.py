@@ -633,9 +633,9 @@ def test_a_file_of_a_runs_name_that_no_run_wrote_is_not_replaced(
     assert code == 2
     assert out == ""
     assert err.splitlines() == [
-        f"zorkmcp eval: ConfigError: --out {run}: {run / name} is not a file zorkmcp eval wrote, and the "
-        "run would replace it (a run writes summary.json, summary.csv, report.html in its folder); move "
-        "it, or pass another --out (nothing was played or replaced)"
+        f"zorkmcp eval: ConfigError: --out {run}: {run / name} is not a file zorkmcp wrote, and the run "
+        "would replace it (a run writes summary.json, summary.csv, report.html in its folder); move it, "
+        "or pass another --out (nothing was played or replaced)"
     ]
     assert [(p.name, p.read_bytes()) for p in run.iterdir()] == [(name, _NOT_A_RUNS[name])]
 
@@ -649,6 +649,11 @@ def test_the_files_of_a_run_whose_episodes_are_gone_are_written_again(
     assert code == 0, out
     run = tmp_path / "run"
     shutil.rmtree(run / "episodes")
+    # an episode's page drawn over the run's by an older ``zorkmcp report --episode``: zorkmcp's too
+    (run / "report.html").write_text(
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        "<title>zorkmcp episode no-mcp-seed-12</title></head>\n"
+    )
     code, out, _ = _eval(tmp_path, *flags, "--seed", "40", capsys=capsys)
     assert code == 0, out
     assert sorted(_records(run)) == [("no-mcp", 40)]

@@ -4,7 +4,7 @@ Exit codes: 0 every episode played; 1 some episode failed (its file has ``error`
 the summary are written), or a file of the run could not be written (a full disk: the run stopped,
 the files written before stay valid); 2 a bad eval file, setting, flag or game file, a run folder
 that cannot be made or (without ``--resume``) holds another run's episodes, a ``summary.json``,
-``summary.csv`` or ``report.html`` in it that no run wrote, a model endpoint that gives no HTTP
+``summary.csv`` or ``report.html`` in it that zorkmcp did not write, a model endpoint that gives no HTTP
 answer, or a ``--resume`` whose finished episodes had other settings (nothing started); 130
 interrupted (Ctrl-C: the finished episodes and the summary of them are written); 143 the same, by
 SIGTERM; 129 by SIGHUP; 141 when the reader of the output went away.
@@ -76,8 +76,8 @@ servers; --retry-failed also plays again the episodes that failed.
 exit status: 0 every episode played; 1 some episode failed (recorded with its error, the run went
 on), or a file of the run could not be written (a full disk: the run stopped, the files written
 before stay); 2 a bad eval file, setting or flag, a run folder that cannot be made (or that holds
-another run's episodes, without --resume, or a summary.json, summary.csv or report.html that no run
-wrote), a model endpoint that gives no HTTP answer, or a resume with other settings (nothing
+another run's episodes, without --resume, or a summary.json, summary.csv or report.html that zorkmcp
+did not write), a model endpoint that gives no HTTP answer, or a resume with other settings (nothing
 started); 130 interrupted (Ctrl-C: episodes in flight are stopped, finished files stay, the summary
 covers them); 143 the same, by SIGTERM; 129 by SIGHUP (a terminal that closed); 141 when the reader
 of the output went away (| head)."""

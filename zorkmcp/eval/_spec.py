@@ -323,10 +323,11 @@ def _opens_with(marker: bytes, *, within: int = 0) -> Callable[[Path], bool]:
 _RUN_FILES: Final[dict[str, Callable[[Path], bool]]] = {
     "summary.json": _is_summary_json,
     "summary.csv": _opens_with(b"arm,seed,score,"),
-    "report.html": _opens_with(b"<title>zorkmcp eval ", within=200),
+    "report.html": _opens_with(b"<title>zorkmcp ", within=200),  # a run's, or an episode's page
 }
 """The files a run writes at the top of its folder, and how to tell that a run wrote one (its keys,
-its header, its title): any other file of these names is the user's, not the run's to replace."""
+its header, its title). A page zorkmcp drew can be drawn again from the files it was drawn from; any
+other file of these names is the user's, not the run's to replace."""
 
 
 def check_run_folder(out: Path, named: str, *, resuming: bool) -> None:
@@ -336,18 +337,17 @@ def check_run_folder(out: Path, named: str, *, resuming: bool) -> None:
     none); a path it cannot be made at would otherwise be found then, with an episode played for
     nothing. A folder that already holds finished episodes is another run's: without ``--resume``
     its episodes would be played again and their files replaced (with a real model, paid for twice).
+    A ``summary.json``, ``summary.csv`` or ``report.html`` in it that zorkmcp did not write (a
+    ``pytest-html`` page, ``--out .`` in a project) is the user's: the run would replace it.
 
     Args:
         out: the run's folder.
         named: how the user gave it, for the message (``--out runs/x``, ``eval.toml: out``).
         resuming: ``--resume`` or ``--retry-failed``: the folder's episodes are this run's.
 
-    A ``summary.json``, ``summary.csv`` or ``report.html`` in it that no run wrote (a
-    ``pytest-html`` page, ``--out .`` in a project) is the user's: the run would replace it.
-
     Raises:
         ConfigError: a part of the path is a file, the folder (or the one it would be made in) is
-            not writable, it holds a file of a run's name that no run wrote, or, unless
+            not writable, it holds a file of a run's name that zorkmcp did not write, or, unless
             ``resuming``, it holds finished episodes.
     """
     if not resuming and (found := sorted(out.glob("episodes/*/seed-*.json"))):
@@ -359,7 +359,7 @@ def check_run_folder(out: Path, named: str, *, resuming: bool) -> None:
         path = out / name
         if path.is_file() and not is_the_runs(path):
             raise ConfigError(
-                f"{named}: {path} is not a file zorkmcp eval wrote, and the run would replace it (a run "
+                f"{named}: {path} is not a file zorkmcp wrote, and the run would replace it (a run "
                 f"writes {', '.join(_RUN_FILES)} in its folder); move it, or pass another --out "
                 "(nothing was played or replaced)"
             )
