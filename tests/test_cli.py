@@ -292,6 +292,31 @@ def test_game_file_errors_exit_2_and_say_how_to_pass_the_game(
     )
 
 
+@pytest.mark.parametrize("given", ["play --game", "eval --game", "eval.toml"])
+def test_a_game_name_plays_the_game_of_that_name(
+    given: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The README's eval file says game = "zork1", and --game takes a name as GAME does.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GAME", raising=False)
+    monkeypatch.setenv("ZORKMCP_GAMES_DIR", str(tmp_path / "no-games-here"))
+    if given == "play --game":
+        args = ["play", "--game", "zork1", "--turns", "1", "--no-mcp", "--quiet", "--summary-json", "s.json"]
+    elif given == "eval --game":
+        args = ["eval", "--game", "zork1", "--episodes", "1", "--turns", "1", "--no-mcp", "--quiet"]
+    else:
+        (tmp_path / "eval.toml").write_text('[eval]\ngame = "zork1"\nepisodes = 1\nmax_turns = 1\n')
+        args = ["eval", "eval.toml", "--no-mcp", "--quiet"]
+    code = main([*args, "--out", "run"] if given.startswith("eval") else args)
+    _, err = capsys.readouterr()
+    assert code == 0, err
+    if given == "play --game":
+        assert summary_of(tmp_path / "s.json")["turns"] == 1
+    else:
+        (record,) = [json.loads(p.read_text()) for p in (tmp_path / "run" / "episodes").glob("*/seed-*.json")]
+        assert (record["game"], record["turns"], record.get("error")) == ("zork1.z3", 1, None)
+
+
 def test_a_file_that_is_no_story_exits_2_before_any_server_starts(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

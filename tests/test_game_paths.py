@@ -129,5 +129,31 @@ def test_game_file_path_wins_over_the_packaged_copy(tmp_path: Path) -> None:
 def test_a_nul_byte_in_game_is_one_clear_error() -> None:
     with pytest.raises(GameError, match="the GAME environment variable contains a NUL byte"):
         resolve_game_path(None, None, env={"GAME": "zo\x00rk"})
-    with pytest.raises(GameError, match=r"from --game contains a NUL byte"):
+    with pytest.raises(GameError, match=r"^--game contains a NUL byte; give a path or a name$"):
         resolve_game_path("a\x00b.z3", None, env={})
+
+
+def test_game_flag_takes_a_name_as_the_game_variable_does(tmp_path: Path) -> None:
+    (tmp_path / "zork2.z5").write_bytes(b"x")
+    env = {"GAME": "zork2", "ZORKMCP_GAMES_DIR": str(tmp_path / "none")}
+    assert resolve_game_path("zork1", None, env=env) == PACKAGED_GAME
+    assert resolve_game_path("zork1.z3", None, env=env) == PACKAGED_GAME
+    assert resolve_game_path("zork2", None, env={}, games_dirs=[tmp_path]) == tmp_path / "zork2.z5"
+    with pytest.raises(GameError) as caught:
+        resolve_game_path("zork9", None, env={}, games_dirs=[tmp_path], cli_source="eval.toml: game")
+    assert str(caught.value) == (
+        f"eval.toml: game zork9: no story file named zork9 (or zork9.z3, zork9.z5, …) in {tmp_path}. Put "
+        "the file in one of those folders, or pass it with --game PATH (or --game zork1 with the file in "
+        "a games folder), set GAME the same way, set game_file_path in [tool.zorkgpt.files] of "
+        "pyproject.toml, or give none of these to play the packaged Zork I"
+    )
+
+
+@pytest.mark.parametrize("given", ["", "  "])
+def test_an_empty_game_flag_is_an_error_not_the_packaged_game(given: str) -> None:
+    with pytest.raises(GameError) as caught:
+        resolve_game_path(given, None, env={})
+    assert str(caught.value) == (
+        "--game is empty: give a story file or a game name such as zork1, or leave it out to play the "
+        "packaged Zork I"
+    )

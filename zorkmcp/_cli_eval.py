@@ -176,6 +176,7 @@ def build_plan(args: argparse.Namespace, settings: Settings) -> EvalPlan:
         pick(args.game, "game", None),
         settings.files.game_file_path,
         settings_base=settings.source.parent if settings.source is not None else None,
+        cli_source="--game" if args.game is not None else f"{args.file}: game",
     )
     check_game_file(game_path)
     out = pick(args.out, "out", None)

@@ -74,9 +74,9 @@ def _play_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument(
         "--game",
         metavar="PATH",
-        help="story file (.z3/.z5); default: $GAME (a name such as zork1, or a path), then "
-        "[tool.zorkgpt.files] game_file_path, then the copy of Zork I (MIT release 119) that ships "
-        "with zorkmcp",
+        help="story file (.z3/.z5), or a game's name such as zork1 (looked up in $ZORKMCP_GAMES_DIR, "
+        "./games, then the package's games); default: $GAME (the same), then [tool.zorkgpt.files] "
+        "game_file_path, then the copy of Zork I (MIT release 119) that ships with zorkmcp",
     )
     p.add_argument(
         "--turns",

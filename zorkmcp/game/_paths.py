@@ -2,10 +2,11 @@
 
 The order (seeds 003 §Server Initialization for ``GAME``):
 
-1. ``--game PATH`` on the command line;
-2. the ``GAME`` environment variable: a path, or a name such as ``zork1`` (or ``zork1.z3``)
-   looked up in the games folders (``$ZORKMCP_GAMES_DIR``, ``./games``, then the package's own
-   ``zorkmcp/game/data``), trying the name as given and with the usual story extensions;
+1. ``--game`` on the command line;
+2. the ``GAME`` environment variable;
+   either is a path, or a name such as ``zork1`` (or ``zork1.z3``) looked up in the games folders
+   (``$ZORKMCP_GAMES_DIR``, ``./games``, then the package's own ``zorkmcp/game/data``), trying the
+   name as given and with the usual story extensions;
 3. ``[tool.zorkgpt.files] game_file_path`` in ``pyproject.toml``;
 4. otherwise the copy of Microsoft's MIT release of Zork I (release 119) that ships with the
    package (``zorkmcp/game/data/zork1.z3``, licence beside it). No network is ever needed.
@@ -45,7 +46,7 @@ PACKAGED_GAME: Final = PACKAGED_GAMES_DIR / "zork1.z3"
 _STORY_SUFFIXES = (".z3", ".z5", ".z8", ".z4", ".z6", ".z7", ".z2", ".z1", ".dat")
 
 _HOW_TO_GIVE = (
-    "pass it with --game PATH, set GAME=PATH (or GAME=zork1 with the file in a games folder), "
+    "pass it with --game PATH (or --game zork1 with the file in a games folder), set GAME the same way, "
     "set game_file_path in [tool.zorkgpt.files] of pyproject.toml, or give none of these to play "
     "the packaged Zork I"
 )
@@ -71,29 +72,38 @@ def resolve_game_path(
     env: Mapping[str, str] = os.environ,
     games_dirs: Sequence[Path] | None = None,
     settings_base: Path | None = None,
+    cli_source: str = "--game",
 ) -> Path:
     """Find the story file to play (see the module docstring for the order).
 
     Args:
-        cli_path: ``--game PATH``, if given.
+        cli_path: ``--game``, if given: a path or a game's name.
         settings_path: ``[tool.zorkgpt.files] game_file_path``, if set.
         env: the environment (``GAME``, ``ZORKMCP_GAMES_DIR``).
         games_dirs: folders to look a game name up in; default :func:`default_games_dirs`.
         settings_base: the folder a relative ``settings_path`` is relative to (the folder of the
             ``pyproject.toml`` it came from); default the working folder.
+        cli_source: how messages name where ``cli_path`` came from (``eval.toml: game``).
 
     Returns:
         The path of an existing file. It is not opened here: :meth:`ZorkGame.open` checks it.
 
     Raises:
-        GameError: the named file does not exist, or a ``GAME`` name is in no games folder;
-            the message says how to pass the file.
+        GameError: the named file does not exist, a name is in no games folder, or ``cli_path``
+            is empty; the message says how to pass the file.
     """
-    if cli_path:
-        return _existing(Path(cli_path).expanduser(), "--game")
+    if cli_path is not None:
+        if not cli_path.strip():
+            raise GameError(
+                f"{cli_source} is empty: give a story file or a game name such as zork1, or leave it "
+                "out to play the packaged Zork I"
+            )
+        return _path_or_name(
+            cli_path.strip(), f"{cli_source} {cli_path.strip()}", cli_source, env, games_dirs
+        )
     game = env.get("GAME", "").strip()
     if game:
-        return _from_game_variable(game, env, games_dirs)
+        return _path_or_name(game, f"GAME={game}", "the GAME environment variable", env, games_dirs)
     if settings_path:
         path = Path(settings_path).expanduser()
         if settings_base is not None and not path.is_absolute():
@@ -102,12 +112,15 @@ def resolve_game_path(
     return _existing(PACKAGED_GAME, "the zorkmcp package (is the installation complete?)")
 
 
-def _from_game_variable(game: str, env: Mapping[str, str], games_dirs: Sequence[Path] | None) -> Path:
+def _path_or_name(
+    game: str, given: str, source: str, env: Mapping[str, str], games_dirs: Sequence[Path] | None
+) -> Path:
+    """A path (it has a ``/``, or names a file here), else a name looked up in the games folders."""
     if "\0" in game:
-        raise GameError("the GAME environment variable contains a NUL byte; set it to a path or a name")
+        raise GameError(f"{source} contains a NUL byte; give a path or a name")
     path = Path(game).expanduser()
     if os.sep in game or "/" in game or path.is_file():
-        return _existing(path, "the GAME environment variable")
+        return _existing(path, source)
     # A bare name ("zork1" or "zork1.z3"): look in the games folders.
     has_suffix = path.suffix.lower() in _STORY_SUFFIXES
     names = [game] if has_suffix else [game, *(f"{game}{suffix}" for suffix in _STORY_SUFFIXES)]
@@ -119,7 +132,7 @@ def _from_game_variable(game: str, env: Mapping[str, str], games_dirs: Sequence[
     searched = ", ".join(str(d) for d in dirs)
     tried = game if has_suffix else f"{game} (or {game}.z3, {game}.z5, …)"
     raise GameError(
-        f"GAME={game}: no story file named {tried} in {searched}. "
+        f"{given}: no story file named {tried} in {searched}. "
         f"Put the file in one of those folders, or {_HOW_TO_GIVE}"
     )
 

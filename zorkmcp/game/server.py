@@ -296,7 +296,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         ),
     )
     parser.add_argument(
-        "--game", metavar="PATH", help="the story file (default: GAME, game_file_path, or zork1)"
+        "--game",
+        metavar="PATH",
+        help="the story file or a game's name (default: GAME, game_file_path, or zork1)",
     )
     parser.add_argument(
         "--seed", type=non_negative_int, help="the interpreter's RNG seed (default: ZORKMCP_GAME_SEED)"
