@@ -276,7 +276,12 @@ def test_game_file_errors_exit_2_and_say_how_to_pass_the_game(
 
     assert main(["play", "--game", "nope.z3", "--pyproject", str(pyproject)]) == 2
     err = " ".join(capsys.readouterr().err.split())
-    assert re.search(r"zorkmcp play: game error: game file not found: .*nope\.z3 \(from --game\)", err), err
+    # a name with a story's suffix: looked for here, then in the games folders
+    assert re.search(
+        rf"zorkmcp play: game error: --game nope\.z3: no file nope\.z3 in {re.escape(str(tmp_path))}, and no "
+        r"story file named nope\.z3 in games, .*zorkmcp/game/data\. Put the file",
+        err,
+    ), err
 
     monkeypatch.setenv("GAME", str(tmp_path / "missing.z3"))
     assert main(["play", "--pyproject", str(pyproject)]) == 2

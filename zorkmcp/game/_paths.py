@@ -131,8 +131,9 @@ def _path_or_name(
                 return folder / name
     searched = ", ".join(str(d) for d in dirs)
     tried = game if has_suffix else f"{game} (or {game}.z3, {game}.z5, …)"
+    here = f"no file {game} in {Path.cwd()}, and " if has_suffix else ""  # a file here was meant, maybe
     raise GameError(
-        f"{given}: no story file named {tried} in {searched}. "
+        f"{given}: {here}no story file named {tried} in {searched}. "
         f"Put the file in one of those folders, or {_HOW_TO_GIVE}"
     )
 
