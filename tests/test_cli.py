@@ -50,6 +50,8 @@ SUMMARY_KEYS = [
     "tool_calls",
     "model",
     "scripted",
+    "stopped",
+    "error",
 ]
 BANNER = "No LLM configured"
 PROGRESS = re.compile(
@@ -101,7 +103,7 @@ def test_play_wins_zork1_with_350_points_and_the_reasoning_tool(
     summary = summary_of(run_dir / "out" / "summary.json")
     assert {k: v for k, v in summary.items() if k != "tool_calls"} == {
         "score": 350, "max_score": 350, "moves": 394, "turns": 396, "victory": True, "game_over": True,
-        "model": "scripted-walkthrough", "scripted": True,
+        "model": "scripted-walkthrough", "scripted": True, "stopped": "victory", "error": None,
     }  # fmt: skip
     assert summary["tool_calls"] > 0
     # One banner: the llm module's own warning goes to the episode log only.

@@ -81,14 +81,14 @@ def test_game_server_config_is_a_per_episode_stdio_server_with_read_only_tools_f
     assert "--seed" not in game_server_config(Path("g.z3"), None).args
 
 
-def test_summary_json_has_exactly_the_nine_keys() -> None:
+def test_summary_json_has_exactly_the_eleven_keys() -> None:
     summary = EpisodeSummary(
         score=5, max_score=350, moves=4, turns=4, victory=False, game_over=False, tool_calls=1,
         model="m", scripted=True, stopped="interrupted",
     )  # fmt: skip
     assert summary.as_json() == {
         "score": 5, "max_score": 350, "moves": 4, "turns": 4, "victory": False, "game_over": False,
-        "tool_calls": 1, "model": "m", "scripted": True,
+        "tool_calls": 1, "model": "m", "scripted": True, "stopped": "interrupted", "error": None,
     }  # fmt: skip
     assert summary.interrupted
 

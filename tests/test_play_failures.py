@@ -9,6 +9,7 @@ the loopback LLM in a thread of its own.
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import selectors
@@ -72,7 +73,7 @@ def test_a_model_that_fails_ends_the_episode_with_a_summary(tmp_path: Path) -> N
     refusal = json_reply({"error": {"message": "Invalid model name"}}, status=400)
     with llm_in_thread(refusal) as llm:
         llm_table = f'client_base_url = "{llm.base_url}"\nagent_model = "gpt-4o"'
-        code, out, err = play(project(tmp_path, llm=llm_table))
+        code, out, err = play(project(tmp_path, llm=llm_table), "--summary-json", str(tmp_path / "s.json"))
     assert code == 1
     assert re.search(r"stopped\s+│ error: LLMHTTPError: .*Invalid model name", " ".join(out.split()))
     assert "zorkmcp play: the model failed (LLMHTTPError):" in err
@@ -80,19 +81,31 @@ def test_a_model_that_fails_ends_the_episode_with_a_summary(tmp_path: Path) -> N
     complete = the_end(tmp_path)
     assert (complete["stopped"], complete["turns"], complete["score"]) == ("error", 0, 0)
     assert complete["error"].startswith("LLMHTTPError: ")
+    summary = json.loads((tmp_path / "s.json").read_text())  # scripts read how it ended from here too
+    assert {k: summary[k] for k in ("stopped", "turns", "score", "model")} == {
+        "stopped": "error", "turns": 0, "score": 0, "model": "gpt-4o",
+    }  # fmt: skip
+    assert summary["error"] == complete["error"]
 
 
 def test_a_server_that_does_not_start_ends_the_episode_with_a_summary(tmp_path: Path) -> None:
     crash = "import sys; sys.stderr.write('no thoughts today'); sys.exit(3)"
     config = {"mcpServers": {"thinking": {"command": sys.executable, "args": ["-c", crash]}}}
-    code, out, err = play(project(tmp_path, mcp_config=config))
+    code, out, err = play(project(tmp_path, mcp_config=config), "--summary-json", str(tmp_path / "s.json"))
     assert code == 1
     assert "Episode summary" in out
     assert re.search(r"stopped\s+│ error: MCPServerStartupError: Failed to start MCP server 'thinking'", out)
-    assert "zorkmcp play: an MCP server did not start (MCPServerStartupError):" in err
-    assert "no thoughts today" in err
+    assert "no thoughts today" in err  # the whole error, once, as it came
+    assert err.count("Last stderr lines:") == 1
+    # and the last line names the failure, in one line
+    assert err.endswith(
+        "zorkmcp play: an MCP server did not start (MCPServerStartupError): Failed to start MCP server "
+        "'thinking': the server closed the connection during startup"
+    ), err
     complete = the_end(tmp_path)
     assert (complete["stopped"], complete["turns"]) == ("error", 0)
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert (summary["stopped"], summary["turns"], summary["error"]) == ("error", 0, complete["error"])
 
 
 def test_ctrl_c_while_the_servers_start_ends_the_episode_with_a_summary(tmp_path: Path) -> None:

@@ -234,11 +234,12 @@ def _cmd_play(args: argparse.Namespace, console: Console, err: Console) -> int:
     orchestrator.on_turn = progress.turn
     try:
         summary = orchestrator.run()
-    except (MCPError, LLMError):
-        if orchestrator.summary is not None:  # the episode had started: say how it ended
-            progress.stop()
-            console.print(_summary_table(orchestrator.summary))
-        raise
+    except (MCPError, LLMError) as exc:
+        if orchestrator.summary is None:  # before the episode started: main says what failed
+            raise
+        # It had started: the summary (table, --summary-json) says how it ended, as for any other end.
+        progress.stop()
+        return _finish(args, console, err, orchestrator.summary, orchestrator.settings, stopped_by=exc)
     finally:
         progress.stop()
     return _finish(args, console, err, summary, orchestrator.settings)
@@ -312,9 +313,19 @@ def _banner(
 
 
 def _finish(
-    args: argparse.Namespace, console: Console, err: Console, summary: EpisodeSummary, settings: Settings
+    args: argparse.Namespace,
+    console: Console,
+    err: Console,
+    summary: EpisodeSummary,
+    settings: Settings,
+    *,
+    stopped_by: MCPError | LLMError | None = None,
 ) -> int:
-    """The summary table, the log files, ``--summary-json``, and the exit status."""
+    """The summary table, the log files, ``--summary-json``, and the exit status.
+
+    ``stopped_by``: the server's or the model's error that ended the episode, which names the kind
+    of failure in the last line and decides the exit status (:func:`_failure`).
+    """
     from ._outputs import write_atomically
 
     console.print(_summary_table(summary))
@@ -341,12 +352,16 @@ def _finish(
     if summary.interrupted:
         return EXIT_INTERRUPTED
     if summary.error is not None:
-        err.print(
-            f"[bold red]zorkmcp play: the episode stopped early:[/] {escape(summary.error)}",
+        kind, code = (
+            _failure(stopped_by) if stopped_by is not None else ("the episode stopped early", EXIT_FAILED)
+        )
+        said = str(stopped_by) if stopped_by is not None else summary.error
+        err.print(  # its first line: the whole of it is in the table above, and was told as it came
+            f"[bold red]zorkmcp play: {kind}:[/] {escape(said.splitlines()[0] if said else said)}",
             highlight=False,
             soft_wrap=True,
         )
-        return EXIT_FAILED
+        return code
     return EXIT_OK
 
 
@@ -384,27 +399,30 @@ def _main_play(args: argparse.Namespace, console: Console | None, err: Console |
     console = console if console is not None else OutputConsole(emoji=False)
     err = err if err is not None else Console(stderr=True, emoji=False)
 
-    def fail(kind: str, exc: BaseException, code: int) -> int:
-        err.print(f"[bold red]zorkmcp play: {kind}:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        return code
-
     try:
         return _cmd_play(args, console, err)
-    except GameError as exc:
-        return fail("game error", exc, EXIT_CONFIG)
-    except CassetteError as exc:
-        return fail("cassette error", exc, EXIT_CONFIG)
-    except ConfigError as exc:  # an MCPError (Requirement 9.3): bad settings or mcp_config.json
-        return fail(f"configuration error ({type(exc).__name__})", exc, EXIT_CONFIG)
-    except MCPServerStartupError as exc:
-        return fail(f"an MCP server did not start ({type(exc).__name__})", exc, EXIT_FAILED)
-    except MCPError as exc:
-        return fail(type(exc).__name__, exc, EXIT_CONFIG)
-    except LLMError as exc:
-        return fail(f"the model failed ({type(exc).__name__})", exc, EXIT_FAILED)
+    except (GameError, CassetteError, MCPError, LLMError) as exc:  # before the episode started
+        kind, code = _failure(exc)
+        err.print(f"[bold red]zorkmcp play: {kind}:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        return code
     except KeyboardInterrupt:  # before the episode started (reading settings, finding the game)
         err.print("zorkmcp play: interrupted")
         return EXIT_INTERRUPTED
+
+
+def _failure(exc: BaseException) -> tuple[str, int]:
+    """What failed, in words, and the exit status it gives."""
+    if isinstance(exc, GameError):
+        return "game error", EXIT_CONFIG
+    if isinstance(exc, CassetteError):
+        return "cassette error", EXIT_CONFIG
+    if isinstance(exc, ConfigError):  # an MCPError (Requirement 9.3): bad settings or mcp_config.json
+        return f"configuration error ({type(exc).__name__})", EXIT_CONFIG
+    if isinstance(exc, MCPServerStartupError):
+        return f"an MCP server did not start ({type(exc).__name__})", EXIT_FAILED
+    if isinstance(exc, MCPError):
+        return type(exc).__name__, EXIT_CONFIG
+    return f"the model failed ({type(exc).__name__})", EXIT_FAILED
 
 
 if __name__ == "__main__":  # pragma: no cover

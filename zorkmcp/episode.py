@@ -247,7 +247,7 @@ class EpisodeSummary:
         return self.stopped == "interrupted"
 
     def as_json(self) -> dict[str, Any]:
-        """The ``--summary-json`` object: exactly these nine keys."""
+        """The ``--summary-json`` object: exactly these eleven keys (``error`` is ``None`` but after an error)."""
         return {
             "score": self.score,
             "max_score": self.max_score,
@@ -258,6 +258,8 @@ class EpisodeSummary:
             "tool_calls": self.tool_calls,
             "model": self.model,
             "scripted": self.scripted,
+            "stopped": self.stopped,
+            "error": self.error,
         }
 
 
@@ -466,7 +468,7 @@ class Episode:
             error=error,
             episode_id=self.episode_id,
         )
-        self.events.emit("episode_complete", stopped=summary.stopped, error=error, **summary.as_json())
+        self.events.emit("episode_complete", **summary.as_json())
         self.events.log(
             "INFO",
             f"Episode complete ({summary.stopped}): score {summary.score}/{summary.max_score}, "
