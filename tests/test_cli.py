@@ -324,6 +324,27 @@ def test_a_game_name_plays_the_game_of_that_name(
         assert (record["game"], record["turns"], record.get("error")) == ("zork1.z3", 1, None)
 
 
+def test_log_paths_under_the_home_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # "~/…" is the home folder, as in game_file_path and config_file; not a folder named "~" here
+    home, project = tmp_path / "home", tmp_path / "project"
+    monkeypatch.setenv("HOME", str(home))
+    files = {"json_log_file": "~/zlogs/events.jsonl", "episode_log_file": "~/zlogs/episode.log"}
+    pyproject = write_project(project, enabled=False, files=files)
+    monkeypatch.chdir(project)
+    code = main(
+        ["play", "--game", str(zork1_path()), "--pyproject", str(pyproject), "--turns", "1", "--quiet"]
+    )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert sorted(p.name for p in (home / "zlogs").iterdir()) == ["episode.log", "events.jsonl"]
+    assert sorted(p.name for p in project.iterdir()) == ["mcp_config.json", "pyproject.toml"]
+    assert f"Logs: {home}/zlogs/events.jsonl (events), {home}/zlogs/episode.log (episode)" in " ".join(
+        out.split()
+    )
+
+
 def test_a_file_that_is_no_story_exits_2_before_any_server_starts(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -52,7 +52,8 @@ its last frame stays above the summary. When stdout is not a terminal, one line 
 
 logs: the JSON-lines event log and the episode log go to [tool.zorkgpt.files] json_log_file and
 episode_log_file (default logs/zorkmcp_events.jsonl and logs/episode.log); they are appended to.
-Relative log paths are relative to the CURRENT folder (as in ZorkGPT), not to the pyproject's folder.
+Relative log paths are relative to the CURRENT folder (as in ZorkGPT), not to the pyproject's folder
+(~/ is the home folder).
 Relative game_file_path and config_file ARE relative to the pyproject's folder.
 
 exit status: 0 the episode ended (victory, game over or turn limit); 1 a server or the model

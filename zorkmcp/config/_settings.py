@@ -6,6 +6,7 @@ Read synchronously: configuration is loaded before any event loop starts (seeds 
 
 from __future__ import annotations
 
+import os
 import sys
 import tomllib
 from pathlib import Path
@@ -98,13 +99,18 @@ class SamplingSettings:
     max_tokens: int | None = field(default=None, validator=in_range(0, 10_000_000))
 
 
+def _home(path: str) -> str:
+    """``~/logs/x.jsonl`` is in the home folder, as in ``game_file_path`` and ``config_file``."""
+    return os.path.expanduser(path) if isinstance(path, str) else path
+
+
 @frozen(kw_only=True)
 class FilesSettings:
     """``[tool.zorkgpt.files]``."""
 
     game_file_path: str | None = None
-    json_log_file: str = field(default="logs/zorkmcp_events.jsonl", validator=non_empty)
-    episode_log_file: str = field(default="logs/episode.log", validator=non_empty)
+    json_log_file: str = field(default="logs/zorkmcp_events.jsonl", converter=_home, validator=non_empty)
+    episode_log_file: str = field(default="logs/episode.log", converter=_home, validator=non_empty)
 
 
 @frozen(kw_only=True)
