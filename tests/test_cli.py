@@ -345,6 +345,69 @@ def test_log_paths_under_the_home_folder(
     )
 
 
+@pytest.mark.parametrize(
+    ("flags", "files", "message"),
+    [
+        (
+            ["--summary-json", "logs/zorkmcp_events.jsonl"], {},
+            "--summary-json logs/zorkmcp_events.jsonl: the same file as [tool.zorkgpt.files] json_log_file, "
+            "and one file cannot be both; pass another --summary-json",
+        ),
+        (
+            ["--summary-json", "out.json", "--record", "./out.json"], {},
+            "--record ./out.json: the same file as --summary-json, and one file cannot be both; pass "
+            "another --record",
+        ),
+        (
+            ["--summary-json", "pyproject.toml"], {},
+            "--summary-json pyproject.toml: that is the settings file, which play reads; pass another "
+            "--summary-json",
+        ),
+        (
+            ["--record", "mcp_config.json"], {},
+            "--record mcp_config.json: that is the MCP config, which play reads; pass another --record",
+        ),
+        (
+            [], {"json_log_file": "logs/all.log", "episode_log_file": "logs/all.log"},
+            "[tool.zorkgpt.files] episode_log_file (logs/all.log): the same file as [tool.zorkgpt.files] "
+            "json_log_file, and one file cannot be both; set another path in {pyproject}",
+        ),
+    ],
+)  # fmt: skip
+def test_one_file_for_two_outputs_or_an_input_is_refused_before_anything_is_written(
+    flags: list[str],
+    files: dict[str, str],
+    message: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    pyproject = write_project(tmp_path, files=files)
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "zorkmcp_events.jsonl").write_text('{"event_type": "an earlier episode"}\n')
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    monkeypatch.chdir(tmp_path)
+    code = main(["play", "--game", str(zork1_path()), "--turns", "1", "--quiet", *flags])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert out == ""
+    assert " ".join(err.split()) == (
+        f"zorkmcp play: configuration error (ConfigError): {message.format(pyproject=pyproject)}"
+    )
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+
+
+def test_outputs_written_in_place_may_be_shared(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_project(tmp_path, enabled=False)
+    monkeypatch.chdir(tmp_path)
+    flags = ["--summary-json", "/dev/null", "--record", "/dev/null"]
+    code = main(["play", "--game", str(zork1_path()), "--turns", "1", "--quiet", *flags])
+    _, err = capsys.readouterr()
+    assert code == 0, err
+
+
 def test_a_file_that_is_no_story_exits_2_before_any_server_starts(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -58,10 +59,10 @@ Relative game_file_path and config_file ARE relative to the pyproject's folder.
 
 exit status: 0 the episode ended (victory, game over or turn limit); 1 a server or the model
 failed, or --summary-json could not be written; 2 a configuration, usage or game-file error, or a
-file play would write (a log, --summary-json, --record) that cannot be made there (checked before
-the episode starts); 130 interrupted (Ctrl-C; the summary is still printed and every server is
-stopped); 143 the same, by SIGTERM; 129 by SIGHUP (a terminal that closed); 141 when the
-reader of the output went away (| head)."""
+file play would write (a log, --summary-json, --record) that cannot be made there, or that is
+another of them or a file play reads (checked before the episode starts); 130 interrupted (Ctrl-C;
+the summary is still printed and every server is stopped); 143 the same, by SIGTERM; 129 by SIGHUP
+(a terminal that closed); 141 when the reader of the output went away (| head)."""
 
 
 def _play_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -258,7 +259,7 @@ def _orchestrator(args: argparse.Namespace) -> tuple[Orchestrator, str]:
         settings_base=settings.source.parent if settings.source is not None else None,
     )
     check_game_file(game_path)  # fail here, not as a game server that does not start
-    _check_outputs(args, settings)
+    _check_outputs(args, settings, game_path)
     orchestrator = Orchestrator(
         settings,
         game_path=game_path,
@@ -273,9 +274,14 @@ def _orchestrator(args: argparse.Namespace) -> tuple[Orchestrator, str]:
     return orchestrator, origin
 
 
-def _check_outputs(args: argparse.Namespace, settings: Settings) -> None:
-    """Every file the episode writes can be made where it goes, before the episode starts."""
-    from ._outputs import check_output
+def _check_outputs(args: argparse.Namespace, settings: Settings, game_path: Path) -> None:
+    """Every file the episode writes can be made where it goes, before the episode starts.
+
+    And each is a file of its own: ``--summary-json logs/zorkmcp_events.jsonl`` would replace the
+    event log of every earlier episode, ``--summary-json pyproject.toml`` the settings just read.
+    Outputs written in place (``/dev/stdout``, a device, a named pipe) may be shared.
+    """
+    from ._outputs import check_output, written_in_place
 
     files = settings.files
     where = (
@@ -283,11 +289,39 @@ def _check_outputs(args: argparse.Namespace, settings: Settings) -> None:
         if settings.source
         else "run zorkmcp play from another folder"
     )
-    for key, value in (("json_log_file", files.json_log_file), ("episode_log_file", files.episode_log_file)):
-        check_output(Path(value), f"[tool.zorkgpt.files] {key} ({value})", where)
-    for flag, value in (("--summary-json", args.summary_json), ("--record", args.record)):
-        if value:
-            check_output(Path(value), f"{flag} {value}", f"pass another {flag}")
+    outputs = [  # (what, as the messages name it, the path, what to do)
+        (f"[tool.zorkgpt.files] {key}", f"[tool.zorkgpt.files] {key} ({value})", Path(value), where)
+        for key, value in (
+            ("json_log_file", files.json_log_file),
+            ("episode_log_file", files.episode_log_file),
+        )
+    ]
+    outputs += [
+        (flag, f"{flag} {value}", Path(value), f"pass another {flag}")
+        for flag, value in (("--summary-json", args.summary_json), ("--record", args.record))
+        if value
+    ]
+    inputs = [("the game", game_path)]
+    if settings.source is not None:
+        inputs.append(("the settings file", settings.source))
+    if settings.mcp.enabled and not args.no_mcp:
+        inputs.append(("the MCP config", settings.mcp_config_path()))
+    if args.replay:
+        inputs.append(("the cassette played", Path(args.replay)))
+    read = {os.path.realpath(path): what for what, path in inputs}
+    written: dict[str, str] = {}
+    for what, named, path, remedy in outputs:
+        check_output(path, named, remedy)
+        if written_in_place(path):
+            continue
+        same = os.path.realpath(path)
+        if same in read:
+            raise ConfigError(f"{named}: that is {read[same]}, which play reads; {remedy}")
+        if same in written:
+            raise ConfigError(
+                f"{named}: the same file as {written[same]}, and one file cannot be both; {remedy}"
+            )
+        written[same] = what
 
 
 def _banner(
