@@ -408,6 +408,16 @@ def test_outputs_written_in_place_may_be_shared(
     assert code == 0, err
 
 
+@pytest.mark.parametrize("flag", ["--pyproject", "--game"])
+def test_a_path_to_read_with_a_name_too_long_is_one_line(
+    flag: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    long = str(tmp_path / ("a" * 300))
+    assert main(["play", flag, long, "--turns", "1", "--quiet"]) == 2
+    assert capsys.readouterr().err == f"zorkmcp play: {long}: File name too long; give a shorter path\n"
+
+
 def test_a_file_that_is_no_story_exits_2_before_any_server_starts(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -20,6 +20,29 @@ def test_a_path_that_can_be_made_passes_and_nothing_is_made(tmp_path: Path) -> N
     assert sorted(p.name for p in tmp_path.iterdir()) == ["old.json"]
 
 
+def test_a_name_longer_than_the_file_system_takes_is_one_line_before_anything_starts(tmp_path: Path) -> None:
+    # Linux file systems take names of 255 bytes; a file zorkmcp writes goes through a temporary
+    # ".<name>.<pid>.tmp" beside it, 13 bytes longer. Asking the system about a longer name at all
+    # (even Path.is_dir) raises "File name too long".
+    with pytest.raises(ConfigError) as caught:
+        check_output(tmp_path / ("é" * 125), "--x é…", "pass another --x")
+    assert str(caught.value) == (
+        f"--x é…: the name {'é' * 24}… is 250 bytes long, and a name zorkmcp writes there can be 242 at "
+        "most; pass another --x"
+    )
+    with pytest.raises(
+        ConfigError, match=r"is 256 bytes long, and a name zorkmcp writes there can be 255 at most"
+    ):
+        check_output(tmp_path / ("d" * 256) / "out.json", "--x d…", "pass another --x")
+    longest = tmp_path / ("f" * 242)
+    check_output(longest, "--x f…", "pass another --x")
+    write_atomically(longest, "{}\n")
+    assert longest.read_text() == "{}\n"
+    check_output(
+        tmp_path / ("r" * 255), "--out r…", "pass another --out", folder=True, what="the run's folder"
+    )
+
+
 def test_what_cannot_be_made_is_one_line_naming_the_input_the_place_and_the_remedy(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("a file\n")
     cases = [

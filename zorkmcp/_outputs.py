@@ -36,9 +36,10 @@ def check_output(
         what: how the message names ``path`` (``the run's folder``).
 
     Raises:
-        ConfigError: a part of the path is a file, a file's path is a folder, or the folder it
-            would be made in is not writable.
+        ConfigError: a part of the path is a file, a file's path is a folder, a name in it is longer
+            than the file system takes, or the folder it would be made in is not writable.
     """
+    _check_names(path, named, remedy, folder=folder)
     if path.is_dir() and not folder:
         raise ConfigError(f"{named}: {path.absolute()} is a folder, not a file; {remedy}")
     existing = path if folder else path.parent
@@ -52,6 +53,25 @@ def check_output(
     if not os.access(target, os.W_OK | (os.X_OK if target.is_dir() else 0)):
         kind = "folder" if target.is_dir() else "file"
         raise ConfigError(f"{named}: the {kind} {target.absolute()} is not writable; {remedy}")
+
+
+_TMP_EXTRA = len(".{name}.4194304.tmp") - len("{name}")
+"""How much longer the temporary file's name is than its target's (:func:`write_atomically`)."""
+
+
+def _check_names(path: Path, named: str, remedy: str, *, folder: bool) -> None:
+    """Each name in ``path`` fits the file system (``NAME_MAX``, 255 bytes on most), its temporary
+    file's too; asking the system about a longer one raises ``OSError`` ("File name too long")."""
+    for index, part in enumerate(path.parts):
+        limit = 255
+        with suppress(OSError, ValueError):
+            limit = os.pathconf(Path(*path.parts[:index]) if index else Path.cwd(), "PC_NAME_MAX")
+        room = limit if folder or index < len(path.parts) - 1 else limit - _TMP_EXTRA
+        if len(os.fsencode(part)) > room:
+            raise ConfigError(
+                f"{named}: the name {part[:24]}… is {len(os.fsencode(part))} bytes long, and a name "
+                f"zorkmcp writes there can be {room} at most; {remedy}"
+            )
 
 
 def written_in_place(path: Path) -> bool:
@@ -106,4 +126,6 @@ def write_remedy(exc: OSError) -> str:
         return "allow more open files (ulimit -n) or pass a lower --concurrency"
     if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
         return "make the folder writable"
+    if exc.errno == errno.ENAMETOOLONG:
+        return "give it a shorter name"
     return "mend the folder"  # a file or a folder in the way, a folder gone

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
@@ -426,7 +427,18 @@ def main(
     parser = build_parser()
     args = parser.parse_args(argv)
     with stops_as_ctrl_c():  # SIGTERM, SIGHUP and a reader gone take the Ctrl-C path (exit 143, 129, 141)
-        code = args.run(args) if args.command != "play" else _main_play(args, console, err)
+        try:
+            code = args.run(args) if args.command != "play" else _main_play(args, console, err)
+        except OSError as exc:
+            if exc.errno != errno.ENAMETOOLONG:
+                raise
+            # A path given to read (--pyproject, --game, GAME, a log to draw): the system refuses to
+            # look at a name this long at all (even Path.exists raises), wherever it is first looked at.
+            print(
+                f"zorkmcp {args.command}: {exc.filename}: {exc.strerror}; give a shorter path",
+                file=sys.stderr,
+            )
+            code = EXIT_CONFIG
     return stopped_status(code, EXIT_INTERRUPTED)
 
 

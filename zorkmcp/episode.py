@@ -247,7 +247,7 @@ class EpisodeSummary:
         return self.stopped == "interrupted"
 
     def as_json(self) -> dict[str, Any]:
-        """The ``--summary-json`` object: exactly these eleven keys (``error`` is ``None`` but after an error)."""
+        """The ``--summary-json`` object: exactly these eleven keys (``error`` ``None`` but after one)."""
         return {
             "score": self.score,
             "max_score": self.max_score,
