@@ -437,6 +437,11 @@ def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert "--turns: must be a positive integer, got '0'" in capsys.readouterr().err
     assert main(["play", "--pyproject", str(tmp_path / "nope.toml")]) == 2
     assert re.search(r"--pyproject .*nope\.toml: no such file", " ".join(capsys.readouterr().err.split()))
+    assert main(["play", "--pyproject", str(tmp_path)]) == 2
+    assert " ".join(capsys.readouterr().err.split()) == (
+        f"zorkmcp play: configuration error (ConfigError): --pyproject {tmp_path}: is a folder, not a "
+        "settings file"
+    )
 
 
 # -- the live display --------------------------------------------------------------------------------

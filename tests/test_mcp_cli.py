@@ -132,13 +132,140 @@ def test_configuration_errors_exit_2(
     tmp_path: Path, pyproject: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert cmd_tools(tmp_path / "missing.json", pyproject, as_json=True) == 2
-    assert capsys.readouterr().err.startswith(
-        "configuration error: MCP is enabled but config file not found: "
-    )
+    assert capsys.readouterr().err.startswith(f"configuration error: --config {tmp_path}/missing.json: ")
     bad = tmp_path / "bad.json"
     bad.write_text('{"mcpServers": {"x": {"command": 3}}}')
     assert cmd_call("x.y", "{}", bad, pyproject, None) == 2
     assert "configuration error: " in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["tools", "call"])
+def test_a_missing_config_named_with_config_says_so(
+    tmp_path: Path, pyproject: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    missing = tmp_path / "missing.json"  # MCP is disabled: "MCP is enabled but ..." would be wrong
+    code = (
+        cmd_tools(missing, pyproject, as_json=True)
+        if command == "tools"
+        else cmd_call("bad.echo", "{}", missing, pyproject, None)
+    )
+    assert code == 2
+    assert capsys.readouterr() == (
+        "",
+        f"configuration error: --config {tmp_path}/missing.json: no such file; pass --config with the "
+        "path of an mcp_config.json, or create it (examples/ has templates)\n",
+    )
+
+
+@pytest.mark.parametrize("command", ["tools", "call"])
+def test_a_missing_config_file_of_the_settings_says_where_it_was_set(
+    tmp_path: Path, pyproject: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    code = (  # no mcp_config.json next to the pyproject, whose config_file names it
+        cmd_tools(None, pyproject, as_json=True)
+        if command == "tools"
+        else cmd_call("bad.echo", "{}", None, pyproject, None)
+    )
+    assert code == 2
+    assert capsys.readouterr() == (
+        "",
+        f"configuration error: {tmp_path}/mcp_config.json (from [tool.zorkgpt.mcp] config_file in "
+        f"{tmp_path}/pyproject.toml): no such file; create it (examples/ has templates), or pass "
+        "--config PATH\n",
+    )
+
+
+@pytest.mark.parametrize("command", ["tools", "call"])
+def test_pyproject_must_exist_as_for_play(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    monkeypatch.chdir(tmp_path)  # nothing here: without the check, the embedded defaults would run
+
+    def run(pyproject: Path) -> int:
+        if command == "tools":
+            return cmd_tools(None, pyproject, as_json=True)
+        return cmd_call("thinking.think", "{}", None, pyproject, None)
+
+    assert run(tmp_path / "nope.toml") == 2
+    assert capsys.readouterr() == (
+        "",
+        f"configuration error: --pyproject {tmp_path}/nope.toml: no such file\n",
+    )
+    assert run(tmp_path) == 2
+    assert capsys.readouterr() == (
+        "",
+        f"configuration error: --pyproject {tmp_path}: is a folder, not a settings file\n",
+    )
+
+
+def test_tools_warns_of_an_allow_list_that_names_a_tool_the_server_lacks(
+    tmp_path: Path, pyproject: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "mcp_config.json"
+    server = {"command": sys.executable, "args": ["-S", str(MISBEHAVING)], "tools": ["nope"]}
+    config.write_text(json.dumps({"mcpServers": {"bad": server}}))
+    assert cmd_tools(config, pyproject, as_json=True) == 0
+    assert capsys.readouterr() == (
+        "[]\n",
+        "warning: MCP server 'bad' has no tools named nope (from its 'tools' allow-list)\n",
+    )
+    assert cmd_tools(config, pyproject, as_json=False) == 0
+    out, err = capsys.readouterr()
+    assert "0 MCP tools" in out
+    assert err == "warning: MCP server 'bad' has no tools named nope (from its 'tools' allow-list)\n"
+
+
+@pytest.mark.parametrize("lint", [False, True])
+def test_tools_warns_of_a_tool_left_out_for_its_schema(
+    tmp_path: Path, pyproject: Path, capsys: pytest.CaptureFixture[str], lint: bool
+) -> None:
+    config = tmp_path / "mcp_config.json"
+    server = {"type": "inprocess", "module": "schema_servers:create_schema_server"}
+    config.write_text(json.dumps({"mcpServers": {"schemas": server}}))
+    assert cmd_tools(config, pyproject, as_json=True, lint=lint) == 0
+    out, err = capsys.readouterr()
+    if lint:
+        assert [(entry["tool"], entry["status"]) for entry in json.loads(out)] == [
+            ("schemas.plain", "ok"),
+            ("schemas.optional", "changed"),
+            ("schemas.tree", "excluded"),
+        ]
+    else:
+        assert [tool["name"] for tool in json.loads(out)] == ["schemas.plain", "schemas.optional"]
+    assert err == (
+        "warning: MCP tool 'schemas.tree' left out: $.properties.node.properties.next: recursive $ref "
+        '"#/$defs/Node" (zorkmcp tools --lint explains)\n'
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "reason"),
+    [
+        ('{"a":' + "[" * 50_000 + "]" * 50_000 + "}", "objects or arrays nested too deeply"),
+        ('{"a": NaN}', "NaN is not JSON (JSON numbers are finite; use null or a string)"),
+        ('{"a": [1, Infinity]}', "Infinity is not JSON (JSON numbers are finite; use null or a string)"),
+        ('{"a": -Infinity}', "-Infinity is not JSON (JSON numbers are finite; use null or a string)"),
+        ('{"a": 1e400}', "the number 1e400 is too large for a double"),
+        ('{"a": -1' + "0" * 5000 + "}", "a number has more than 4300 digits (pass it as a string)"),
+    ],
+)
+def test_call_rejects_arguments_json_has_no_value_for(
+    tmp_path: Path, pyproject: Path, capsys: pytest.CaptureFixture[str], args: str, reason: str
+) -> None:
+    assert cmd_call("bad.echo", args, _write_config(tmp_path), pyproject, None) == 2
+    assert capsys.readouterr() == ("", f"configuration error: the arguments are not valid JSON: {reason}\n")
+
+
+@pytest.mark.parametrize("value", ["inf", "Infinity", "-inf", "nan", "0", "-1", "1e-400"])
+def test_call_timeout_must_be_finite_and_positive(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    parser = argparse.ArgumentParser(prog="zorkmcp")
+    add_mcp_subcommands(parser.add_subparsers(dest="command", required=True))
+    with pytest.raises(SystemExit) as exit_info:
+        parser.parse_args(["call", "x", f"--timeout={value}"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.endswith(
+        f"zorkmcp call: error: argument --timeout: must be a finite number of seconds > 0, got {value!r}\n"
+    )
 
 
 def test_startup_failure_exits_1(tmp_path: Path, pyproject: Path, capsys: pytest.CaptureFixture[str]) -> None:

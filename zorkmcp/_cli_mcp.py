@@ -3,14 +3,22 @@
 Both work whether or not ``[tool.zorkgpt.mcp] enabled`` is set; ``--config`` defaults to the
 configured ``config_file``, and with no ``[tool.zorkgpt]`` at all to what ``zorkmcp play`` starts
 (the embedded think server). Exit codes: 0 success (``call``: a normal result), 1 an error result, a
-timeout or a server that did not start, 2 a configuration or usage error (message on stderr), 130
-interrupted.
+timeout, a server that did not start or standard output that cannot be written (a full disk), 2 a
+configuration or usage error (message on stderr), 130 interrupted, 141 the reader of the output went
+away (``| head``: the rest of the output is dropped, with no message, as ``zorkmcp play`` does).
+
+``zorkmcp tools`` also shows, on stderr, the warnings ``zorkmcp play`` shows for the same servers (a
+``tools`` allow-list naming a tool the server lacks, a tool left out for its input schema, an
+ambiguous name), in the engine's words.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
+import stat
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,6 +37,8 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_CONFIG = 2
 EXIT_INTERRUPTED = 130
+EXIT_READER_GONE = 141
+"""128 + SIGPIPE: what a shell reports for a writer whose reader went away (``zorkmcp play`` too)."""
 _SUMMARY_CHARS = 120
 
 
@@ -36,12 +46,103 @@ def _error(message: str) -> None:
     print(message, file=sys.stderr)
 
 
+class _OutputError(Exception):
+    """Standard output could not be written; ``error`` says why (``EPIPE``: its reader went away)."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _print(text: str) -> None:
+    """``text`` and a newline on stdout, all of it, flushed: a failure is raised here, not at exit.
+
+    Through the binary buffer, to the last byte: when the reader goes away in the middle of a large
+    write, ``BufferedWriter.write`` can return a short count with no error (and ``print`` ignores
+    the count, so the output would end short with status 0); writing the rest raises ``EPIPE``.
+    """
+    stream = sys.stdout
+    buffer = getattr(stream, "buffer", None)
+    try:
+        if buffer is None:
+            stream.write(text + "\n")
+        else:
+            stream.flush()
+            data = memoryview((text + "\n").encode(stream.encoding, stream.errors or "strict"))
+            while data:
+                data = data[buffer.write(data) :]
+        stream.flush()
+    except OSError as exc:
+        raise _OutputError(exc) from exc
+
+
+def _output_failed(error: OSError) -> int:
+    """The exit status when stdout could not be written: 141 (silent) when its reader went away, else 1.
+
+    Standard output is then pointed at ``/dev/null``, so what it still buffers goes nowhere when
+    the interpreter exits (instead of an "Exception ignored" line).
+    """
+    try:
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError):  # not a file (a test's capture): nothing is flushed at exit
+        fd = -1
+    if fd >= 0:
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, fd)
+        finally:
+            os.close(null)
+    if isinstance(error, BrokenPipeError):
+        return EXIT_READER_GONE
+    _error(f"cannot write to standard output: {error.strerror or error}")
+    return EXIT_FAILED
+
+
+def _check_pyproject(path: Path) -> None:
+    """A ``--pyproject`` given must exist, as ``zorkmcp play`` requires (without the flag, a missing
+    ``./pyproject.toml`` means the embedded defaults)."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise ConfigError(f"--pyproject {path}: no such file") from None
+    except OSError as exc:
+        raise ConfigError(f"--pyproject {path}: cannot be read: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(mode):
+        raise ConfigError(f"--pyproject {path}: is a folder, not a settings file")
+
+
+def _missing_config(path: Path, settings: Settings, *, from_flag: bool) -> str:
+    """One line for an ``mcp_config.json`` that does not exist: which, where it came from, what to do.
+
+    (``McpConfig.from_file`` says "MCP is enabled but …", ``zorkmcp play``'s words, which do not
+    hold here: these commands work whether or not MCP is enabled.)
+    """
+    if from_flag:
+        return (
+            f"--config {path}: no such file; pass --config with the path of an mcp_config.json, "
+            "or create it (examples/ has templates)"
+        )
+    origin = (
+        f"[tool.zorkgpt.mcp] config_file in {settings.source}"
+        if settings.source is not None
+        else "zorkmcp's embedded settings"
+    )
+    return f"{path} (from {origin}): no such file; create it (examples/ has templates), or pass --config PATH"
+
+
 def _load(config_path: Path | None, pyproject: Path | None) -> tuple[Settings, McpConfig]:
     from .config import McpConfig, Settings  # here, not at the top: ``zorkmcp --help`` stays quick
 
+    if pyproject is not None:
+        _check_pyproject(pyproject)
     settings = Settings.load(pyproject)  # zorkmcp play's: with no [tool.zorkgpt], the embedded defaults
     path = config_path if config_path is not None else settings.mcp_config_path()
-    return settings, McpConfig.from_file(path)
+    try:
+        return settings, McpConfig.from_file(path)
+    except ConfigError as exc:
+        if not isinstance(exc.__cause__, FileNotFoundError):
+            raise
+        raise ConfigError(_missing_config(path, settings, from_flag=config_path is not None)) from exc
 
 
 def _run(func: Callable[[Settings, McpConfig], int], config_path: Path | None, pyproject: Path | None) -> int:
@@ -58,6 +159,20 @@ def _run(func: Callable[[Settings, McpConfig], int], config_path: Path | None, p
     except KeyboardInterrupt:
         _error("interrupted")
         return EXIT_INTERRUPTED
+    except _OutputError as exc:
+        return _output_failed(exc.error)
+
+
+class _Warnings:
+    """The event sink of ``zorkmcp tools``: the warnings and errors ``zorkmcp play`` shows on its
+    terminal, on stderr, as it shows them (``warning: `` and the engine's message)."""
+
+    def emit(self, event_type: str, /, **fields: Any) -> None:
+        del event_type, fields
+
+    def log(self, level: str, message: str, /) -> None:
+        if level in ("WARNING", "ERROR"):
+            _error(f"{level.lower()}: {message}")
 
 
 def _tool_json(info: ToolInfo) -> dict[str, Any]:
@@ -84,7 +199,13 @@ def _print_table(tools: list[ToolInfo]) -> None:
         if len(summary) > _SUMMARY_CHARS:
             summary = summary[: _SUMMARY_CHARS - 1].rstrip() + "…"
         table.add_row(info.name, info.wire_name, info.server, summary)
-    Console(emoji=False).print(table)
+    console = Console(emoji=False)  # stdout's: its width, and colours on a terminal
+    try:
+        with console.capture() as capture:  # written by _print: rich's answer to EPIPE is SystemExit(1)
+            console.print(table)
+    except OSError as exc:  # leaving the capture flushes stdout (an empty write fails on /dev/full)
+        raise _OutputError(exc) from exc
+    _print(capture.get().removesuffix("\n"))
 
 
 def _listed_schemas(toolbox: Toolbox) -> list[tuple[str, dict[str, Any] | None]]:
@@ -114,7 +235,8 @@ def cmd_tools(config_path: Path | None, pyproject: Path | None, as_json: bool, *
         lint: print, per tool, what schema translation changed and what it left out, and why.
 
     Returns:
-        The exit code (0, 1 when a server did not start, 2 for a configuration error).
+        The exit code (0, 1 when a server did not start or stdout cannot be written, 2 for a
+        configuration error, 141 when the reader of stdout went away).
     """
 
     from ._bridge import run_trio
@@ -123,18 +245,18 @@ def cmd_tools(config_path: Path | None, pyproject: Path | None, as_json: bool, *
 
     def tools(settings: Settings, config: McpConfig) -> int:
         async def main() -> tuple[list[ToolInfo], list[tuple[str, dict[str, Any] | None]]]:
-            async with open_toolbox(config.enabled_servers, settings.mcp) as toolbox:
+            async with open_toolbox(config.enabled_servers, settings.mcp, events=_Warnings()) as toolbox:
                 return list(toolbox.tools), _listed_schemas(toolbox)
 
         infos, schemas = run_trio(main)
         if lint:
             report = lint_report(schemas)
             if as_json:
-                print(json.dumps(report, indent=2, ensure_ascii=False))
+                _print(json.dumps(report, indent=2, ensure_ascii=False))
             else:
-                print("\n".join(render_lint_report(report)))
+                _print("\n".join(render_lint_report(report)))
         elif as_json:
-            print(json.dumps([_tool_json(info) for info in infos], indent=2, ensure_ascii=False))
+            _print(json.dumps([_tool_json(info) for info in infos], indent=2, ensure_ascii=False))
         else:
             _print_table(infos)
         return EXIT_OK
@@ -159,11 +281,12 @@ def cmd_call(
         timeout: seconds for the call (default: the tool's configured timeout).
 
     Returns:
-        0 for a normal result, 1 for an error result, a timeout or a server that did not start,
-        2 for a configuration error or arguments that are not a JSON object.
+        0 for a normal result, 1 for an error result, a timeout, a server that did not start or
+        stdout that cannot be written, 2 for a configuration error or arguments that are not a JSON
+        object, 141 when the reader of stdout went away.
     """
     try:
-        arguments = json.loads(json_args)
+        arguments = _parse_arguments(json_args)
     except ValueError as exc:
         _error(f"configuration error: the arguments are not valid JSON: {exc}")
         return EXIT_CONFIG
@@ -180,10 +303,49 @@ def cmd_call(
                 return await toolbox.call_tool(name, arguments, timeout=timeout)
 
         result = run_trio(main)
-        print(json.dumps(result.to_dict(), ensure_ascii=False, default=str))
+        _print(json.dumps(result.to_dict(), ensure_ascii=False, default=str))
         return EXIT_FAILED if result.is_error else EXIT_OK
 
     return _run(call, config_path, pyproject)
+
+
+class _NotJson(ValueError):
+    """JSON text Python would read but JSON has no value for, or a number Python will not read."""
+
+
+def _json_constant(name: str) -> float:
+    raise _NotJson(f"{name} is not JSON (JSON numbers are finite; use null or a string)")
+
+
+def _json_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        raise _NotJson(f"the number {shown} is too large for a double")
+    return value
+
+
+def _json_int(text: str) -> int:
+    limit = sys.get_int_max_str_digits()
+    if limit and len(text.lstrip("-")) > limit:
+        raise _NotJson(f"a number has more than {limit} digits (pass it as a string)")
+    return int(text)
+
+
+def _parse_arguments(json_args: str) -> object:
+    """The ``call`` arguments: strict JSON.
+
+    Raises:
+        ValueError: not JSON (the message says why): a syntax error, ``NaN`` or ``Infinity`` (which
+            Python's reader accepts, and the server would get as ``null``), a float out of range,
+            an integer longer than Python converts, or nesting deeper than Python reads.
+    """
+    try:
+        return json.loads(
+            json_args, parse_constant=_json_constant, parse_float=_json_float, parse_int=_json_int
+        )
+    except RecursionError:
+        raise ValueError("objects or arrays nested too deeply") from None
 
 
 def _positive_seconds(text: str) -> float:
@@ -191,8 +353,8 @@ def _positive_seconds(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got {text!r}")
     return value
 
 
@@ -226,7 +388,9 @@ def add_mcp_subcommands(subparsers: argparse._SubParsersAction[argparse.Argument
         "tools",
         help="start the configured MCP servers and list their tools",
         description="Start every enabled server of mcp_config.json, print each tool (canonical name, "
-        "wire name the LLM sees, server, description) and shut the servers down.",
+        "wire name the LLM sees, server, description) and shut the servers down. The warnings zorkmcp "
+        "play gives for these servers (e.g. a 'tools' allow-list naming a tool the server lacks, a tool left "
+        "out for its input schema) go to stderr.",
     )
     _common(tools)
     tools.add_argument(
@@ -247,7 +411,8 @@ def add_mcp_subcommands(subparsers: argparse._SubParsersAction[argparse.Argument
         "call",
         help="call one MCP tool and print the result as JSON",
         description="Start the configured servers, call one tool and print ToolCallResult.to_dict() as JSON. "
-        "Exit 0 for a normal result, 1 for an error result or timeout, 2 for a configuration error.",
+        "Exit 0 for a normal result, 1 for an error result or timeout, 2 for a configuration error, "
+        "141 when the reader of the output went away (| head).",
     )
     call.add_argument("name", help="tool name, canonical (thinking.think) or wire (thinking__think)")
     call.add_argument(
@@ -259,7 +424,7 @@ def add_mcp_subcommands(subparsers: argparse._SubParsersAction[argparse.Argument
         metavar="S",
         type=_positive_seconds,
         default=None,
-        help="seconds before the call is abandoned (default: the tool's configured timeout)",
+        help="seconds before the call is abandoned, > 0 (default: the tool's configured timeout)",
     )
     call.set_defaults(
         run=lambda args: cmd_call(args.name, args.json_args, args.config, args.pyproject, args.timeout)

@@ -211,7 +211,9 @@ def _load_settings(args: argparse.Namespace) -> tuple[Settings, str]:
     from .config import McpConfig, Settings
 
     pyproject = Path(args.pyproject) if args.pyproject else Path("pyproject.toml")
-    if args.pyproject and not pyproject.is_file():
+    if args.pyproject and pyproject.is_dir():
+        raise ConfigError(f"--pyproject {pyproject}: is a folder, not a settings file")
+    if args.pyproject and not pyproject.exists():  # a named pipe (--pyproject <(…)) is read as a file
         raise ConfigError(f"--pyproject {pyproject}: no such file")
     settings = Settings.load(pyproject)
     if settings.source is not None:
