@@ -534,7 +534,71 @@ WHERE = " (/cfg/mcp_config.json)"
         ),
         (
             {"mcpServers": {"a": {"type": "http", "url": "ftp://x/mcp"}}},
-            "$.mcpServers.a.url must be an http:// or https:// URL with a host, got ftp://…",
+            "$.mcpServers.a.url must be an http:// or https:// URL with a host, got ftp://… "
+            '(write e.g. "https://example.com/mcp")',
+        ),
+        (
+            {"mcpServers": {"r": {"url": "http://127.0.0.1:99999/mcp"}}},
+            "$.mcpServers.r.url has port 99999: a port must be a number from 1 to 65535 (correct it, or "
+            "leave it out for the default: 80 for http://, 443 for https://)",
+        ),
+        (
+            {"mcpServers": {"r": {"url": "http://127.0.0.1:65536/mcp"}}},
+            "$.mcpServers.r.url has port 65536: a port must be a number from 1 to 65535 (correct it, or "
+            "leave it out for the default: 80 for http://, 443 for https://)",
+        ),
+        (
+            {"mcpServers": {"r": {"url": "http://127.0.0.1:0/mcp"}}},
+            "$.mcpServers.r.url has port 0: a port must be a number from 1 to 65535 (correct it, or "
+            "leave it out for the default: 80 for http://, 443 for https://)",
+        ),
+        (
+            {"mcpServers": {"r": {"url": "http://127.0.0.1:abc/mcp"}}},
+            "$.mcpServers.r.url has a port that is not a number: a port must be a number from 1 to 65535 "
+            "(correct it, or leave it out for the default: 80 for http://, 443 for https://)",
+        ),
+        (
+            {"mcpServers": {"r": {"url": "http://127.0.0.1:+80/mcp"}}},
+            "$.mcpServers.r.url has a port that is not a number: a port must be a number from 1 to 65535 "
+            "(correct it, or leave it out for the default: 80 for http://, 443 for https://)",
+        ),
+        (
+            {"mcpServers": {"r": {"url": "https://[::1]:70000/mcp"}}},
+            "$.mcpServers.r.url has port 70000: a port must be a number from 1 to 65535 (correct it, or "
+            "leave it out for the default: 80 for http://, 443 for https://)",
+        ),
+        (
+            {"mcpServers": {"r": {"url": "notaurl"}}},
+            "$.mcpServers.r.url must be an http:// or https:// URL with a host, got no http:// or https:// "
+            'at its start (write e.g. "https://example.com/mcp")',
+        ),
+        (
+            {"mcpServers": {"r": {"url": "user:s3cret@example.com/mcp"}}},  # the password is not shown
+            "$.mcpServers.r.url must be an http:// or https:// URL with a host, got no http:// or https:// "
+            'at its start (write e.g. "https://example.com/mcp")',
+        ),
+        (
+            {"mcpServers": {"r": {"url": "http:///mcp"}}},
+            '$.mcpServers.r.url must be an http:// or https:// URL with a host, got no host after "http://" '
+            '(write e.g. "https://example.com/mcp")',
+        ),
+        (
+            {"mcpServers": {"r": {"url": "http://[::1/mcp"}}},
+            '$.mcpServers.r.url has "[" but no "]" around its IPv6 host (write e.g. "http://[::1]:8000/mcp")',
+        ),
+        (
+            {"mcpServers": {"r": {"url": "http://10.0.0.256/mcp"}}},
+            "$.mcpServers.r.url is not a URL the HTTP client accepts (Invalid IPv4 address: '10.0.0.256'): "
+            "correct it",
+        ),
+        (
+            {"mcpServers": {"r": {"url": "http://example.com/m\tcp"}}},
+            "$.mcpServers.r.url is not a URL the HTTP client accepts (Invalid non-printable ASCII character "
+            "in URL, '\\t' at position 20): correct it",
+        ),
+        (
+            {"mcpServers": {"r": {"url": " https://example.com/mcp"}}},
+            "$.mcpServers.r.url has spaces or line breaks at its start or end (remove them)",
         ),
         (
             {"servers": {"b": {"type": "sse"}}},
@@ -573,7 +637,13 @@ WHERE = " (/cfg/mcp_config.json)"
         ),
         (
             {"servers": {"a": {"serverUrl": "ws://h/mcp"}}},
-            "$.servers.a.serverUrl must be an http:// or https:// URL with a host, got ws://…",
+            "$.servers.a.serverUrl must be an http:// or https:// URL with a host, got ws://… "
+            '(write e.g. "https://example.com/mcp")',
+        ),
+        (
+            {"servers": {"a": {"serverUrl": "https://h:8443x/mcp"}}},  # Windsurf's key is named
+            "$.servers.a.serverUrl has a port that is not a number: a port must be a number from 1 to 65535 "
+            "(correct it, or leave it out for the default: 80 for http://, 443 for https://)",
         ),
         (
             {"servers": {"a": {"command": "python3", "serverUrl": "http://h/mcp", "type": "stdio"}}},
@@ -1028,6 +1098,46 @@ def test_play_with_a_hostile_file_exits_2_with_one_line_before_anything_starts(
     expected = expected.format(folder=tmp_path)
     assert result.stderr == f"zorkmcp play: configuration error (ConfigError): {expected}\n"
     assert not (tmp_path / "logs").exists()
+
+
+PORT_RULE = (
+    "a port must be a number from 1 to 65535 (correct it, or leave it out for the default: 80 for "
+    "http://, 443 for https://)"
+)
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("http://127.0.0.1:99999/mcp", f"has port 99999: {PORT_RULE}"),
+        ("http://127.0.0.1:abc/mcp", f"has a port that is not a number: {PORT_RULE}"),
+        (
+            "notaurl",
+            "must be an http:// or https:// URL with a host, got no http:// or https:// at its start "
+            '(write e.g. "https://example.com/mcp")',
+        ),
+    ],
+)
+def test_tools_call_and_play_refuse_an_unusable_url_with_exit_2(
+    tmp_path: Path, url: str, problem: str
+) -> None:
+    write_config(tmp_path, {"mcpServers": {"r": {"url": url}}}, name="c.json")
+    write_pyproject(tmp_path, '[tool.zorkgpt.mcp]\nenabled = true\nconfig_file = "c.json"\n')
+    line = f"$.mcpServers.r.url {problem}"
+    for command, expected in [
+        (["tools", "--config", "c.json"], f"configuration error: {line} (c.json)\n"),
+        (["call", "--config", "c.json", "r.x", "{}"], f"configuration error: {line} (c.json)\n"),
+        (
+            ["play", "--quiet"],
+            f"zorkmcp play: configuration error (ConfigError): {line} ({tmp_path}/c.json)\n",
+        ),
+    ]:
+        result = subprocess.run(
+            [sys.executable, "-m", "zorkmcp.cli", *command],
+            cwd=tmp_path, env=offline_env(COLUMNS="400"), capture_output=True, text=True, timeout=120,
+            check=False,
+        )  # fmt: skip
+        assert (result.returncode, result.stdout, result.stderr) == (2, "", expected), command
 
 
 @pytest.mark.parametrize(

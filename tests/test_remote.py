@@ -19,6 +19,8 @@ import anyio
 import mcp_types
 import pytest
 from backends import BACKENDS, run
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from mcp.client._memory import InMemoryTransport
 from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError as SdkMCPError
@@ -255,6 +257,48 @@ def test_remote_kind_follows_type_then_url() -> None:
 def test_safe_url_drops_user_info_query_and_fragment() -> None:
     assert safe_url("https://user:pw@example.com:8443/mcp?key=abc#frag") == "https://example.com:8443/mcp"
     assert safe_url("http://127.0.0.1/sse") == "http://127.0.0.1/sse"
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("http://127.0.0.1:99999/mcp", "http://127.0.0.1:99999/mcp"),
+        ("http://bot:pw@127.0.0.1:abc/mcp?key=k", "http://127.0.0.1:abc/mcp"),
+        ("http://[::1/mcp", "http://[::1/mcp"),
+        ("https://[::1]:8443/mcp", "https://[::1]:8443/mcp"),
+        ("http://h/a b\nc", "http://h/a%20b%0Ac"),
+        ("http://\uff03/mcp", "http://\uff03/mcp"),
+    ],
+)
+def test_safe_url_never_raises(url: str, shown: str) -> None:
+    assert safe_url(url) == shown
+
+
+@settings(max_examples=300)
+@given(
+    user=st.sampled_from(["", "bot:pw-Zq7@", "pw-Zq7@"]),
+    rest=st.text(alphabet=st.characters(exclude_characters="@?#"), max_size=30),
+    tail=st.sampled_from(["", "?key=q-Zq7", "#q-Zq7", "?a=1#q-Zq7"]),
+)
+def test_safe_url_of_any_text_is_one_line_without_user_info_or_query(user: str, rest: str, tail: str) -> None:
+    """Property: whatever the text after ``scheme://``, the shown URL is one line without the secrets."""
+    shown = safe_url(f"http://{user}{rest}{tail}")
+    assert "pw-Zq7" not in shown
+    assert "q-Zq7" not in shown
+    assert shown.isprintable()
+
+
+def test_startup_error_of_a_url_with_a_bad_port_names_it_without_secrets() -> None:
+    error = remote_startup_error(
+        ValueError("cannot connect"),
+        name="r",
+        url="http://bot:pw-Zq7@127.0.0.1:99999/mcp?key=q-Zq7",
+        headers={},
+    )
+    assert (error.server, error.command) == ("r", "http://127.0.0.1:99999/mcp")
+    assert str(error) == (
+        "Failed to start MCP server 'r': ValueError: cannot connect\nURL: http://127.0.0.1:99999/mcp"
+    )
 
 
 # --- secrets ---------------------------------------------------------------------------------------

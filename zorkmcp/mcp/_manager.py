@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import anyio
 import anyio.abc
 import anyio.to_thread
-from attrs import define
+from attrs import define, evolve
 
 from zorkmcp.errors import MCPServerStartupError, exception_leaves
 from zorkmcp.observability import EventSink, NullSink
@@ -62,6 +62,10 @@ _T = TypeVar("_T")
 
 SPARE_CLOSE_WAIT = 3.0
 """After a failed first turn: how long to wait for released spares to end (teardown is bounded at 2.5 s)."""
+_OWN_CALLS_RESULT_BYTES = 1 << 30
+"""The result cap of the program's own calls (:meth:`EpisodeServers.toolbox`): the largest
+``max_result_bytes`` allows, so never reached. ``max_result_bytes`` caps what the model is shown;
+the engine reads the game's ``status`` JSON and its text whole."""
 
 
 @contextmanager
@@ -297,11 +301,14 @@ class EpisodeServers:
         """Every tool of the running ``per_episode`` servers, allow-lists ignored.
 
         For the program's own calls (the orchestrator's ``zork.play_action``, which the agent is
-        not offered); the agent gets its tools from :meth:`McpManager.open_turn`.
+        not offered, and the game's ``status``); the agent gets its tools from
+        :meth:`McpManager.open_turn`. Their results are not cut to ``max_result_bytes``: that cap is
+        on what the model is shown, and a cut ``status`` would no longer be the JSON object the
+        episode loop reads.
         """
         return Toolbox(
             [handle.session for handle in self._handles.values()],
-            self._settings,
+            evolve(self._settings, max_result_bytes=_OWN_CALLS_RESULT_BYTES),
             events=self._events,
             apply_allow_list=False,
         )
@@ -314,6 +321,8 @@ class EpisodeServers:
         timeout: float | None = None,  # noqa: ASYNC109 - the contract: per-tool default, scope inside
     ) -> ToolCallResult:
         """Call any tool of a ``per_episode`` server (see :meth:`toolbox` and :meth:`Toolbox.call_tool`).
+
+        The result is whole: ``max_result_bytes`` does not apply to the program's own calls.
 
         Args:
             name: canonical (``zork.play_action``) or wire name.

@@ -36,7 +36,6 @@ import re
 from contextlib import asynccontextmanager
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Final
-from urllib.parse import urlsplit, urlunsplit
 
 import anyio.to_thread
 import httpx2
@@ -79,12 +78,46 @@ _UNKNOWN_HOST = re.compile(
 )
 
 
+_URL_PARTS: Final = re.compile(r"(?:([^:/?#]+):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?", re.S)
+"""RFC 3986 appendix B: matches every string, so nothing here raises on a broken URL."""
+
+
+def _url_parts(url: str) -> tuple[str, str | None, str, str, str]:
+    """Scheme, authority (``None``: no ``//``), path, query and fragment; ``""`` for what is absent."""
+    match = _URL_PARTS.fullmatch(url)
+    assert match is not None  # every group is optional
+    scheme, authority, path, query, fragment = match.groups()
+    return scheme or "", authority, path, query or "", fragment or ""
+
+
 def safe_url(url: str) -> str:
-    """``url`` for messages: without user info, query string or fragment (they may hold secrets)."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port is not None else host
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    """``url`` for messages: without user info, query string or fragment (they may hold secrets).
+
+    Never raises, whatever ``url`` is (a port of ``99999`` or ``abc``, a broken IPv6 host: it goes in
+    messages about such URLs). The scheme and host are lower-cased; spaces, line breaks and other
+    unprintable characters are percent-encoded, so the text stays on one line.
+    """
+    scheme, authority, path, _, _ = _url_parts(url)
+    shown = f"{scheme.lower()}:" if scheme else ""
+    if authority is not None:
+        shown += "//" + authority.rpartition("@")[2].lower()
+    shown += path
+    return "".join(_printable(c) for c in shown)
+
+
+def _printable(char: str) -> str:
+    """``char``, or its UTF-8 bytes percent-encoded if it is a space, a line break or a control."""
+    if char.isprintable() and not char.isspace():
+        return char
+    return "".join(f"%{byte:02X}" for byte in char.encode("utf-8", "surrogatepass"))
+
+
+def _host(url: str) -> str:
+    """The host of ``url`` (without user info, port or IPv6 brackets); ``""`` if it has none."""
+    host_port = (_url_parts(url)[1] or "").rpartition("@")[2]
+    if host_port.startswith("["):
+        return host_port[1:].partition("]")[0]
+    return host_port.partition(":")[0]
 
 
 @define
@@ -221,7 +254,7 @@ def _explain_status(code: int, url: str, status: RemoteStatus) -> str:
 
 
 def _explain_leaf(leaf: BaseException, url: str, status: RemoteStatus) -> str:
-    host = urlsplit(url).hostname or url
+    host = _host(url) or url
     if isinstance(leaf, httpx2.ConnectError):
         if _UNKNOWN_HOST.search(str(leaf)):
             return f"unknown host {host!r} (check the URL)"
@@ -268,6 +301,8 @@ def remote_startup_error(
     if reason is None:
         leaves: list[BaseException] = [leaf for leaf in exception_leaves(exc) if isinstance(leaf, Exception)]
         reason = _explain_leaf((leaves or [exc])[0], shown, status)
-    secrets = [*headers.values(), *(part for part in (urlsplit(url).password, urlsplit(url).query) if part)]
+    _, authority, _, query, fragment = _url_parts(url)
+    password = (authority or "").rpartition("@")[0].partition(":")[2]
+    secrets = [*headers.values(), *(part for part in (password, query, fragment) if part)]
     message = _scrub(f"Failed to start MCP server '{name}': {reason}\nURL: {shown}", secrets)
     return MCPServerStartupError(message, server=name, command=shown)
