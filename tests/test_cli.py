@@ -418,6 +418,21 @@ def test_a_path_to_read_with_a_name_too_long_is_one_line(
     assert capsys.readouterr().err == f"zorkmcp play: {long}: File name too long; give a shorter path\n"
 
 
+def test_settings_and_eval_files_saved_with_a_bom_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Windows Notepad starts UTF-8 files with a BOM; mcp_config.json is read past one, and so are these
+    monkeypatch.chdir(tmp_path)
+    pyproject = write_project(tmp_path, enabled=False, max_turns=1)
+    pyproject.write_bytes(b"\xef\xbb\xbf" + pyproject.read_bytes())
+    (tmp_path / "eval.toml").write_bytes(b'\xef\xbb\xbf[eval]\nepisodes = 1\nmax_turns = 1\nout = "run"\n')
+    assert main(["play", "--game", str(zork1_path()), "--quiet", "--summary-json", "s.json"]) == 0
+    assert summary_of(tmp_path / "s.json")["turns"] == 1  # max_turns_per_episode of that file
+    assert main(["eval", "eval.toml", "--game", str(zork1_path()), "--quiet"]) == 0
+    assert [p.name for p in (tmp_path / "run" / "episodes").glob("*/*.json")] == ["seed-12.json"]
+    capsys.readouterr()
+
+
 def test_a_file_that_is_no_story_exits_2_before_any_server_starts(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

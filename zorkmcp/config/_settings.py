@@ -249,7 +249,7 @@ def _read_toml(path: Path) -> dict[str, Any] | None:
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
     try:
-        return tomllib.loads(raw.decode("utf-8"))
+        return tomllib.loads(raw.decode("utf-8-sig"))  # a BOM (Notepad writes one) is no statement
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path} is not valid UTF-8 (byte {exc.start})") from exc
     except tomllib.TOMLDecodeError as exc:

@@ -257,7 +257,9 @@ def load_eval_file(path: Path) -> EvalFile:
         ConfigError: unreadable, not TOML, an unknown key, a wrong type, a duplicate arm name.
     """
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(
+            path.read_text(encoding="utf-8-sig")
+        )  # a BOM (Notepad writes one) is no statement
     except OSError as exc:
         raise ConfigError(f"cannot read the eval file {path}: {exc.strerror or exc}") from exc
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
