@@ -27,6 +27,7 @@ from typing import Any, Final, Literal
 
 from attrs import field, frozen
 
+from .._urls import split_url, url_problem
 from ..errors import ConfigError
 from ._checks import check_host
 from ._convert import (
@@ -66,18 +67,7 @@ def remote_kind(url: str, type_: str | None = None) -> RemoteKind:
         if type_ not in REMOTE_TYPES:
             raise ValueError(f"remote server type must be one of {sorted(REMOTE_TYPES)}, got {type_!r}")
         return REMOTE_TYPES[type_]
-    return "sse" if _split_url(url)[2].rstrip("/").endswith("/sse") else "http"
-
-
-_URL_PARTS: Final = re.compile(r"(?:([^:/?#]+):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?", re.S)
-"""RFC 3986 appendix B: matches every string (``urlsplit`` raises on some, e.g. ``http://[::1/``)."""
-
-
-def _split_url(url: str) -> tuple[str | None, str | None, str]:
-    """``url``'s scheme (``None``: none), authority (``None``: no ``//``) and path; never raises."""
-    match = _URL_PARTS.fullmatch(url)
-    assert match is not None  # every group is optional
-    return match[1], match[2], match[3]
+    return "sse" if split_url(url)[2].rstrip("/").endswith("/sse") else "http"
 
 
 @frozen(kw_only=True)
@@ -541,7 +531,7 @@ def _check_remote(
     if url is None:
         problems.append(f'{path}.url is required for a remote server (e.g. "https://example.com/mcp")')
     elif "${" not in url:  # else an unset variable, already reported (or a disabled server's)
-        problem = _url_problem(url)
+        problem = url_problem(url, example="https://example.com/mcp")
         if problem is not None:
             problems.append(f"{path}.{url_key} {problem}")
     for name, value in headers.items():
@@ -551,61 +541,6 @@ def _check_remote(
             problems.append(
                 f"{json_path(path, 'headers', name)} must not contain line breaks (value not shown)"
             )
-
-
-_URL_EXAMPLE: Final = '(write e.g. "https://example.com/mcp")'
-_SCHEME: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
-
-
-def _url_problem(url: str) -> str | None:
-    """What makes ``url`` (expanded) unusable for a remote server, or ``None``.
-
-    The rules: an ``http``/``https`` scheme, a host, a port (if any) from 1 to 65535, and what the
-    HTTP client itself refuses (control characters, a bad IP address or IDNA name, a URL over 64 KiB).
-    The text quotes no user info, query or fragment (they may hold secrets): only the scheme, the
-    port's digits and the client's reason, which names at most the host.
-    """
-    if url != url.strip():
-        return "has spaces or line breaks at its start or end (remove them)"
-    scheme, authority, _ = _split_url(url)
-    rule = "must be an http:// or https:// URL with a host"
-    if scheme is None or scheme.lower() not in ("http", "https"):
-        if scheme is not None and authority is not None and _SCHEME.fullmatch(scheme):
-            return f"{rule}, got {scheme}://… {_URL_EXAMPLE}"
-        return f"{rule}, got no http:// or https:// at its start {_URL_EXAMPLE}"
-    host_port = "" if authority is None else authority.rpartition("@")[2]
-    if host_port.startswith("["):
-        host, bracket, after = host_port.partition("]")
-        if not bracket:
-            return 'has "[" but no "]" around its IPv6 host (write e.g. "http://[::1]:8000/mcp")'
-        host += bracket
-        colon, port = after[:1], after[1:]
-        if after and colon != ":":
-            return 'has more than a port after its IPv6 host (write e.g. "http://[::1]:8000/mcp")'
-    else:
-        host, _, port = host_port.partition(":")
-    if not host:
-        return f'{rule}, got no host after "{scheme.lower()}://" {_URL_EXAMPLE}'
-    if any(c.isspace() for c in host):
-        return "has a space in its host name (remove it)"
-    if port:
-        port_rule = (
-            "a port must be a number from 1 to 65535 (correct it, or leave it out for the "
-            "default: 80 for http://, 443 for https://)"
-        )
-        if not (port.isascii() and port.isdigit()):
-            return f"has a port that is not a number: {port_rule}"
-        significant = port.lstrip("0")
-        if not significant or len(significant) > 5 or int(significant) > 65535:
-            shown = port if len(port) <= 12 else f"{port[:12]}…"
-            return f"has port {shown}: {port_rule}"
-    import httpx2  # the client the MCP SDK sends with; imported only for a remote server
-
-    try:
-        httpx2.URL(url)
-    except httpx2.InvalidURL as exc:
-        return f"is not a URL the HTTP client accepts ({str(exc).rstrip('.')}): correct it"
-    return None
 
 
 def _expanded(

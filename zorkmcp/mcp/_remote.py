@@ -44,6 +44,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError as SdkMCPError
 
+from zorkmcp._urls import host_of, safe_url, split_url
 from zorkmcp.config import REMOTE_TYPES, RemoteKind, remote_kind
 from zorkmcp.errors import MCPServerStartupError, exception_leaves
 
@@ -76,48 +77,6 @@ DEFAULT_READ_TIMEOUT: Final = 300.0
 _UNKNOWN_HOST = re.compile(
     r"name or service not known|nodename nor servname|name resolution|getaddrinfo", re.I
 )
-
-
-_URL_PARTS: Final = re.compile(r"(?:([^:/?#]+):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?", re.S)
-"""RFC 3986 appendix B: matches every string, so nothing here raises on a broken URL."""
-
-
-def _url_parts(url: str) -> tuple[str, str | None, str, str, str]:
-    """Scheme, authority (``None``: no ``//``), path, query and fragment; ``""`` for what is absent."""
-    match = _URL_PARTS.fullmatch(url)
-    assert match is not None  # every group is optional
-    scheme, authority, path, query, fragment = match.groups()
-    return scheme or "", authority, path, query or "", fragment or ""
-
-
-def safe_url(url: str) -> str:
-    """``url`` for messages: without user info, query string or fragment (they may hold secrets).
-
-    Never raises, whatever ``url`` is (a port of ``99999`` or ``abc``, a broken IPv6 host: it goes in
-    messages about such URLs). The scheme and host are lower-cased; spaces, line breaks and other
-    unprintable characters are percent-encoded, so the text stays on one line.
-    """
-    scheme, authority, path, _, _ = _url_parts(url)
-    shown = f"{scheme.lower()}:" if scheme else ""
-    if authority is not None:
-        shown += "//" + authority.rpartition("@")[2].lower()
-    shown += path
-    return "".join(_printable(c) for c in shown)
-
-
-def _printable(char: str) -> str:
-    """``char``, or its UTF-8 bytes percent-encoded if it is a space, a line break or a control."""
-    if char.isprintable() and not char.isspace():
-        return char
-    return "".join(f"%{byte:02X}" for byte in char.encode("utf-8", "surrogatepass"))
-
-
-def _host(url: str) -> str:
-    """The host of ``url`` (without user info, port or IPv6 brackets); ``""`` if it has none."""
-    host_port = (_url_parts(url)[1] or "").rpartition("@")[2]
-    if host_port.startswith("["):
-        return host_port[1:].partition("]")[0]
-    return host_port.partition(":")[0]
 
 
 @define
@@ -254,7 +213,7 @@ def _explain_status(code: int, url: str, status: RemoteStatus) -> str:
 
 
 def _explain_leaf(leaf: BaseException, url: str, status: RemoteStatus) -> str:
-    host = _host(url) or url
+    host = host_of(url) or url
     if isinstance(leaf, httpx2.ConnectError):
         if _UNKNOWN_HOST.search(str(leaf)):
             return f"unknown host {host!r} (check the URL)"
@@ -301,7 +260,7 @@ def remote_startup_error(
     if reason is None:
         leaves: list[BaseException] = [leaf for leaf in exception_leaves(exc) if isinstance(leaf, Exception)]
         reason = _explain_leaf((leaves or [exc])[0], shown, status)
-    _, authority, _, query, fragment = _url_parts(url)
+    _, authority, _, query, fragment = split_url(url)
     password = (authority or "").rpartition("@")[0].partition(":")[2]
     secrets = [*headers.values(), *(part for part in (password, query, fragment) if part)]
     message = _scrub(f"Failed to start MCP server '{name}': {reason}\nURL: {shown}", secrets)
