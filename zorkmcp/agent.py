@@ -16,6 +16,7 @@ import attrs
 
 from .config import SamplingSettings
 from .engine import TurnOptions, TurnResult, run_turn
+from .llm._text import REPLACEMENT, valid_text
 from .observability import EventSink, NullSink, Tracer
 
 if TYPE_CHECKING:
@@ -112,12 +113,13 @@ def clean_action(action: str) -> str:
     """A single-line, non-empty game command (property 2).
 
     Keeps the first non-empty line, drops a leading ``>`` prompt or ``action:`` label and wrapping
-    quotes or backticks, removes control characters, folds white space and caps the length; an empty
-    result becomes ``look``.
+    quotes or backticks, removes control characters (and U+FFFD, what a lone surrogate from the model
+    became: a gap, not a letter), folds white space and caps the length; an empty result becomes
+    ``look``.
     """
     lines = [line for line in action.replace("\r", "\n").split("\n") if line.strip()]
     text = lines[0] if lines else ""
-    text = "".join(ch if ch.isprintable() else " " for ch in text)
+    text = "".join(ch if ch.isprintable() and ch != REPLACEMENT else " " for ch in text)
     text = " ".join(text.split())[:MAX_ACTION_LENGTH]
     previous = None
     while text != previous:  # "'> north'" and "> > north" need more than one pass
@@ -139,7 +141,8 @@ def parse_agent_response(content: str) -> AgentResponse:
     """Parse the model's final content into an :class:`AgentResponse`.
 
     Accepts the bare JSON object, one inside a fenced code block, or one embedded in prose.
-    ``reasoning`` is accepted for ``thinking`` (older prompts use it).
+    ``reasoning`` is accepted for ``thinking`` (older prompts use it). The strings are returned as
+    the JSON holds them (the agent makes them valid Unicode before it hands them on).
 
     Raises:
         ValueError: no JSON object with a usable ``action`` string.
@@ -288,10 +291,14 @@ class ZorkAgent:
                 new_objective=None,
                 parse_error=str(exc),
             )
+        # The answer's JSON is the model's text too: a lone surrogate escape in it ("\\ud800", half an
+        # emoji) becomes U+FFFD, as everywhere the model's text comes in (zorkmcp.llm._text), before
+        # the answer goes to the game, the logs, the reports and the next prompt.
+        objective = response.new_objective
         return AgentAction(
-            action=clean_action(response.action),
-            reasoning=response.thinking,
-            new_objective=response.new_objective,
+            action=clean_action(valid_text(response.action)),
+            reasoning=valid_text(response.thinking),
+            new_objective=None if objective is None else valid_text(objective),
         )
 
     def _report_parse_error(self, action: AgentAction, result: TurnResult, turn: int) -> None:

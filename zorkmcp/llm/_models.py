@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from attrs import field, frozen
 
 from ..config import SamplingSettings
+from ._text import valid_json_text, valid_text
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -18,17 +19,25 @@ if TYPE_CHECKING:
 __all__ = ["ChatModel", "CompletionRequest", "FunctionCall", "LLMResponse", "ToolCall"]
 
 
+def _optional_text(value: str | None) -> str | None:
+    return valid_text(value) if isinstance(value, str) else value
+
+
 @frozen(kw_only=True)
 class FunctionCall:
     """The function part of a tool call (seeds 000 §2.1).
+
+    Both fields are made valid Unicode on the way in (:mod:`zorkmcp.llm._text`): a lone surrogate,
+    raw or a JSON escape in ``arguments``, becomes U+FFFD, so that the parsed arguments (Requirement
+    5.3) can go to any MCP transport, log or game.
 
     Attributes:
         name: the tool's wire name as the model sent it (e.g. ``thinking__think``).
         arguments: the arguments as a JSON string (``"{}"`` when the model sent none).
     """
 
-    name: str
-    arguments: str
+    name: str = field(converter=valid_text)
+    arguments: str = field(converter=valid_json_text)
 
 
 @frozen(kw_only=True)
@@ -41,8 +50,8 @@ class ToolCall:
         function: what to call and with which arguments.
     """
 
-    id: str
-    type: str
+    id: str = field(converter=valid_text)
+    type: str = field(converter=valid_text)
     function: FunctionCall
 
 
@@ -52,7 +61,8 @@ class LLMResponse:
 
     Exactly one of ``content`` and ``tool_calls`` is set when the model answered at all:
     with tool calls ``content`` is ``None``; otherwise ``tool_calls`` is ``None`` (an empty
-    list from the provider counts as none). Both are ``None`` for an empty answer.
+    list from the provider counts as none). Both are ``None`` for an empty answer. The text fields
+    hold no lone surrogate: one becomes U+FFFD on the way in (:mod:`zorkmcp.llm._text`).
 
     Attributes:
         content: the assistant's text, or ``None``.
@@ -62,11 +72,11 @@ class LLMResponse:
         finish_reason: ``"stop"``, ``"tool_calls"``, ``"length"``, ... as reported.
     """
 
-    content: str | None
-    model: str
+    content: str | None = field(converter=_optional_text)
+    model: str = field(converter=valid_text)
     usage: dict[str, int] | None = None
     tool_calls: tuple[ToolCall, ...] | None = None
-    finish_reason: str | None = None
+    finish_reason: str | None = field(default=None, converter=_optional_text)
 
 
 def _messages(value: Sequence[Mapping[str, Any]]) -> tuple[Mapping[str, Any], ...]:

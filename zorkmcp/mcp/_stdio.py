@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import secrets
 import shlex
 import signal
@@ -55,7 +56,7 @@ from ._sweep import SESSION_ENV_VAR, sweep_session
 from ._zygote import STARTS_NO_PROCESS, ZygoteChild, ZygoteGone
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Mapping, Sequence
+    from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 
     from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
@@ -87,6 +88,7 @@ STDERR_TAIL_LINES = 40
 """Lines of the server's stderr kept for error messages."""
 _MAX_LINE_BYTES = 64 * 1024 * 1024
 _READ_SIZE = 65536
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 Escalation = Literal["none", "sigterm", "sigkill"]
 _Process = subprocess.Popen[bytes] | ZygoteChild
@@ -283,19 +285,72 @@ async def _read_stderr(stderr: _Pipe, info: ProcessInfo, done: anyio.Event) -> N
         done.set()
 
 
+def _first_surrogate(value: Any) -> str | None:
+    """The first lone surrogate in a message's data (keys and values), if it holds one."""
+    if isinstance(value, str):
+        found = _SURROGATE.search(value)
+        return None if found is None else found.group()
+    if isinstance(value, dict):
+        items: list[Any] = [*value.keys(), *value.values()]
+    elif isinstance(value, list | tuple):
+        items = list(value)
+    else:
+        return None
+    return next((bad for item in items if (bad := _first_surrogate(item)) is not None), None)
+
+
+def _unsendable(message: SessionMessage, exc: ValueError, info: ProcessInfo) -> SessionMessage | None:
+    """The answer to a message that cannot be written as a JSON line: an error response for a request.
+
+    A lone surrogate (half an emoji, ``"\\ud800"`` typed into ``zorkmcp call``) has no UTF-8 form.
+    Failing the writer would end the connection and blame the server; instead the request is not
+    sent and its caller gets a JSON-RPC error (a failed tool call, Requirement 6), and the server
+    never sees it. Anything else (a notification, a response) is dropped with a warning.
+    """
+    data = message.message.model_dump(by_alias=True, exclude_unset=True)
+    bad = _first_surrogate(data)
+    why = f"it holds {bad!r}, a lone surrogate, which UTF-8 cannot encode" if bad is not None else str(exc)
+    request = message.message
+    if not isinstance(request, mcp_types.JSONRPCRequest):
+        logger.warning("MCP server %s: a message was not sent: %s", info.command_line, why)
+        return None
+    error = mcp_types.ErrorData(
+        code=mcp_types.INVALID_PARAMS, message=f"the {request.method} request was not sent: {why}"
+    )
+    return SessionMessage(mcp_types.JSONRPCError(jsonrpc="2.0", id=request.id, error=error))
+
+
+async def _deliver(send: MemoryObjectSendStream[SessionMessage | Exception], item: SessionMessage) -> None:
+    """Hand the session an answer the writer made up.
+
+    A task of its own: the session may be busy writing (an inline request handler) while the writer
+    would wait for it to read, and neither would move.
+    """
+    with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+        await send.send(item)
+
+
 async def _write_stdin(
     stdin: _Pipe,
     receive: MemoryObjectReceiveStream[SessionMessage],
     info: ProcessInfo,
     reader_scope: anyio.CancelScope,
     done: anyio.Event,
+    answer: Callable[[SessionMessage], None],
 ) -> None:
     try:
         async with receive:
             async for message in receive:
-                data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
                 try:
-                    await stdin.send_all(data.encode())
+                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+                    encoded = data.encode()
+                except ValueError as exc:  # PydanticSerializationError, UnicodeEncodeError
+                    refusal = _unsendable(message, exc, info)
+                    if refusal is not None:
+                        answer(refusal)
+                    continue
+                try:
+                    await stdin.send_all(encoded)
                 except (anyio.ClosedResourceError, OSError):
                     break
             else:
@@ -541,8 +596,11 @@ async def open_stdio_transport(
 
     async def writer() -> None:
         with writer_scope:
-            await _write_stdin(stdin, write_receive, info, reader_scope, writer_done)
+            await _write_stdin(stdin, write_receive, info, reader_scope, writer_done, answer)
         write_receive.close()
+
+    def answer(item: SessionMessage) -> None:
+        tasks.start_soon(_deliver, read_send, item)
 
     # The exit watcher is the only reaper: shielded so that a cancelled caller cannot stop it before
     # teardown has seen the server exit; teardown stops it explicitly at the very end.
