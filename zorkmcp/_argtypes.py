@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["non_negative_int", "positive_int"]
+__all__ = ["http_url", "non_negative_int", "positive_int"]
 
 
 def positive_int(text: str) -> int:
@@ -27,3 +27,13 @@ def non_negative_int(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
     return value
+
+
+def http_url(text: str) -> str:
+    """``text`` as a model endpoint the HTTP client can use (argparse ``type=``): ``--base-url``."""
+    from ._urls import url_problem
+
+    problem = url_problem(text, example="http://127.0.0.1:11434/v1")
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return text

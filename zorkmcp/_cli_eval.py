@@ -28,8 +28,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 from rich.text import Text
 
-from ._argtypes import non_negative_int, positive_int
+from ._argtypes import http_url, non_negative_int, positive_int
 from ._console import OutputConsole
+from ._urls import safe_url
 from .errors import ConfigError, GameError, RunWriteError
 
 if TYPE_CHECKING:
@@ -104,7 +105,9 @@ def add_eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument("--game", metavar="PATH", help="story file or game name (as for zorkmcp play)")
     p.add_argument("--model", metavar="NAME", help="model name for every arm")
-    p.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint for every arm")
+    p.add_argument(
+        "--base-url", metavar="URL", type=http_url, help="OpenAI-compatible endpoint for every arm"
+    )
     p.add_argument("--no-mcp", action="store_true", help="no tools for any arm")
     p.add_argument("--compare-mcp", action="store_true", help='two arms: "mcp" (tools) and "no-mcp"')
     p.add_argument("--out", metavar="DIR", help="the run's folder (default runs/<UTC timestamp>)")
@@ -460,9 +463,9 @@ def arm_lines(plan: EvalPlan, *, cluster: bool = False) -> list[str]:
             model = "[yellow]offline scripted model[/]"
             offline.append(arm.name)
             variables = spec.settings.llm.api_key_env or " or ".join(API_KEY_ENV_VARS)
-            url = choice.base_url
+            url = safe_url(choice.base_url)
         else:
-            model = f"{escape(choice.model)} at {escape(choice.base_url)}"
+            model = f"{escape(choice.model)} at {escape(safe_url(choice.base_url))}"
         tools = "no tools"
         if spec.settings.mcp.enabled:
             path = spec.settings.mcp_config_path()

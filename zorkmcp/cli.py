@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import __version__
-from ._argtypes import non_negative_int, positive_int
+from ._argtypes import http_url, non_negative_int, positive_int
 from ._console import OutputConsole
 from ._live import Progress as _Progress
 from ._live import progress_line
@@ -97,6 +97,7 @@ def _play_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument(
         "--base-url",
         metavar="URL",
+        type=http_url,
         help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1 for Ollama "
         "(default: [tool.zorkgpt.llm] agent_base_url or client_base_url)",
     )
@@ -171,10 +172,11 @@ def _summary_table(summary: EpisodeSummary) -> Table:
 
 
 def _offline_banner(settings: Settings, base_url: str | None) -> str:
+    from ._urls import safe_url
     from .llm import API_KEY_ENV_VARS, DEFAULT_BASE_URL
 
     llm = settings.llm
-    url = base_url or llm.agent_base_url or llm.client_base_url or DEFAULT_BASE_URL
+    url = safe_url(base_url or llm.agent_base_url or llm.client_base_url or DEFAULT_BASE_URL)
     variables = llm.api_key_env or " or ".join(API_KEY_ENV_VARS)
     return (
         f"[bold yellow]No LLM configured[/] (no API key for {escape(url)}): playing with the [bold]offline "

@@ -15,8 +15,9 @@ from typing import Any, Final
 import attrs
 from attrs import field, frozen
 
+from .._urls import url_problem
 from ..errors import ConfigError
-from ._convert import in_range, non_empty, show, structure
+from ._convert import Problem, in_range, non_empty, show, structure
 
 __all__ = [
     "DEFAULT_MAX_RESULT_BYTES",
@@ -60,13 +61,23 @@ class McpSettings:
     turn_timeout_seconds: float | None = field(default=None, validator=_seconds)
 
 
+def _http_url(inst: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
+    """attrs validator: a model endpoint the HTTP client can use (else every request would fail, or
+    with no API key the offline model would play without a word about the URL)."""
+    if value is None:
+        return
+    problem = url_problem(value, example="https://openrouter.ai/api/v1")
+    if problem is not None:
+        raise Problem(problem, key=attribute.name)
+
+
 @frozen(kw_only=True)
 class LLMSettings:
     """``[tool.zorkgpt.llm]``: where the agent's model lives."""
 
-    client_base_url: str | None = None
+    client_base_url: str | None = field(default=None, validator=_http_url)
     agent_model: str | None = None
-    agent_base_url: str | None = None
+    agent_base_url: str | None = field(default=None, validator=_http_url)
     api_key_env: str | None = None
     cache_control: bool = True
     """Mark system and user messages for prompt caching (Requirement 4.7); strict OpenAI-compatible

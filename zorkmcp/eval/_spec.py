@@ -36,6 +36,7 @@ from cattrs import Converter, transform_error
 from cattrs.errors import BaseValidationError, ForbiddenExtraKeysError
 
 from .._outputs import check_output
+from .._urls import url_problem
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
@@ -81,6 +82,11 @@ def _arm_name(_: Any, attribute: attrs.Attribute[Any], value: str) -> None:
         )
 
 
+def _http_url(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
+    if value is not None and (problem := url_problem(value, example="https://openrouter.ai/api/v1")):
+        raise _Problem(f"{attribute.name} {problem}")
+
+
 @frozen(kw_only=True)
 class ArmSpec:
     """One arm: a configuration of the agent; ``None`` keeps what ``zorkmcp play`` would use.
@@ -96,7 +102,7 @@ class ArmSpec:
 
     name: str = field(validator=_arm_name)
     model: str | None = None
-    base_url: str | None = None
+    base_url: str | None = field(default=None, validator=_http_url)
     mcp: bool | None = None
     mcp_config: str | None = None
     api_key_env: str | None = None

@@ -19,6 +19,7 @@ import attrs
 import httpx2
 from attrs import frozen
 
+from .._urls import safe_url, url_problem
 from ..config import RetrySettings
 from ..errors import LLMError, LLMProviderError, LLMResponseError, LLMTransportError
 from ..observability import EventSink, NullSink
@@ -131,6 +132,7 @@ class LLMClient:
         self._http = http
         self._base_url = base_url
         self._url = chat_completions_url(base_url)
+        self._shown_url = safe_url(self._url)  # in messages: no user info, query or fragment
         self._model = model
         self._api_key = api_key or None
         self._retry = retry
@@ -168,7 +170,7 @@ class LLMClient:
 
     def __repr__(self) -> str:
         key = "<set>" if self._api_key else None
-        return f"LLMClient(model={self._model!r}, base_url={self._base_url!r}, api_key={key})"
+        return f"LLMClient(model={self._model!r}, base_url={safe_url(self._base_url)!r}, api_key={key})"
 
     async def complete(self, request: CompletionRequest, /) -> LLMResponse:
         """Send one chat completion request, retrying as ``[tool.zorkgpt.retry]`` allows.
@@ -245,8 +247,8 @@ class LLMClient:
                 status=response.status_code,
                 body=response.content,
                 content_type=content_type,
-                url=self._url,
-                base_url=self._base_url,
+                url=self._shown_url,
+                base_url=safe_url(self._base_url),
                 model=self._model,
                 scrub=self._scrub,
             )
@@ -273,13 +275,13 @@ class LLMClient:
                 return _Failure(self._transport_error(exc), "transport", cause=exc)
             except httpx2.DecodingError as exc:
                 undecodable = LLMResponseError(
-                    self._scrub(f"POST {self._url}: the body could not be decoded: {exc}")
+                    self._scrub(f"POST {self._shown_url}: the body could not be decoded: {exc}")
                 )
                 return _Failure(undecodable, None, cause=exc)
             except httpx2.HTTPError as exc:  # unsupported scheme, local protocol errors: retrying won't help
                 return _Failure(self._transport_error(exc), None, cause=exc)
         timed_out = LLMTransportError(
-            f"POST {self._url}: no answer within {timeout:g}s (timeout_seconds in [tool.zorkgpt.retry])"
+            f"POST {self._shown_url}: no answer within {timeout:g}s (timeout_seconds in [tool.zorkgpt.retry])"
         )
         return _Failure(timed_out, "transport")
 
@@ -295,15 +297,17 @@ class LLMClient:
             reason=response.reason_phrase or httpx2.codes.get_reason_phrase(response.status_code),
             body=response.content,
             content_type=content_type,
-            url=self._url,
-            base_url=self._base_url,
+            url=self._shown_url,
+            base_url=safe_url(self._base_url),
             scrub=self._scrub,
         )
         return _Failure(error, kind, retry_after)
 
     def _transport_error(self, exc: httpx2.HTTPError) -> LLMTransportError:
         detail = str(exc) or type(exc).__name__
-        return LLMTransportError(self._scrub(f"POST {self._url} failed: {type(exc).__name__}: {detail}"))
+        return LLMTransportError(
+            self._scrub(f"POST {self._shown_url} failed: {type(exc).__name__}: {detail}")
+        )
 
     def _may_retry(self, kind: _RetryKind | None) -> bool:
         if kind == "rate_limit":
@@ -374,14 +378,11 @@ async def open_llm_client(
         The client; the HTTP connections close when the context exits.
 
     Raises:
-        ValueError: the base URL is not an http(s) URL.
+        ValueError: the HTTP client cannot use the base URL (not http(s), no host, a bad port…).
     """
-    try:
-        scheme = httpx2.URL(base_url).scheme
-    except httpx2.InvalidURL as exc:
-        raise ValueError(f"base URL {base_url!r} is not a valid URL: {exc}") from exc
-    if scheme not in ("http", "https"):
-        raise ValueError(f"base URL must start with http:// or https://, got {base_url!r}")
+    problem = url_problem(base_url, example="https://openrouter.ai/api/v1")
+    if problem is not None:
+        raise ValueError(f"the base URL {safe_url(base_url)} {problem}")
     headers = dict(OPENROUTER_HEADERS) if is_openrouter(base_url) else {}
     headers.update(extra_headers or {})
     async with await anyio.to_thread.run_sync(new_http_client, base_url) as http:

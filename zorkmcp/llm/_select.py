@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from attrs import define, field
 
+from .._urls import safe_url
 from ..observability import EventSink, NullSink
 from ._client import LLMClient, open_llm_client
 from ._scripted import DEFAULT_WALKTHROUGH, ScriptedModel
@@ -85,7 +86,7 @@ def sampling_arguments(sampling: SamplingSettings) -> dict[str, Any]:
 def _offline_warning(llm: LLMSettings, base_url: str, model: str) -> str:
     variables = llm.api_key_env or " or ".join(API_KEY_ENV_VARS)
     return (
-        f"No API key for {base_url} (set {variables}, name another variable with api_key_env in "
+        f"No API key for {safe_url(base_url)} (set {variables}, name another variable with api_key_env in "
         f"[tool.zorkgpt.llm], or point agent_base_url / client_base_url at a local server such as "
         f"http://localhost:11434/v1): using the OFFLINE SCRIPTED MODEL instead of {model} — its actions "
         f"come from a fixed list of commands, not from an LLM."
@@ -152,7 +153,7 @@ class ModelChoice:
     def announce(self, events: EventSink) -> None:
         """Say once (per episode) which model plays when it is the offline scripted model."""
         if self.notice is not None:
-            events.emit("llm_offline_model", base_url=self.base_url, model=self.model)
+            events.emit("llm_offline_model", base_url=safe_url(self.base_url), model=self.model)
             events.log("INFO", self.notice)
 
     @asynccontextmanager
@@ -228,5 +229,5 @@ def describe_model(chat_model: ChatModel) -> str:
         )
     if isinstance(chat_model, LLMClient):
         key = "API key set" if chat_model.has_api_key else "no API key"
-        return f"{chat_model.model} at {chat_model.base_url} ({key})"
+        return f"{chat_model.model} at {safe_url(chat_model.base_url)} ({key})"
     return f"{chat_model.model}{' (scripted)' if chat_model.scripted else ''}"
