@@ -67,6 +67,18 @@ async def test_server_that_never_answers_initialize() -> None:
     assert not is_alive(pid)
 
 
+async def test_a_server_killed_at_start_is_said_to_be_killed_not_an_exit_status(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # It never answers and ignores SIGTERM and EOF: SIGKILL ends it, status -9, which is no exit status.
+    settings = McpSettings(server_startup_timeout_seconds=0.5)
+    with trio.fail_after(GUARD), pytest.raises(MCPServerStartupError) as caught:
+        async with open_toolbox([misbehaving("no-init,stubborn")], settings):
+            pytest.fail("should not start")  # pragma: no cover
+    assert str(caught.value).endswith("stubborn\nExit status: -9 (killed by SIGKILL)")
+    assert caught.value.exit_status == -9
+
+
 async def test_server_that_crashes_at_start_shows_its_stderr() -> None:
     with trio.fail_after(GUARD), pytest.raises(MCPServerStartupError) as caught:
         async with open_toolbox([misbehaving("crash-start")], SETTINGS):
@@ -142,7 +154,7 @@ async def test_a_dead_servers_pending_call_fails_promptly() -> None:
     assert result.is_error
     assert not result.timed_out
     assert result.error_message is not None
-    assert "exit status -9" in result.error_message
+    assert "is not running (killed by SIGKILL)" in result.error_message
     assert not is_alive(pid)
     assert not is_alive(child)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib
 import math
 import os
+import signal
 import sys
 from contextlib import AsyncExitStack, asynccontextmanager, nullcontext
 from typing import TYPE_CHECKING, Any, cast
@@ -120,7 +121,7 @@ class ServerSession:
         """A sentence for an error result: which server is gone and what it said last."""
         parts = [f"MCP server '{self.name}' is not running"]
         if self.process is not None and self.process.returncode is not None:
-            parts[0] += f" (exit status {self.process.returncode})"
+            parts[0] += f" ({_ended(self.process.returncode)})"
         if self.failure:
             parts.append(self.failure)
         if self.process is not None and self.process.stderr_tail:
@@ -180,6 +181,16 @@ def _reason(exc: BaseException, server: ServerConfig) -> str:
     return f"{type(leaf).__name__}: {leaf}"
 
 
+def _ended(exit_status: int) -> str:
+    """How a process ended: ``exit status 3``, or ``killed by SIGTERM`` for a status of -15."""
+    if exit_status >= 0:
+        return f"exit status {exit_status}"
+    try:
+        return f"killed by {signal.Signals(-exit_status).name}"
+    except ValueError:
+        return f"killed by signal {-exit_status}"
+
+
 def _startup_error(server: ServerConfig, info: ProcessInfo | None, reason: str) -> MCPServerStartupError:
     if server.type == "inprocess":
         command = f"inprocess {server.module}"
@@ -190,8 +201,8 @@ def _startup_error(server: ServerConfig, info: ProcessInfo | None, reason: str) 
     exit_status = info.returncode if info is not None else None
     tail = info.stderr_tail if info is not None else ()
     lines = [f"Failed to start MCP server '{server.name}': {reason}", f"Command: {command}"]
-    if exit_status is not None:
-        lines.append(f"Exit status: {exit_status}")
+    if exit_status is not None:  # a negative status is the signal that ended it (-15: SIGTERM)
+        lines.append(f"Exit status: {exit_status}" + (f" ({_ended(exit_status)})" if exit_status < 0 else ""))
     if tail:
         lines.append("Last stderr lines:")
         lines.extend(f"  {line}" for line in tail[-10:])
