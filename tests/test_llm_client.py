@@ -177,14 +177,14 @@ async def test_a_local_endpoint_is_reached_directly_whatever_the_proxy(
 
 
 async def test_bad_base_url_is_refused() -> None:
-    with pytest.raises(ValueError, match="^the base URL ") as caught:
+    with pytest.raises(ValueError, match=r"^the base URL ") as caught:
         async with open_llm_client(base_url="ftp://x/v1", model="m"):
             pass
     assert str(caught.value) == (
         'the base URL ftp://x/v1 must be an http:// or https:// URL with a host, got ftp://… (write e.g. '
         '"https://openrouter.ai/api/v1")'
     )
-    with pytest.raises(ValueError, match="^the base URL ") as caught:
+    with pytest.raises(ValueError, match=r"^the base URL ") as caught:
         async with open_llm_client(base_url="http://me:s3cret@127.0.0.1:99999/v1?key=k", model="m"):
             pass
     assert str(caught.value) == (
