@@ -181,7 +181,7 @@ async def test_bad_base_url_is_refused() -> None:
         async with open_llm_client(base_url="ftp://x/v1", model="m"):
             pass
     assert str(caught.value) == (
-        'the base URL ftp://x/v1 must be an http:// or https:// URL with a host, got ftp://… (write e.g. '
+        "the base URL ftp://x/v1 must be an http:// or https:// URL with a host, got ftp://… (write e.g. "
         '"https://openrouter.ai/api/v1")'
     )
     with pytest.raises(ValueError, match=r"^the base URL ") as caught:
