@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import io
+import json
 from typing import TYPE_CHECKING
 
 import pytest
@@ -119,8 +120,12 @@ def test_user_info_is_not_shown_when_the_offline_model_plays(
     monkeypatch.chdir(tmp_path)
     write_project(tmp_path, enabled=False)
     url = "https://agent:pa55word@models.example.invalid/v1"
-    assert main(["play", "--game", str(zork1()), "--turns", "1", "--quiet", "--base-url", url]) == 0
+    flags = ["--turns", "1", "--quiet", "--base-url", url, "--record", "c.jsonl"]
+    assert main(["play", "--game", str(zork1()), *flags]) == 0
     out, err = capsys.readouterr()
     written = out + err + "".join(p.read_text() for p in (tmp_path / "logs").iterdir())
     assert "No LLM configured (no API key for https://models.example.invalid/v1)" in " ".join(out.split())
     assert "pa55word" not in written
+    header = json.loads((tmp_path / "c.jsonl").read_text().splitlines()[0])
+    assert header["settings"]["base_url"] == "https://models.example.invalid/v1"  # a cassette holds no secret
+    assert "pa55word" not in (tmp_path / "c.jsonl").read_text()

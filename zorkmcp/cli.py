@@ -85,7 +85,8 @@ def _play_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "--turns",
         type=positive_int,
         metavar="N",
-        help="stop after N turns (default: [tool.zorkgpt.orchestrator] max_turns_per_episode, 500)",
+        help="stop after N turns (default: with --replay, the recorded episode's; else "
+        "[tool.zorkgpt.orchestrator] max_turns_per_episode, 500)",
     )
     p.add_argument(
         "--seed",
@@ -116,8 +117,9 @@ def _play_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     cassette.add_argument(
         "--replay",
         metavar="FILE",
-        help="play a recorded episode again with no model and no network (seed from the cassette "
-        "unless --seed is given); stops with a message naming the turn when the run differs",
+        help="play a recorded episode again with no model and no network (seed and turn limit from the "
+        "cassette unless --seed / --turns is given); stops with a message naming the turn when the run "
+        "differs",
     )
     p.add_argument(
         "--quiet", action="store_true", help="no per-turn progress; print the banner and the summary"

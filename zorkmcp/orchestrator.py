@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from ._bridge import Bridge, ChatModelFactory
+from ._urls import safe_url
 from .config import McpConfig, Settings
 from .episode import (
     GAME_SERVER_NAME,
@@ -63,7 +64,8 @@ class Orchestrator:
         settings: the ``[tool.zorkgpt.*]`` settings.
         game_path: the story file.
         seed: the game's RNG seed (reproducible runs).
-        max_turns: the turn limit; default ``[tool.zorkgpt.orchestrator] max_turns_per_episode``.
+        max_turns: the turn limit; default: replaying, the recorded episode's (its cassette's
+            ``max_turns``), else ``[tool.zorkgpt.orchestrator] max_turns_per_episode``.
         mcp_enabled: default ``[tool.zorkgpt.mcp] enabled``; when false ``mcp_config.json`` is not
             read, no reasoning server is started and the agent gets no tools (Requirement 9.4).
         model: overrides the configured model.
@@ -95,6 +97,7 @@ class Orchestrator:
     episode: Episode | None = None
     summary: EpisodeSummary | None = None
     """The summary, once the episode has ended (also when :meth:`run` raised)."""
+    _replayed_limit: int | None = attrs.field(default=None, init=False, repr=False)
 
     @property
     def mcp_on(self) -> bool:
@@ -103,10 +106,18 @@ class Orchestrator:
 
     @property
     def turn_limit(self) -> int:
-        """``max_turns``, else ``max_turns_per_episode``."""
-        return (
-            self.max_turns if self.max_turns is not None else self.settings.orchestrator.max_turns_per_episode
-        )
+        """``max_turns``; else, replaying, the recorded episode's turn limit; else ``max_turns_per_episode``.
+
+        Raises:
+            CassetteError: replaying, and the cassette is missing, truncated or not a cassette.
+        """
+        if self.max_turns is not None:
+            return self.max_turns
+        if self.replay is not None:
+            if self._replayed_limit is None:
+                self._replayed_limit = ReplayModel(self.replay).turn_limit
+            return self._replayed_limit
+        return self.settings.orchestrator.max_turns_per_episode
 
     def log_files(self) -> LogFiles:
         """The JSON-lines event log and the episode log (relative paths: to the current folder)."""
@@ -165,6 +176,7 @@ class Orchestrator:
                     f"{self.replay}: the cassette was recorded with another story file "
                     f"({replayed.header.get('game')}); pass it with --game"
                 )
+            self._replayed_limit = replayed.turn_limit  # read once
             return lambda: _fixed(replayed)
         if self.record is None:
             return None
@@ -177,8 +189,9 @@ class Orchestrator:
             game=self.game_path.name,
             game_md5=_md5(self.game_path),
             seed=self.seed,
+            max_turns=self.turn_limit,
             settings={
-                "base_url": choice.base_url,
+                "base_url": safe_url(choice.base_url),  # no user info: a cassette holds no secret
                 "mcp_enabled": self.mcp_on,
                 "max_tool_iterations": self.settings.mcp.max_tool_iterations,
                 "agent_sampling": attrs.asdict(self.settings.agent_sampling),

@@ -1,16 +1,18 @@
 """Record an episode's model exchanges to a cassette, and replay them with no model and no network.
 
-A cassette is a JSON-lines file: a versioned header, then one line per chat completion — the request
-the engine sent (messages, tools, ``tool_choice``, ``response_format``, sampling, stop) and the reply
-it got. Neither API keys nor HTTP headers are ever written: a :class:`~zorkmcp.llm.CompletionRequest`
-carries no key, and its ``extra_headers`` are left out.
+A cassette is a JSON-lines file: a versioned header (with the episode's turn limit, ``max_turns``),
+then one line per chat completion — the request the engine sent (messages, tools, ``tool_choice``,
+``response_format``, sampling, stop) and the reply it got. Neither API keys nor HTTP headers are
+ever written: a :class:`~zorkmcp.llm.CompletionRequest` carries no key, and its ``extra_headers``
+are left out.
 
 * :class:`RecordingModel` wraps any :class:`~zorkmcp.llm.ChatModel` and appends each exchange as it
   happens (so an interrupted episode keeps what it recorded);
 * :class:`ReplayModel` is itself a ``ChatModel``: it answers each request with the recorded reply,
   after checking that the request is the one recorded next. When it is not (other tools offered,
   another game text), it raises :class:`~zorkmcp.errors.CassetteMismatchError` naming the turn and
-  what differs. Other agents can test against recorded episodes the same way.
+  what differs. Other agents can test against recorded episodes the same way. Its
+  :attr:`~ReplayModel.turn_limit` is the recorded episode's, so a replay ends where the episode did.
 
 The file is written with plain appends from a worker thread (one short line per request); reading
 happens once, before the episode starts.
@@ -43,12 +45,16 @@ CASSETTE_VERSION = 1
 
 @attrs.frozen(kw_only=True)
 class CassetteHeader:
-    """The first line of a cassette: what was played, by which model, with which settings."""
+    """The first line of a cassette: what was played, by which model, with which settings.
+
+    ``max_turns`` is the episode's turn limit (``None``: not told); a replay plays up to it.
+    """
 
     model: str
     game: str | None = None
     game_md5: str | None = None
     seed: int | None = None
+    max_turns: int | None = None
     settings: Mapping[str, Any] = attrs.field(factory=dict)
     created: float = attrs.field(factory=time.time)
 
@@ -168,6 +174,11 @@ def _load(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
             f"{path}: cassette version {header.get('version')!r}; "
             f"this zorkmcp reads version {CASSETTE_VERSION}"
         )
+    limit = header.get("max_turns")
+    if limit is not None and not (isinstance(limit, int) and not isinstance(limit, bool) and limit > 0):
+        raise CassetteError(
+            f"{path}: the header's max_turns is {limit!r}, not a number of turns; record the cassette again"
+        )
     exchanges = records[1:]
     for number, exchange in enumerate(exchanges, start=2):
         if not (isinstance(exchange, dict) and isinstance(exchange.get("request"), dict)):
@@ -175,6 +186,16 @@ def _load(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         if not isinstance(exchange.get("response"), dict):
             raise CassetteError(f"{path}: line {number} is not a recorded exchange")
     return header, exchanges
+
+
+def _opens_turn(request: Mapping[str, Any]) -> bool:
+    """Whether a request (in its recorded form) is a turn's first: it ends with the turn's user message.
+
+    The forced final call also ends with a user message, but it has a ``response_format``.
+    """
+    messages = request.get("messages")
+    last = messages[-1] if isinstance(messages, list) and messages else None
+    return isinstance(last, dict) and last.get("role") == "user" and request.get("response_format") is None
 
 
 def _tool_names(tools: Any) -> list[str]:
@@ -218,6 +239,7 @@ class ReplayModel:
         self.header, self._exchanges = _load(path)
         self._position = 0
         self._turns = 0
+        self._held = sum(_opens_turn(exchange["request"]) for exchange in self._exchanges)
 
     @property
     def model(self) -> str:
@@ -228,17 +250,37 @@ class ReplayModel:
         """Exchanges not yet replayed."""
         return len(self._exchanges) - self._position
 
+    @property
+    def turns(self) -> int:
+        """The turns the cassette holds (the recorded requests that open a turn)."""
+        return self._held
+
+    @property
+    def turn_limit(self) -> int:
+        """The recorded episode's turn limit (the header's ``max_turns``): a replay plays up to it.
+
+        A cassette whose header does not tell it (recorded by an older zorkmcp): the turns it holds.
+        A recorded episode that ran to its end stopped at its turn limit or when the game was over;
+        either way the replay then ends at the same turn, the same way. (One stopped by Ctrl-C or
+        an error replays the turns it recorded.)
+        """
+        limit = self.header.get("max_turns")
+        return limit if isinstance(limit, int) else max(self.turns, 1)
+
     async def complete(self, request: CompletionRequest, /) -> LLMResponse:
         await anyio.lowlevel.checkpoint()
         sent = _normalized(request_json(request))
-        if (
-            sent["messages"]
-            and sent["messages"][-1].get("role") == "user"
-            and sent["response_format"] is None
-        ):
+        opens = _opens_turn(sent)
+        if opens:
             self._turns += 1
         where = f"cassette {self.path}, turn {self._turns} (request {self._position + 1})"
         if self._position >= len(self._exchanges):
+            if opens:
+                held = f"{self.turns} turn{'' if self.turns == 1 else 's'}"
+                raise CassetteMismatchError(
+                    f"{where}: the cassette holds {held} and this run asked for one more; "
+                    f"replay at most {held} (--turns {self.turns})"
+                )
             raise CassetteMismatchError(
                 f"{where}: the cassette has no more requests; this run asked for another"
             )
