@@ -433,6 +433,20 @@ def test_settings_and_eval_files_saved_with_a_bom_load(
     capsys.readouterr()
 
 
+def test_a_warning_that_comes_back_every_turn_is_shown_once_and_logged_each_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a per_turn server is listed every turn, and its allow-list names a tool it does not have
+    config = {"mcpServers": {"thinking": {**PER_TURN_THINKING["mcpServers"]["thinking"], "tools": ["nope"]}}}
+    write_project(tmp_path, mcp_config=config, max_turns=3)
+    monkeypatch.chdir(tmp_path)
+    assert main(["play", "--game", str(zork1_path()), "--quiet"]) == 0
+    warning = "warning: MCP server 'thinking' has no tools named nope (from its 'tools' allow-list)"
+    assert capsys.readouterr().err.splitlines() == [warning]
+    log = (tmp_path / "logs" / "episode.log").read_text()
+    assert log.count("MCP server 'thinking' has no tools named nope") == 3
+
+
 def test_a_file_that_is_no_story_exits_2_before_any_server_starts(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -189,16 +189,23 @@ def _offline_banner(settings: Settings, base_url: str | None) -> str:
 
 
 class _TerminalNotices:
-    """A reader of the episode's event stream: warnings and errors also go to the terminal (stderr)."""
+    """A reader of the episode's event stream: warnings and errors also go to the terminal (stderr).
+
+    Each message once: a ``per_turn`` server's tools are listed every turn, and a warning about them
+    (an allow-list naming a tool it lacks) would otherwise come back every turn, 500 times in an
+    episode. The logs keep every one.
+    """
 
     def __init__(self, err: Console) -> None:
         self.err = err
+        self._told: set[tuple[str, str]] = set()
 
     def emit(self, event_type: str, /, **fields: object) -> None:
         del event_type, fields
 
     def log(self, level: str, message: str, /) -> None:
-        if level in ("WARNING", "ERROR"):
+        if level in ("WARNING", "ERROR") and (level, message) not in self._told:
+            self._told.add((level, message))
             self.err.print(f"[yellow]{level.lower()}:[/] {escape(message)}", highlight=False, soft_wrap=True)
 
 
