@@ -626,7 +626,7 @@ def test_sigterm_keeps_its_default_where_sigint_is_ignored(tmp_path: Path) -> No
             process.wait()
     assert process.returncode == -signal.SIGTERM
     assert any("zorkmcp.game.server" in cmd for _, cmd in children.values())
-    for pid, (start, _) in children.items():  # its servers end all the same, as their pipes close
+    for pid, (start, _) in children.items():  # its servers end all the same, before it
         try:
             pidfd = os.pidfd_open(pid)
         except ProcessLookupError:

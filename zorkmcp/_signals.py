@@ -23,14 +23,21 @@ Only where it is safe to take over: in the main thread, with the signal at its d
 ignores SIGHUP: it stays ignored), and SIGINT at Python's own handler (a job started in the
 background of a non-interactive shell ignores SIGINT; raising it there would leave the signal with
 no effect at all).
+
+Where SIGINT is ignored, SIGTERM and SIGHUP keep ending the command on the spot, but not alone: the
+servers it started end first (:func:`_end_with_servers`). An idle server would end anyway, as its
+pipes close; one busy in a call, or one that ignores the end of its input, would outlive the command
+(``zorkmcp call`` started with ``&`` in a script, then ``kill``: the server ran on under PID 1).
 """
 
 from __future__ import annotations
 
 import os
+import select
 import signal
 import threading
-from contextlib import ExitStack, contextmanager
+import time
+from contextlib import ExitStack, contextmanager, suppress
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
@@ -73,6 +80,10 @@ def stops_as_ctrl_c() -> Iterator[None]:
             _armed.append(True)
             _terminal[:] = [fd for fd in (1, 2) if os.isatty(fd)]
             handlers.callback(_armed.clear)
+        elif threading.current_thread() is threading.main_thread():
+            for stop in _STOPS:
+                if signal.getsignal(stop) is signal.SIG_DFL:
+                    handlers.callback(signal.signal, stop, signal.signal(stop, _end_with_servers))
         yield
 
 
@@ -95,6 +106,62 @@ def reader_gone(fd: int) -> bool:
         return False
     _stop(signal.SIGPIPE)
     return True
+
+
+SERVERS_GRACE = 1.0
+"""Seconds the servers get to end on SIGTERM before SIGKILL, when the command ends on the spot."""
+
+
+def _end_with_servers(signum: int, frame: Any) -> None:
+    """End the command as the signal would (its default), its servers first: SIGTERM, then SIGKILL.
+
+    Blocking, in a process that is ending: nothing else of it runs any more. The servers are found
+    as the command's descendants in ``/proc`` (each runs in a session of its own, so no process group
+    holds them all), each pinned with a pidfd, so a PID used again meanwhile is never hit.
+    """
+    del frame
+    pinned = []
+    for pid in _descendants(os.getpid()):
+        with suppress(OSError):
+            pinned.append(os.pidfd_open(pid))
+    try:
+        for pidfd in pinned:
+            with suppress(OSError):
+                signal.pidfd_send_signal(pidfd, signal.SIGTERM)
+        deadline = time.monotonic() + SERVERS_GRACE
+        waiting = select.poll()  # a pidfd is readable once its process ended (poll: any fd number)
+        for pidfd in pinned:
+            waiting.register(pidfd, select.POLLIN)
+        left = set(pinned)
+        while left and (wait := deadline - time.monotonic()) > 0:
+            for pidfd, _ in waiting.poll(wait * 1000):
+                waiting.unregister(pidfd)
+                left.discard(pidfd)
+        for pidfd in left:
+            with suppress(OSError):
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+    finally:
+        for pidfd in pinned:
+            os.close(pidfd)
+    signal.signal(signum, signal.SIG_DFL)
+    signal.raise_signal(signum)
+
+
+def _descendants(root: int) -> list[int]:
+    """Every process below ``root``, from ``/proc`` (children before their own children)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            with suppress(OSError, ValueError, IndexError):
+                with open(f"/proc/{entry.name}/stat", "rb") as f:
+                    parent = int(f.read().rsplit(b")", 1)[1].split()[1])
+                children.setdefault(parent, []).append(int(entry.name))
+    found, queue = [], list(children.get(root, ()))
+    while queue:
+        pid = queue.pop(0)
+        found.append(pid)
+        queue.extend(children.get(pid, ()))
+    return found
 
 
 def _stop(cause: signal.Signals) -> None:

@@ -3,7 +3,8 @@
 Usage: ``python misbehaving.py [MODE[,MODE...]]``, or preloaded by a zygote as ``servers.misbehaving``
 (``main(argv)``; ``tests/`` on ``PYTHONPATH``). It writes ``PID <pid>`` to stderr at start, and
 also to the FIFO named by ``MISBEHAVING_READY_FIFO`` when that is set (so a test can wait for the
-spawn without polling).
+spawn without polling), and ``CALL <tool>`` to the FIFO named by ``MISBEHAVING_CALLS_FIFO`` when a
+call arrives.
 
 Modes:
     ok              a normal server (the default)
@@ -107,6 +108,9 @@ class Server:
 
     def call(self, request_id: object, name: str, arguments: dict[str, object]) -> None:
         self.calls += 1
+        if called := os.environ.get("MISBEHAVING_CALLS_FIFO"):
+            with open(called, "w") as fifo:
+                fifo.write(f"CALL {name}\n")
         if name == "pid":
             self.text(request_id, json.dumps({"pid": os.getpid(), "calls": self.calls}))
         elif name == "echo":
