@@ -293,7 +293,19 @@ async def test_a_server_with_other_python_variables_is_spawned_normally() -> Non
             assert session.process.zygote_pid is None
 
 
-async def test_a_dead_zygote_falls_back_to_popen() -> None:
+async def test_a_zygote_closed_by_cancellation_is_not_said_to_have_exited(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Ctrl-C cancels the run while the zygote's messages are being read: it did not exit on its own.
+    with trio.fail_after(GUARD), trio.CancelScope() as run:
+        async with open_zygote() as zygote:
+            run.cancel()
+            await trio.sleep_forever()
+    assert not is_alive(zygote.pid)
+    assert [r.getMessage() for r in caplog.records if r.name == "zorkmcp.mcp"] == []
+
+
+async def test_a_dead_zygote_falls_back_to_popen(caplog: pytest.LogCaptureFixture) -> None:
     with trio.fail_after(GUARD):
         async with open_zygote() as zygote:
             os.kill(zygote.pid, signal.SIGKILL)
@@ -306,6 +318,9 @@ async def test_a_dead_zygote_falls_back_to_popen() -> None:
                 assert parent_of(pid) == os.getpid()
                 assert not (await session.client.call_tool("think", THINK)).is_error
         assert not is_alive(pid)
+    assert [r.getMessage() for r in caplog.records if r.name == "zorkmcp.mcp"] == [
+        f"zygote (pid {zygote.pid}) exited; servers are spawned with Popen from now on"
+    ]
 
 
 def default_manager(events: EventRecorder) -> McpManager:

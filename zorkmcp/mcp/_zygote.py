@@ -414,7 +414,11 @@ class Zygote:
                 reaped._reap_done.set()
 
     async def _read(self) -> None:
-        """Read the zygote's messages until it closes its end (then it is gone)."""
+        """Read the zygote's messages until it closes its end (then it is gone).
+
+        Cancelled (the run is stopping, Ctrl-C), the zygote is not said to have exited: it has not,
+        and it is closed next by its owner.
+        """
         try:
             while True:
                 try:
@@ -434,10 +438,12 @@ class Zygote:
                     )
                     continue
                 self._dispatch(message)
-        finally:
-            if not self._gone:  # not closed by us: it crashed or was killed
-                logger.warning("zygote (pid %d) exited; servers are spawned with Popen from now on", self.pid)
+        except BaseException:
             self._lost()
+            raise
+        if not self._gone:  # its end closed, not by us: it crashed or was killed
+            logger.warning("zygote (pid %d) exited; servers are spawned with Popen from now on", self.pid)
+        self._lost()
 
 
 class Forker(Protocol):
