@@ -4,7 +4,20 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["http_url", "non_negative_int", "positive_int"]
+__all__ = ["MAX_SEED", "game_seed", "http_url", "non_negative_int", "positive_int"]
+
+
+MAX_SEED = 2**31 - 1
+"""The largest game seed: Jericho passes it to the interpreter as a C ``int``, so a larger one would
+wrap around (seeds 12 and 12 + 2**32 played the same game, and 2**32 - 1 became -1, a random one)."""
+
+
+def game_seed(text: str) -> int:
+    """``text`` as a game seed, 0 to :data:`MAX_SEED` (argparse ``type=``)."""
+    value = non_negative_int(text)
+    if value > MAX_SEED:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_SEED} (2**31 - 1), got {text!r}")
+    return value
 
 
 def positive_int(text: str) -> int:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import gc
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,7 +28,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 from rich.text import Text
 
-from ._argtypes import http_url, non_negative_int, positive_int
+from ._argtypes import MAX_SEED, game_seed, http_url, positive_int
 from ._console import OutputConsole
 from ._urls import safe_url
 from .errors import ConfigError, GameError, RunWriteError
@@ -95,7 +95,7 @@ def add_eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument("file", nargs="?", metavar="FILE.toml", help="the eval file ([eval] and [[arms]])")
     p.add_argument("--episodes", type=positive_int, metavar="N", help="episodes (seeds) per arm (default 10)")
-    p.add_argument("--seed", type=non_negative_int, metavar="S", help="the first seed (default 12)")
+    p.add_argument("--seed", type=game_seed, metavar="S", help="the first seed (default 12)")
     p.add_argument("--concurrency", type=positive_int, metavar="K", help="episodes at once (default 4)")
     p.add_argument(
         "--turns",
@@ -110,7 +110,9 @@ def add_eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument("--no-mcp", action="store_true", help="no tools for any arm")
     p.add_argument("--compare-mcp", action="store_true", help='two arms: "mcp" (tools) and "no-mcp"')
-    p.add_argument("--out", metavar="DIR", help="the run's folder (default runs/<UTC timestamp>)")
+    p.add_argument(
+        "--out", metavar="DIR", help="the run's folder (default runs/<UTC timestamp>, or with -2… if taken)"
+    )
     p.add_argument("--resume", action="store_true", help="skip episodes already finished in --out")
     p.add_argument(
         "--retry-failed",
@@ -124,7 +126,9 @@ def add_eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="ADDRESS",
         help="run each episode as a Ray task: a local Ray runtime, or join ADDRESS (auto, ray://head:10001)",
     )
-    p.add_argument("--quiet", action="store_true", help="no live progress; print the summary only")
+    p.add_argument(
+        "--quiet", action="store_true", help="no live progress: the settings, then the summary only"
+    )
     p.add_argument("--pyproject", metavar="PATH", help="settings file (default ./pyproject.toml)")
     p.set_defaults(run=cmd_eval)
 
@@ -152,6 +156,24 @@ def _arms(args: argparse.Namespace, settings: Settings, file: EvalFile | None) -
     if args.base_url:
         overrides["base_url"] = args.base_url
     return tuple(attrs.evolve(arm, **overrides) for arm in arms)
+
+
+def _reserve(folder: Path) -> Path:
+    """The default run folder, made now: ``runs/<timestamp>``, or ``-2``, ``-3``… after it if taken.
+
+    Two runs started in the same second would otherwise share one folder, one's episodes and
+    summary over the other's. Making it is what claims it (``mkdir`` fails for the second), so it
+    exists from the start; :func:`_run` removes it again if the run wrote nothing in it.
+    """
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    for suffix in ("", *(f"-{n}" for n in range(2, 1000))):
+        candidate = folder.with_name(folder.name + suffix)
+        try:
+            candidate.mkdir()
+        except FileExistsError:
+            continue
+        return candidate
+    raise ConfigError(f"{folder.parent}: every run folder named {folder.name}[-N] is taken; pass --out DIR")
 
 
 def build_plan(args: argparse.Namespace, settings: Settings) -> EvalPlan:
@@ -183,6 +205,9 @@ def build_plan(args: argparse.Namespace, settings: Settings) -> EvalPlan:
     )
     check_game_file(game_path)
     out = pick(args.out, "out", None)
+    if out is not None and not str(out).strip():  # "" would be the current folder, unasked
+        given = "--out" if args.out is not None else f"{args.file}: out"
+        raise ConfigError(f"{given} is empty: give the run's folder, or leave it out for runs/<timestamp>")
     if out is None:
         if args.resume or args.retry_failed:
             flag = "--retry-failed" if args.retry_failed else "--resume"
@@ -196,14 +221,40 @@ def build_plan(args: argparse.Namespace, settings: Settings) -> EvalPlan:
         named = f"the default --out ({out})"
     check_run_folder(Path(out).expanduser(), named, resuming=bool(args.resume or args.retry_failed))
     arms = _arms(args, settings, file)
-    for arm in arms:  # a bad mcp_config.json stops the run before anything starts
+    for index, arm in enumerate(arms):  # a bad mcp_config.json stops the run before anything starts
         arm_settings = arm.settings_for(settings)
         if arm_settings.mcp.enabled:
-            McpConfig.from_file(arm_settings.mcp_config_path())
+            path = arm_settings.mcp_config_path()
+            try:
+                McpConfig.from_file(path)
+            except ConfigError as exc:
+                if not isinstance(exc.__cause__, FileNotFoundError):
+                    raise
+                # The seeds' text ("MCP is enabled but…; set mcp.enabled = false in pyproject.toml")
+                # is play's; here the arm decides, so the message names the arm and where it came from.
+                if arm.mcp_config is not None:
+                    given = f"{args.file}: arms[{index}] mcp_config"
+                    instead = "point the arm's mcp_config at another, or set mcp = false for the arm"
+                else:
+                    given = f"[tool.zorkgpt.mcp] config_file of {settings.source or 'the embedded settings'}"
+                    instead = "set config_file to another, or pass --no-mcp"
+                raise ConfigError(
+                    f"{path} (arm {arm.name}, from {given}): no such file; create it (examples/ has "
+                    f"templates), {instead}"
+                ) from exc
+    episodes, seed = pick(args.episodes, "episodes", DEFAULT_EPISODES), pick(args.seed, "seed", DEFAULT_SEED)
+    if seed + episodes - 1 > MAX_SEED:  # the interpreter's int: a larger seed wraps around
+        raise ConfigError(
+            f"seeds {seed}…{seed + episodes - 1}: the last is past {MAX_SEED} (2**31 - 1), the largest "
+            "game seed; pass a lower --seed or fewer --episodes"
+        )
+    if named.startswith("the default"):  # last: every check above has passed
+        args.reserved_parent = None if Path(out).parent.exists() else Path(out).parent
+        out = args.reserved_out = _reserve(Path(out))
     return EvalPlan(
         arms=arms,
-        episodes=pick(args.episodes, "episodes", DEFAULT_EPISODES),
-        seed=pick(args.seed, "seed", DEFAULT_SEED),
+        episodes=episodes,
+        seed=seed,
         max_turns=pick(args.turns, "max_turns", settings.orchestrator.max_turns_per_episode),
         concurrency=pick(args.concurrency, "concurrency", DEFAULT_CONCURRENCY),
         game_path=game_path,
@@ -557,6 +608,20 @@ def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
         raise ConfigError(f"--pyproject {pyproject}: no such file")
     settings = Settings.load(pyproject)  # what zorkmcp play uses: the file's, or the embedded defaults
     plan = build_plan(args, settings)
+    try:
+        return _play_plan(args, settings, plan, console, err)
+    finally:
+        if (reserved := getattr(args, "reserved_out", None)) is not None:
+            # the default folder (and runs/, if made for it), if the run wrote nothing there
+            for made in (reserved, args.reserved_parent):
+                if made is not None:
+                    with suppress(OSError):  # not empty: it stays
+                        made.rmdir()
+
+
+def _play_plan(
+    args: argparse.Namespace, settings: Settings, plan: EvalPlan, console: Console, err: Console
+) -> int:
     # the engine (the MCP SDK, trio, httpx2) only once the file and flags hold: a bad one is told at once
     from .eval import check_endpoints, resumable_episodes, run_eval
     from .eval._ray import check_ray_address

@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import __version__
-from ._argtypes import http_url, non_negative_int, positive_int
+from ._argtypes import game_seed, http_url, positive_int
 from ._console import OutputConsole
 from ._live import Progress as _Progress
 from ._live import progress_line
@@ -90,7 +90,7 @@ def _play_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     )
     p.add_argument(
         "--seed",
-        type=non_negative_int,
+        type=game_seed,
         metavar="N",
         help=f"the game's random seed, for reproducible runs (default: {DEFAULT_SEED})",
     )

@@ -35,6 +35,7 @@ from attrs import field, frozen
 from cattrs import Converter, transform_error
 from cattrs.errors import BaseValidationError, ForbiddenExtraKeysError
 
+from .._argtypes import MAX_SEED
 from .._outputs import check_output
 from .._urls import url_problem
 from ..errors import ConfigError
@@ -70,9 +71,16 @@ def _positive(_: Any, attribute: attrs.Attribute[Any], value: int | None) -> Non
         raise _Problem(f"{attribute.name} must be >= 1, got {value}")
 
 
-def _non_negative(_: Any, attribute: attrs.Attribute[Any], value: int | None) -> None:
-    if value is not None and value < 0:
-        raise _Problem(f"{attribute.name} must be >= 0, got {value}")
+def _seed(_: Any, attribute: attrs.Attribute[Any], value: int | None) -> None:
+    if value is not None and not 0 <= value <= MAX_SEED:
+        raise _Problem(f"{attribute.name} must be from 0 to {MAX_SEED} (2**31 - 1), got {value}")
+
+
+def _not_blank(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
+    if value is not None and not value.strip():  # "" would be the eval file's folder, unasked
+        raise _Problem(
+            f"{attribute.name} is empty: give the run's folder, or leave it out for runs/<timestamp>"
+        )
 
 
 def _arm_name(_: Any, attribute: attrs.Attribute[Any], value: str) -> None:
@@ -85,6 +93,18 @@ def _arm_name(_: Any, attribute: attrs.Attribute[Any], value: str) -> None:
 def _http_url(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
     if value is not None and (problem := url_problem(value, example="https://openrouter.ai/api/v1")):
         raise _Problem(f"{attribute.name} {problem}")
+
+
+def _sampling(_: Any, attribute: attrs.Attribute[Any], value: float | None) -> None:
+    """The ranges of ``[tool.zorkgpt.agent_sampling]`` (checked here, when the file is read)."""
+    from ..config import SamplingSettings
+
+    if value is not None:
+        try:
+            values: dict[str, Any] = {attribute.name: value}
+            SamplingSettings(**values)
+        except ValueError as exc:  # its rule, in its words: "temperature must be <= 2, got 3.0"
+            raise _Problem(str(exc)) from None
 
 
 @frozen(kw_only=True)
@@ -106,10 +126,10 @@ class ArmSpec:
     mcp: bool | None = None
     mcp_config: str | None = None
     api_key_env: str | None = None
-    temperature: float | None = None
-    top_p: float | None = None
-    top_k: int | None = None
-    min_p: float | None = None
+    temperature: float | None = field(default=None, validator=_sampling)
+    top_p: float | None = field(default=None, validator=_sampling)
+    top_k: int | None = field(default=None, validator=_sampling)
+    min_p: float | None = field(default=None, validator=_sampling)
     max_tokens: int | None = field(default=None, validator=_positive)
 
     def settings_for(self, base: Settings) -> Settings:
@@ -135,11 +155,11 @@ class EvalTable:
     """The ``[eval]`` table; ``None`` leaves the value to the flags or the defaults."""
 
     episodes: int | None = field(default=None, validator=_positive)
-    seed: int | None = field(default=None, validator=_non_negative)
+    seed: int | None = field(default=None, validator=_seed)
     max_turns: int | None = field(default=None, validator=_positive)
     concurrency: int | None = field(default=None, validator=_positive)
     game: str | None = None
-    out: str | None = None
+    out: str | None = field(default=None, validator=_not_blank)
 
 
 @frozen(kw_only=True)
@@ -270,6 +290,12 @@ def load_eval_file(path: Path) -> EvalFile:
         raise ConfigError(f"cannot read the eval file {path}: {exc.strerror or exc}") from exc
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"invalid TOML in the eval file {path}: {exc}") from exc
+    if isinstance(data.get("arms"), dict):
+        raise ConfigError(
+            f"{path}: arms is one table ([arms]); write each arm as [[arms]], an array of tables"
+        )
+    if isinstance(data.get("eval"), list):
+        raise ConfigError(f"{path}: eval is an array of tables ([[eval]]); write it as one table, [eval]")
     try:
         parsed = _CONVERTER.structure(data, EvalFile)
     except (BaseValidationError, _Problem) as exc:

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from attrs import frozen
 
+from .._argtypes import MAX_SEED
 from ..errors import GameError
 from ._actions import validate_action
 from ._zmachine import StoryMemory, check_story_bytes
@@ -256,12 +257,15 @@ class ZorkGame:
 
         Raises:
             GameError: the file is missing, unreadable or not a sound story file, the seed is not
-                a non-negative integer, or the game is an unsupported version 4+ story (the
-                adapter reads the status-line globals of versions 1-3 only).
+                an integer from 0 to :data:`~zorkmcp._argtypes.MAX_SEED`, or the game is an
+                unsupported version 4+ story (the adapter reads the status-line globals of versions
+                1-3 only).
         """
         story_path = Path(path).expanduser()
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
             raise GameError(f"seed must be a non-negative integer, got {seed!r}")
+        if seed is not None and seed > MAX_SEED:
+            raise GameError(f"seed must be at most {MAX_SEED} (2**31 - 1: the interpreter's int), got {seed}")
         story = _checked_story(story_path)
 
         from jericho import FrotzEnv, UnsupportedGameWarning

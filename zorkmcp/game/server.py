@@ -36,7 +36,7 @@ import sys
 from typing import TYPE_CHECKING, Annotated, Any
 
 from .. import __version__
-from .._argtypes import non_negative_int
+from .._argtypes import game_seed
 from ..errors import ConfigError, GameError
 from ..servers._stdio_jsonrpc import JsonRpcServer, StdioTool
 from ._paths import resolve_game_path
@@ -301,7 +301,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the story file or a game's name (default: GAME, game_file_path, or zork1)",
     )
     parser.add_argument(
-        "--seed", type=non_negative_int, help="the interpreter's RNG seed (default: ZORKMCP_GAME_SEED)"
+        "--seed", type=game_seed, help="the interpreter's RNG seed (default: ZORKMCP_GAME_SEED)"
     )
     parser.add_argument(
         "--sdk", action="store_true", help="serve with the MCP SDK's server (slower to start; same tools)"
@@ -331,7 +331,7 @@ def _seed_from_env(env: Mapping[str, str]) -> int | None:
     if not text:
         return None
     try:
-        return non_negative_int(text)
+        return game_seed(text)
     except argparse.ArgumentTypeError as exc:
         raise GameError(f"ZORKMCP_GAME_SEED: a seed {exc}") from None
 
