@@ -17,12 +17,14 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import stat
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._stdout import OutputError as _OutputError
+from ._stdout import output_failed as _output_failed
+from ._stdout import print_line as _print
 from .errors import ConfigError, MCPServerStartupError
 
 if TYPE_CHECKING:
@@ -37,65 +39,11 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_CONFIG = 2
 EXIT_INTERRUPTED = 130
-EXIT_READER_GONE = 141
-"""128 + SIGPIPE: what a shell reports for a writer whose reader went away (``zorkmcp play`` too)."""
 _SUMMARY_CHARS = 120
 
 
 def _error(message: str) -> None:
     print(message, file=sys.stderr)
-
-
-class _OutputError(Exception):
-    """Standard output could not be written; ``error`` says why (``EPIPE``: its reader went away)."""
-
-    def __init__(self, error: OSError) -> None:
-        super().__init__(str(error))
-        self.error = error
-
-
-def _print(text: str) -> None:
-    """``text`` and a newline on stdout, all of it, flushed: a failure is raised here, not at exit.
-
-    Through the binary buffer, to the last byte: when the reader goes away in the middle of a large
-    write, ``BufferedWriter.write`` can return a short count with no error (and ``print`` ignores
-    the count, so the output would end short with status 0); writing the rest raises ``EPIPE``.
-    """
-    stream = sys.stdout
-    buffer = getattr(stream, "buffer", None)
-    try:
-        if buffer is None:
-            stream.write(text + "\n")
-        else:
-            stream.flush()
-            data = memoryview((text + "\n").encode(stream.encoding, stream.errors or "strict"))
-            while data:
-                data = data[buffer.write(data) :]
-        stream.flush()
-    except OSError as exc:
-        raise _OutputError(exc) from exc
-
-
-def _output_failed(error: OSError) -> int:
-    """The exit status when stdout could not be written: 141 (silent) when its reader went away, else 1.
-
-    Standard output is then pointed at ``/dev/null``, so what it still buffers goes nowhere when
-    the interpreter exits (instead of an "Exception ignored" line).
-    """
-    try:
-        fd = sys.stdout.fileno()
-    except (OSError, ValueError):  # not a file (a test's capture): nothing is flushed at exit
-        fd = -1
-    if fd >= 0:
-        null = os.open(os.devnull, os.O_WRONLY)
-        try:
-            os.dup2(null, fd)
-        finally:
-            os.close(null)
-    if isinstance(error, BrokenPipeError):
-        return EXIT_READER_GONE
-    _error(f"cannot write to standard output: {error.strerror or error}")
-    return EXIT_FAILED
 
 
 def _check_pyproject(path: Path) -> None:

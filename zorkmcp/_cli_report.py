@@ -1,13 +1,17 @@
 """``zorkmcp report``: draw an episode's event log, or an eval run folder, as one HTML page.
 
-Exit status: 0 the page was written; 2 bad input (a missing or unreadable file, no episode, an
-unknown or missing ``--episode``), said in one line on stderr; 130 interrupted (Ctrl-C; 143 by
-SIGTERM), nothing written.
+Exit status: 0 the page was written; 1 it was, but the line saying so could not be written to
+standard output (a full disk: one line on stderr); 2 bad input (a missing or unreadable file, no
+episode, an unknown or missing ``--episode``, one outside the run), a page that cannot be written, or
+a ``report.html`` (or ``seed-<N>.html``) in the default place that zorkmcp did not write, said in one
+line on stderr; 130 interrupted (Ctrl-C; 143 by SIGTERM), nothing written; 141 the reader of the
+output went away (``| head``, or ``-o /dev/stdout | true``), nothing more said.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -24,7 +28,12 @@ per turn, each arm's model and MCP servers, mean ± standard error per arm, 95% 
 arms (Welch's, and seed by seed the paired one), and each tool the model called and how it went.
 
 The page is written whole through a temporary file beside it; --output /dev/stdout (or another
-device or named pipe) is written as it is."""
+device or named pipe) is written as it is. Without --output, a page of the default name that zorkmcp
+did not write (a pytest-html report.html) is not replaced: move it, or pass --output.
+
+exit status: 0 the page was written; 1 standard output could not be written (the page was); 2 bad
+input, or a page that cannot be written or is not zorkmcp's to replace (one line on stderr); 130
+interrupted; 141 the reader of the output went away (| head)."""
 
 
 def add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -64,21 +73,73 @@ def _page_beside(events: Path) -> Path:
 _EPISODE_LOG = ".events.jsonl"
 
 
+_ARM_SEED = re.compile(r"(?P<arm>[^/]+)/seed-[0-9]+")
+"""``--episode`` as a path in a run: ``<arm>/seed-<N>``."""
+
+
+def _check_episode(run: Path, episode: str) -> None:
+    """``--episode`` names an episode of ``run``: ``<arm>/seed-<N>`` or an episode_id.
+
+    :func:`find_episode_events` takes it as a path under ``episodes/`` first; any other path that
+    leads to a log (``../../r4/episodes/mcp/seed-1``, an absolute one) is another run's episode, whose
+    page would be written into that run.
+
+    Raises:
+        ReportInputError: ``episode`` is a path to a log, but not ``<arm>/seed-<N>`` inside the run.
+    """
+    from .eval._results import ReportInputError
+
+    match = _ARM_SEED.fullmatch(episode)
+    if match and match["arm"] not in (".", ".."):
+        return
+    if (run / "episodes" / f"{episode}{_EPISODE_LOG}").is_file():
+        raise ReportInputError(
+            f"{run}: --episode {episode!r} is not an episode of this run; give <arm>/seed-<N> "
+            "(e.g. mcp/seed-1) or an episode_id from an episodes/<arm>/seed-<N>.events.jsonl file"
+        )
+
+
+def _default_page(page: Path) -> Path:
+    """``page``, the page written when no ``--output`` is given, unless it would replace a file that
+    zorkmcp did not write (``pytest-html``'s ``report.html``): ``zorkmcp eval --out`` keeps those too.
+
+    Raises:
+        ReportInputError: ``page`` is a file whose title is not a zorkmcp page's.
+    """
+    from .eval._results import ReportInputError
+    from .eval._spec import _RUN_FILES
+
+    if page.is_file() and not _RUN_FILES["report.html"](page):
+        raise ReportInputError(
+            f"{page} is not a page zorkmcp wrote, and this report would replace it; move it, or pass "
+            "--output FILE.html (nothing was written)"
+        )
+    return page
+
+
 def _render(path: Path, output: Path | None, episode: str | None) -> Path:
     from .eval._report import find_episode_events, render_episode_report, render_eval_report
 
     if path.is_dir():
         if episode is None:
+            if output is None and (path / "episodes").is_dir():  # else: not a run folder, said so
+                output = _default_page(path / "report.html")
             return render_eval_report(path, output)
+        _check_episode(path, episode)
         events = find_episode_events(path, episode)
         picked = None if events.name == f"{Path(episode).name}{_EPISODE_LOG}" else episode
-        return render_episode_report(events, output or _page_beside(events), picked)
+        return render_episode_report(events, output or _default_page(_page_beside(events)), picked)
+    if output is None and path.is_file():  # else: no such file, said so
+        output = _default_page(_page_beside(path))
     return render_episode_report(path, output or _page_beside(path), episode)
 
 
 def run_report(args: argparse.Namespace) -> int:
-    """Run ``zorkmcp report``; 0 when the page is written, 2 on bad input (one line on stderr)."""
+    """Run ``zorkmcp report``; 0 when the page is written, 2 on bad input (one line on stderr), 141
+    when the reader of the page or of the line saying it was written went away, 1 when that line
+    cannot be written for another reason."""
     from ._outputs import write_remedy, written_in_place
+    from ._stdout import EXIT_READER_GONE, OutputError, output_failed, print_line
     from .eval._results import ReportInputError
 
     output = Path(args.output) if args.output else None
@@ -86,12 +147,20 @@ def run_report(args: argparse.Namespace) -> int:
         written = _render(Path(args.path), output, args.episode)
     except ReportInputError as exc:
         cause = exc.__cause__
+        if isinstance(cause, BrokenPipeError):  # -o /dev/stdout (or a named pipe): its reader went away
+            return EXIT_READER_GONE
         remedy = f"; {write_remedy(cause)}, or pass --output FILE.html" if isinstance(cause, OSError) else ""
         print(f"zorkmcp report: {exc}{remedy}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (zorkmcp.cli); the page is written whole or not at all
         print("zorkmcp report: interrupted; nothing written", file=sys.stderr)
         return 130
-    # The page may have gone to stdout itself (--output /dev/stdout): then this line goes beside it.
-    print(f"zorkmcp report: wrote {written}", file=sys.stderr if written_in_place(written) else sys.stdout)
+    line = f"zorkmcp report: wrote {written}"
+    if written_in_place(written):  # the page may have gone to stdout itself: this line goes beside it
+        print(line, file=sys.stderr)
+        return 0
+    try:
+        print_line(line)
+    except OutputError as exc:  # | head, > /dev/full: the page is written, the line cannot be
+        return output_failed(exc.error, f"zorkmcp report: wrote {written}, but ")
     return 0

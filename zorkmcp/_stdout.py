@@ -1,0 +1,75 @@
+"""Writing to standard output when it may not be written: its reader went away (``| head``), or the
+file it goes to cannot take it (``> /dev/full``).
+
+A command prints with :func:`print_line`, which raises :class:`OutputError` at once (not at the
+interpreter's exit), and turns that into its exit status with :func:`output_failed`: 141 (128 +
+SIGPIPE, what a shell reports for a writer whose reader went away, as ``zorkmcp play`` ends) with
+nothing said, else 1 with one line on stderr. Standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+__all__ = ["EXIT_READER_GONE", "OutputError", "output_failed", "print_line"]
+
+EXIT_FAILED = 1
+EXIT_READER_GONE = 141
+"""128 + SIGPIPE: what a shell reports for a writer whose reader went away (``zorkmcp play`` too)."""
+
+
+class OutputError(Exception):
+    """Standard output could not be written; ``error`` says why (``EPIPE``: its reader went away)."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def print_line(text: str) -> None:
+    """``text`` and a newline on stdout, all of it, flushed: a failure is raised here, not at exit.
+
+    Through the binary buffer, to the last byte: when the reader goes away in the middle of a large
+    write, ``BufferedWriter.write`` can return a short count with no error (and ``print`` ignores
+    the count, so the output would end short with status 0); writing the rest raises ``EPIPE``.
+
+    Raises:
+        OutputError: standard output could not be written.
+    """
+    stream = sys.stdout
+    buffer = getattr(stream, "buffer", None)
+    try:
+        if buffer is None:
+            stream.write(text + "\n")
+        else:
+            stream.flush()
+            data = memoryview((text + "\n").encode(stream.encoding, stream.errors or "strict"))
+            while data:
+                data = data[buffer.write(data) :]
+        stream.flush()
+    except OSError as exc:
+        raise OutputError(exc) from exc
+
+
+def output_failed(error: OSError, prefix: str = "") -> int:
+    """The exit status when stdout could not be written: 141 (silent) when its reader went away, else 1.
+
+    Standard output is then pointed at ``/dev/null``, so what it still buffers goes nowhere when
+    the interpreter exits (instead of an "Exception ignored" line). The line on stderr is ``prefix``
+    (``zorkmcp report: wrote report.html, but ``) and ``cannot write to standard output: <why>``.
+    """
+    try:
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError):  # not a file (a test's capture): nothing is flushed at exit
+        fd = -1
+    if fd >= 0:
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, fd)
+        finally:
+            os.close(null)
+    if isinstance(error, BrokenPipeError):
+        return EXIT_READER_GONE
+    print(f"{prefix}cannot write to standard output: {error.strerror or error}", file=sys.stderr)
+    return EXIT_FAILED
