@@ -10,6 +10,9 @@ report are written, and the exit status is 141.
 
 from __future__ import annotations
 
+import os
+from contextlib import suppress
+
 from rich.console import Console
 
 from ._signals import reader_gone
@@ -24,3 +27,18 @@ class OutputConsole(Console):
         self.quiet = True  # what is left to print goes nowhere
         if not reader_gone(self.file.fileno()):
             super().on_broken_pipe()
+
+    def _check_buffer(self) -> None:
+        """rich's writer, where an output that cannot take more (``> /dev/full``) stops the output, not
+        the command: rich answers only ``EPIPE`` (:meth:`on_broken_pipe`), so another ``OSError``
+        was a traceback that ended the run. It is said once on stderr; the files are still written."""
+        try:
+            super()._check_buffer()
+        except OSError as exc:
+            self.quiet = True
+            with suppress(OSError):
+                os.write(
+                    2,
+                    f"zorkmcp: standard output cannot be written ({exc.strerror or exc}); "
+                    "nothing more is printed there, the command goes on\n".encode(),
+                )
