@@ -14,6 +14,7 @@ from report_data import episode_events, fail_episode, write_events, write_run
 
 from zorkmcp._cli_report import add_report_parser, run_report
 from zorkmcp.eval import ReportInputError, render_episode_report, render_eval_report
+from zorkmcp.eval._report import find_episode_events
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -295,6 +296,28 @@ def test_cli_run_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     ]
     assert report(str(tmp_path), "--episode", "mcp/seed-7") == 2
     assert "no episode 'mcp/seed-7'" in capsys.readouterr().err
+
+
+def test_an_episode_whose_event_log_is_gone_is_said_so_not_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_run(tmp_path, seeds=2, failed=False)
+    events = tmp_path / "episodes" / "no-mcp" / "seed-2.events.jsonl"
+    events.unlink()
+    record = tmp_path / "episodes" / "no-mcp" / "seed-2.json"
+    line = (
+        f"{events}: missing: episode 'no-mcp/seed-2' has its record (seed-2.json) but no event log to draw; "
+        f"to play it again, remove {record} and run the run's zorkmcp eval command with --resume --out "
+        f"{tmp_path}"
+    )
+    with pytest.raises(ReportInputError) as caught:
+        find_episode_events(tmp_path, "no-mcp/seed-2")
+    assert str(caught.value) == line
+    with pytest.raises(ReportInputError) as caught:  # its episode_id, as zorkmcp eval names it
+        find_episode_events(tmp_path, "no-mcp-seed-2")
+    assert str(caught.value) == line.replace("'no-mcp/seed-2'", "'no-mcp-seed-2'")
+    assert report(str(tmp_path), "--episode", "no-mcp/seed-2") == 2
+    assert capsys.readouterr().err == f"zorkmcp report: {line}\n"
 
 
 def test_cli_page_to_a_descriptor_and_its_line_beside_it(tmp_path: Path) -> None:

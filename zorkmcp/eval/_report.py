@@ -19,9 +19,10 @@ from .._outputs import write_atomically
 from ._results import (
     EpisodeEvents,
     ReportInputError,
+    RunEpisodes,
     find_episode_events,
     read_event_log,
-    read_run_episodes,
+    read_run,
 )
 from ._stats import comparison_reading, group_by_arm, summarize, write_summary_csv
 
@@ -320,7 +321,12 @@ def _failed_section(arms: dict[str, list[dict[str, Any]]]) -> str:
     return text
 
 
-def _eval_header(run_dir: Path, episodes: list[dict[str, Any]], bad: int) -> str:
+_SKIPPED_NAMED = 10
+"""Episode files left out that the page names, with why; a damaged folder can hold hundreds."""
+
+
+def _eval_header(run_dir: Path, run: RunEpisodes) -> str:
+    episodes = run.records
     models = sorted({str(r.get("model")) for r in episodes if r.get("model")})
     seeds = sorted({r["seed"] for r in episodes if isinstance(r.get("seed"), int)})
     seed_text = f"{seeds[0]}–{seeds[-1]}" if seeds else "–"
@@ -328,25 +334,51 @@ def _eval_header(run_dir: Path, episodes: list[dict[str, Any]], bad: int) -> str
         f"<h1>zorkmcp eval: {escape(run_dir.name)}</h1><p class=sub>{len(episodes)} episodes · "
         f"model {escape(', '.join(models) or '–')} · seeds {seed_text}</p>"
     )
-    if bad:
-        text += f"<p class=warn>{bad} episode file(s) could not be read and are left out.</p>"
+    if run.skipped:
+        named = ", ".join(f"{escape(name)} ({escape(why)})" for name, why in run.skipped[:_SKIPPED_NAMED])
+        more = len(run.skipped) - _SKIPPED_NAMED
+        text += (
+            f"<p class=warn>{len(run.skipped)} episode file(s) could not be read and are left out: {named}"
+            f"{f' and {more} more' if more > 0 else ''}. zorkmcp eval --resume with this folder as --out "
+            "plays such an episode again.</p>"
+        )
+    if run.others:
+        text += (
+            f"<p class=note>{run.others} other episode file(s) in episodes/ are left out: summary.json "
+            "does not cover them (seeds or arms of an earlier run in this folder).</p>"
+        )
     return text
 
 
-def render_eval_report(run_dir: Path, out_path: Path | None = None) -> Path:
+def render_eval_report(
+    run_dir: Path, out_path: Path | None = None, *, episodes: list[dict[str, Any]] | None = None
+) -> Path:
     """Write ``run_dir/report.html`` (or ``out_path``) for an eval run folder and return its path.
+
+    The page draws the episodes ``summary.json`` covers (each arm's ``seeds``), as ``zorkmcp eval``
+    wrote them, or every ``episodes/<arm>/seed-<N>.json`` when there is no summary that says (none,
+    or one of an older zorkmcp). It says how many episode files it left out and why: files that are
+    not their episode's record (they do not parse, a field of the wrong kind, another arm or seed
+    than their path), and others the summary does not cover.
+
+    Args:
+        run_dir: the run's folder.
+        out_path: the page to write (``None``: ``run_dir/report.html``).
+        episodes: the records to draw (``zorkmcp eval`` gives those of its summary); ``None``:
+            read them from the folder.
 
     Raises:
         ReportInputError: the folder holds no readable episode record, or the page cannot be written.
     """
     run_dir = Path(run_dir)
-    episodes, bad = read_run_episodes(run_dir)
+    run = read_run(run_dir, episodes)
+    episodes = run.records
     summary = summarize(episodes)
     arms = group_by_arm(episodes)
     score_ceiling = summary["arms"][next(iter(arms))].get("game_max_score")
     final_title = "Final score per episode" + (f" (of {score_ceiling:.0f})" if score_ceiling else "")
     body = (
-        _eval_header(run_dir, episodes, bad)
+        _eval_header(run_dir, run)
         + "<h2>Arms</h2>"
         + _arm_setup_table(summary)
         + _arm_table(summary)

@@ -45,6 +45,7 @@ from ..llm._scripted import SCRIPTED_MODEL_NAME
 from ..llm._urls import is_openrouter
 from ..mcp import EpisodeServers, McpManager, ZygoteGroup, build_server_env, open_zygotes
 from ..observability import EventRecorder, open_tracer
+from ._results import read_episode_file
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Iterable, Iterator
@@ -457,14 +458,14 @@ def write_episode(run_dir: Path, result: EpisodeResult) -> Path:
 
 
 def read_episode(path: Path) -> dict[str, Any] | None:
-    """An episode's record, or ``None`` when the file is missing or does not parse (play it again)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return None
-    if not isinstance(data, dict) or not {"arm", "seed", "score"} <= data.keys():
-        return None
-    return data
+    """An episode's record, or ``None`` when the file is not that episode's record (play it again).
+
+    ``None`` when it is missing, does not parse, has a field of the wrong kind (a score that is not
+    an integer, ``NaN``, ``scores`` that is not a list of integers…) or names another arm or seed
+    than its path: the one rule of :func:`~zorkmcp.eval._results.read_episode_file`, which the
+    report follows too.
+    """
+    return read_episode_file(path)[0]
 
 
 # -- many at once -----------------------------------------------------------------------------------
@@ -604,7 +605,12 @@ class EvalOutcome:
 
 
 def collect_episodes(plan: EvalPlan) -> list[dict[str, Any]]:
-    """The finished episodes of the plan on disk, seed by seed, in the plan's arm order."""
+    """The finished episodes of the plan on disk, seed by seed, in the plan's arm order.
+
+    Only the plan's seeds and arms: files an earlier run left in the folder (other seeds, an arm
+    since removed) are no part of this run's summary or report. A file that is not its episode's
+    record (:func:`read_episode`) is left out.
+    """
     found = []
     for spec in plan.specs():
         record = read_episode(episode_paths(plan.out, spec.arm, spec.seed)[0])
@@ -668,7 +674,9 @@ def resumable_episodes(
     A record the plan would play otherwise (another model, turn limit, game or sampling, tools on or
     off, other servers) stops the resume before anything starts: its arm would mix two
     configurations and its mean would answer neither. Keys a record lacks (written by an older
-    zorkmcp) are not checked, nor the servers of an arm whose ``mcp_config.json`` does not load.
+    zorkmcp) are not checked, nor the servers of an arm whose ``mcp_config.json`` does not load. A
+    file that is not its episode's record (:func:`read_episode`: it does not parse, has a field of
+    the wrong kind, or names another arm or seed) is not kept: the episode is played again.
 
     Args:
         plan: the run to resume.
@@ -816,7 +824,10 @@ def _play(
 
 
 def write_run_summary(run_dir: Path, episodes: list[dict[str, Any]]) -> dict[str, Any]:
-    """``summary.json``, ``summary.csv`` and (when an episode finished) ``report.html``.
+    """``summary.json``, ``summary.csv`` and (when an episode finished) ``report.html``, all of ``episodes``.
+
+    The page draws exactly the episodes the summary covers (each arm's ``seeds`` in
+    ``summary.json``), not every file in ``episodes/``: it says how many others it left out.
 
     Raises:
         RunWriteError: one of them cannot be written.
@@ -831,7 +842,7 @@ def write_run_summary(run_dir: Path, episodes: list[dict[str, Any]]) -> dict[str
         write_summary_csv(episodes, run_dir / "summary.csv")
     if episodes:  # a run stopped before any episode finished has nothing to draw
         try:
-            render_eval_report(run_dir)
+            render_eval_report(run_dir, episodes=episodes)
         except ReportInputError as exc:  # the page cannot be written (the records were just read)
             cause = exc.__cause__
             remedy = write_remedy(cause) if isinstance(cause, OSError) else "mend the folder"

@@ -217,6 +217,7 @@ def _arm_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
         "models": sorted({str(r["model"]) for r in records if r.get("model")}),
         "servers": sorted({str(name) for names in known for name in names}) if known else None,
         "episodes": len(records),
+        "seeds": [r.get("seed") for r in records],
         "failed": len(records) - len(ok),
         "scored": len(scores),
         "mean_score": mean(scores),
@@ -291,8 +292,10 @@ def summarize(episodes: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """``summary.json``'s object: per-arm figures and one comparison per pair of arms.
 
     Arms come in the order they first appear in ``episodes``; each comparison's ``a`` is the
-    earlier arm. Failed episodes (with ``error``) count in ``episodes`` and ``failed`` and in the
-    token and tool-error totals, never in score, win-rate, moves or tool-calls-per-turn figures.
+    earlier arm. Each arm's ``seeds`` lists the seeds of its episodes, in order: the episodes the
+    summary covers, which a report of its run folder draws. Failed episodes (with ``error``) count
+    in ``episodes``, ``seeds`` and ``failed`` and in the token and tool-error totals, never in
+    score, win-rate, moves or tool-calls-per-turn figures.
     ``se_score`` and ``ci95`` are ``null`` below two scored episodes. Each comparison's ``paired``
     holds the paired interval over the seeds both arms scored (``ci95`` ``null`` below two pairs).
     """
