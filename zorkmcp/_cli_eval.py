@@ -601,11 +601,11 @@ def _on_ray(ray: str | None) -> str:
 
 
 def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
-    from .config import Settings
+    from .config import Settings, check_settings_file
 
     pyproject = Path(args.pyproject) if args.pyproject else None
-    if pyproject is not None and not pyproject.is_file():
-        raise ConfigError(f"--pyproject {pyproject}: no such file")
+    if pyproject is not None:
+        check_settings_file(pyproject)
     settings = Settings.load(pyproject)  # what zorkmcp play uses: the file's, or the embedded defaults
     plan = build_plan(args, settings)
     try:

@@ -17,14 +17,11 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import stat
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._stdout import OutputError as _OutputError
-from ._stdout import output_failed as _output_failed
-from ._stdout import print_line as _print
+from ._stdout import OutputError, output_failed, print_line
 from .errors import ConfigError, MCPServerStartupError
 
 if TYPE_CHECKING:
@@ -44,19 +41,6 @@ _SUMMARY_CHARS = 120
 
 def _error(message: str) -> None:
     print(message, file=sys.stderr)
-
-
-def _check_pyproject(path: Path) -> None:
-    """A ``--pyproject`` given must exist, as ``zorkmcp play`` requires (without the flag, a missing
-    ``./pyproject.toml`` means the embedded defaults)."""
-    try:
-        mode = path.stat().st_mode
-    except FileNotFoundError:
-        raise ConfigError(f"--pyproject {path}: no such file") from None
-    except OSError as exc:
-        raise ConfigError(f"--pyproject {path}: cannot be read: {exc.strerror or exc}") from None
-    if stat.S_ISDIR(mode):
-        raise ConfigError(f"--pyproject {path}: is a folder, not a settings file")
 
 
 def _missing_config(path: Path, settings: Settings, *, from_flag: bool) -> str:
@@ -79,10 +63,10 @@ def _missing_config(path: Path, settings: Settings, *, from_flag: bool) -> str:
 
 
 def _load(config_path: Path | None, pyproject: Path | None) -> tuple[Settings, McpConfig]:
-    from .config import McpConfig, Settings  # here, not at the top: ``zorkmcp --help`` stays quick
+    from .config import McpConfig, Settings, check_settings_file  # here: ``zorkmcp --help`` stays quick
 
     if pyproject is not None:
-        _check_pyproject(pyproject)
+        check_settings_file(pyproject)
     settings = Settings.load(pyproject)  # zorkmcp play's: with no [tool.zorkgpt], the embedded defaults
     path = config_path if config_path is not None else settings.mcp_config_path()
     try:
@@ -107,8 +91,8 @@ def _run(func: Callable[[Settings, McpConfig], int], config_path: Path | None, p
     except KeyboardInterrupt:
         _error("interrupted")
         return EXIT_INTERRUPTED
-    except _OutputError as exc:
-        return _output_failed(exc.error)
+    except OutputError as exc:
+        return output_failed(exc.error)
 
 
 class _Warnings:
@@ -149,11 +133,11 @@ def _print_table(tools: list[ToolInfo]) -> None:
         table.add_row(info.name, info.wire_name, info.server, summary)
     console = Console(emoji=False)  # stdout's: its width, and colours on a terminal
     try:
-        with console.capture() as capture:  # written by _print: rich's answer to EPIPE is SystemExit(1)
+        with console.capture() as capture:  # written by print_line: rich's answer to EPIPE is SystemExit(1)
             console.print(table)
     except OSError as exc:  # leaving the capture flushes stdout (an empty write fails on /dev/full)
-        raise _OutputError(exc) from exc
-    _print(capture.get().removesuffix("\n"))
+        raise OutputError(exc) from exc
+    print_line(capture.get().removesuffix("\n"))
 
 
 def _listed_schemas(toolbox: Toolbox) -> list[tuple[str, dict[str, Any] | None]]:
@@ -200,11 +184,11 @@ def cmd_tools(config_path: Path | None, pyproject: Path | None, as_json: bool, *
         if lint:
             report = lint_report(schemas)
             if as_json:
-                _print(json.dumps(report, indent=2, ensure_ascii=False))
+                print_line(json.dumps(report, indent=2, ensure_ascii=False))
             else:
-                _print("\n".join(render_lint_report(report)))
+                print_line("\n".join(render_lint_report(report)))
         elif as_json:
-            _print(json.dumps([_tool_json(info) for info in infos], indent=2, ensure_ascii=False))
+            print_line(json.dumps([_tool_json(info) for info in infos], indent=2, ensure_ascii=False))
         else:
             _print_table(infos)
         return EXIT_OK
@@ -251,7 +235,7 @@ def cmd_call(
                 return await toolbox.call_tool(name, arguments, timeout=timeout)
 
         result = run_trio(main)
-        _print(json.dumps(result.to_dict(), ensure_ascii=False, default=str))
+        print_line(json.dumps(result.to_dict(), ensure_ascii=False, default=str))
         return EXIT_FAILED if result.is_error else EXIT_OK
 
     return _run(call, config_path, pyproject)

@@ -219,13 +219,11 @@ def _load_settings(args: argparse.Namespace) -> tuple[Settings, str]:
     defaults. The MCP config is read and checked here too, before the game, the servers or the
     model start, so a bad value is reported first.
     """
-    from .config import McpConfig, Settings
+    from .config import McpConfig, Settings, check_settings_file
 
     pyproject = Path(args.pyproject) if args.pyproject else Path("pyproject.toml")
-    if args.pyproject and pyproject.is_dir():
-        raise ConfigError(f"--pyproject {pyproject}: is a folder, not a settings file")
-    if args.pyproject and not pyproject.exists():  # a named pipe (--pyproject <(…)) is read as a file
-        raise ConfigError(f"--pyproject {pyproject}: no such file")
+    if args.pyproject:
+        check_settings_file(pyproject)
     settings = Settings.load(pyproject)
     if settings.source is not None:
         origin = str(settings.source)

@@ -27,6 +27,7 @@ from ._settings import OrchestratorSettings as OrchestratorSettings
 from ._settings import RetrySettings as RetrySettings
 from ._settings import SamplingSettings as SamplingSettings
 from ._settings import Settings as Settings
+from ._settings import check_settings_file as check_settings_file
 
 __all__ = [
     "DEFAULT_MAX_RESULT_BYTES",
@@ -43,5 +44,6 @@ __all__ = [
     "SamplingSettings",
     "ServerConfig",
     "Settings",
+    "check_settings_file",
     "remote_kind",
 ]

@@ -7,6 +7,7 @@ Read synchronously: configuration is loaded before any event loop starts (seeds 
 from __future__ import annotations
 
 import os
+import stat
 import sys
 import tomllib
 from pathlib import Path
@@ -30,6 +31,7 @@ __all__ = [
     "RetrySettings",
     "SamplingSettings",
     "Settings",
+    "check_settings_file",
 ]
 
 DEFAULT_MAX_RESULT_BYTES = 64 * 1024
@@ -249,6 +251,23 @@ class Settings:
 def _has_zorkgpt(document: dict[str, Any]) -> bool:
     tool = document.get("tool")
     return isinstance(tool, dict) and "zorkgpt" in tool
+
+
+def check_settings_file(path: Path) -> None:
+    """A ``--pyproject`` given must be there (without the flag, a missing ``./pyproject.toml`` means
+    the embedded defaults); a named pipe (``--pyproject <(…)``) is read as a file.
+
+    Raises:
+        ConfigError: it does not exist, is a folder, or cannot be looked at; one line.
+    """
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise ConfigError(f"--pyproject {path}: no such file") from None
+    except OSError as exc:
+        raise ConfigError(f"--pyproject {path}: cannot be read: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(mode):
+        raise ConfigError(f"--pyproject {path}: is a folder, not a settings file")
 
 
 def _read_toml(path: Path) -> dict[str, Any] | None:
