@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import re
 
+from .._surrogates import SURROGATE
+
 __all__ = ["REPLACEMENT", "valid_json_text", "valid_text"]
 
 REPLACEMENT = "\ufffd"
 """What a lone surrogate becomes."""
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _ESCAPE = re.compile(
     r"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"  # a pair: kept
     r"|(?P<lone>\\u[dD][89a-fA-F][0-9a-fA-F]{2})"  # a lone half: replaced
@@ -33,7 +34,7 @@ def valid_text(text: str) -> str:
 
     Text without surrogates is returned as it is (the common case costs one scan).
     """
-    if _SURROGATE.search(text) is None:
+    if SURROGATE.search(text) is None:
         return text
     # UTF-16 round trip: "surrogatepass" writes each half as its code unit, so a high half followed by
     # a low half decodes as the character of the pair, and any other half as U+FFFD.

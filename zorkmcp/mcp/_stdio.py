@@ -35,7 +35,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
 import secrets
 import shlex
 import signal
@@ -51,6 +50,7 @@ import mcp_types
 from attrs import define, field
 from mcp.shared.message import SessionMessage
 
+from .._surrogates import lone_surrogate
 from ._events import logger
 from ._sweep import SESSION_ENV_VAR, sweep_session
 from ._zygote import STARTS_NO_PROCESS, ZygoteChild, ZygoteGone
@@ -88,7 +88,6 @@ STDERR_TAIL_LINES = 40
 """Lines of the server's stderr kept for error messages."""
 _MAX_LINE_BYTES = 64 * 1024 * 1024
 _READ_SIZE = 65536
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 Escalation = Literal["none", "sigterm", "sigkill"]
 _Process = subprocess.Popen[bytes] | ZygoteChild
@@ -285,20 +284,6 @@ async def _read_stderr(stderr: _Pipe, info: ProcessInfo, done: anyio.Event) -> N
         done.set()
 
 
-def _first_surrogate(value: Any) -> str | None:
-    """The first lone surrogate in a message's data (keys and values), if it holds one."""
-    if isinstance(value, str):
-        found = _SURROGATE.search(value)
-        return None if found is None else found.group()
-    if isinstance(value, dict):
-        items: list[Any] = [*value.keys(), *value.values()]
-    elif isinstance(value, list | tuple):
-        items = list(value)
-    else:
-        return None
-    return next((bad for item in items if (bad := _first_surrogate(item)) is not None), None)
-
-
 def _unsendable(message: SessionMessage, exc: ValueError, info: ProcessInfo) -> SessionMessage | None:
     """The answer to a message that cannot be written as a JSON line: an error response for a request.
 
@@ -308,8 +293,8 @@ def _unsendable(message: SessionMessage, exc: ValueError, info: ProcessInfo) -> 
     never sees it. Anything else (a notification, a response) is dropped with a warning.
     """
     data = message.message.model_dump(by_alias=True, exclude_unset=True)
-    bad = _first_surrogate(data)
-    why = f"it holds {bad!r}, a lone surrogate, which UTF-8 cannot encode" if bad is not None else str(exc)
+    bad = lone_surrogate(data)
+    why = f"it holds {bad[1]!r}, a lone surrogate, which UTF-8 cannot encode" if bad is not None else str(exc)
     request = message.message
     if not isinstance(request, mcp_types.JSONRPCRequest):
         logger.warning("MCP server %s: a message was not sent: %s", info.command_line, why)

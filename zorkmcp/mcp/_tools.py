@@ -13,7 +13,6 @@ wire-safe name (see :mod:`._names`); the canonical ``server.tool`` is what logs,
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +26,7 @@ from mcp.shared.exceptions import MCPError as SdkMCPError
 
 from zorkmcp.observability import EventSink, NullSink
 
+from .._surrogates import lone_surrogate
 from ._names import assign_wire_names, canonical_name
 from ._results import ToolCallResult, convert_call_result
 from ._schema import translate_schema
@@ -47,8 +47,6 @@ DEATH_REPORT_GRACE = 0.2
 
 _CONNECTION_CLOSED = ToolCallResult(content=None, is_error=True, error_message="the connection closed")
 """A sentinel: the server's connection closed during the call (the caller reports the death)."""
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _seconds(value: float) -> str:
@@ -161,31 +159,6 @@ def _portable(
             continue
         offered.append((server, tool, translation.parameters))
     return offered
-
-
-def _not_unicode(value: Any, path: str = "arguments") -> str | None:
-    """Where the arguments hold a lone surrogate, said in one line; ``None`` when they hold none.
-
-    A lone surrogate (``"\\ud800"`` in JSON: half an emoji) is a Python ``str`` that no transport can
-    encode as UTF-8. The engine's model never sends one (:mod:`zorkmcp.llm._text` replaces them), but
-    ``zorkmcp call`` and the Bridge pass a caller's arguments as given.
-    """
-    if isinstance(value, str):
-        bad = _SURROGATE.search(value)
-        if bad is None:
-            return None
-        return f"{path} holds {bad.group()!r}, a lone surrogate: not valid Unicode, so the call was not sent"
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            problem = _not_unicode(key, f"a key of {path}") or _not_unicode(item, f"{path}[{key!r}]")
-            if problem is not None:
-                return problem
-    elif isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            problem = _not_unicode(item, f"{path}[{index}]")
-            if problem is not None:
-                return problem
-    return None
 
 
 async def _call_renewing(
@@ -358,8 +331,9 @@ class Toolbox:
             return ToolCallResult(
                 content=None, is_error=True, error_message="Tool call failed: arguments must be a JSON object"
             )
-        invalid = _not_unicode(arguments)
-        if invalid is not None:  # every transport would fail to encode it (stdio, HTTP) or pass it on
+        if (bad := lone_surrogate(arguments)) is not None:  # no transport can encode it (stdio, HTTP)
+            where, char = bad
+            invalid = f"{where} holds {char!r}, a lone surrogate: not valid Unicode, so the call was not sent"
             return ToolCallResult(content=None, is_error=True, error_message=f"Tool call failed: {invalid}")
         session = self._sessions[info.server]
         if not session.alive:
