@@ -121,7 +121,8 @@ def _end_with_servers(signum: int, frame: Any) -> None:
     """
     del frame
     pinned = []
-    for pid in _descendants(os.getpid()):
+    # Linux only (/proc, pidfds), as the session sweep (zorkmcp.mcp._sweep); elsewhere the default alone
+    for pid in _descendants(os.getpid()) if hasattr(os, "pidfd_open") and os.path.isdir("/proc") else ():
         with suppress(OSError):
             pinned.append(os.pidfd_open(pid))
     try:
