@@ -364,6 +364,20 @@ def test_broken_story_files_never_reach_the_interpreter(tmp_path: Path, mangle: 
         check_game_file(story)
 
 
+def test_a_story_file_broken_after_it_was_played_is_refused(tmp_path: Path) -> None:
+    """A story that passed once is not trusted by its name: the bytes read are checked again."""
+    story = tmp_path / "zork1.z3"
+    data = zork1_path().read_bytes()
+    story.write_bytes(data)
+    ZorkGame.open(story, seed=12).close()
+    story.write_bytes(data[:40000] + bytes([data[40000] ^ 0xFF]) + data[40001:])
+    with pytest.raises(GameError, match=r"zork1\.z3 is corrupt: its checksum is 0x"):
+        ZorkGame.open(story, seed=12)
+    story.write_bytes(data)
+    with ZorkGame.open(story, seed=12) as game:
+        assert game.score == 0
+
+
 def test_an_unsupported_version_5_story_is_refused(tmp_path: Path) -> None:
     data = bytearray(zork1_path().read_bytes())
     data += bytes(-len(data) % 4)  # a consistent version 5 header: length in 4-byte units

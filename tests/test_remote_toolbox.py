@@ -151,3 +151,20 @@ async def test_a_failed_renewal_follows_the_start_up_rule_at_the_next_turn(remot
         "mcp_disabled_fallback",
         "mcp_turn_teardown",
     ]
+
+
+async def test_the_programs_own_calls_follow_a_changed_tool_list(remote: RemoteTestServer) -> None:
+    """The episode's own calls (``zork.play_action``, ``status``) use the tool list a turn listed again."""
+    manager = McpManager(McpConfig(servers=(_server(remote, "http"),)), McpSettings(), events=RecordingSink())
+    with anyio.fail_after(GUARD):
+        async with manager.open_episode() as episode:
+            before = await episode.call_tool("web.extra", {})
+            changed = await episode.call_tool("web.change_tools", {})
+            async with manager.open_turn(episode) as toolbox:
+                assert await toolbox.refresh_if_changed()
+            after = await episode.call_tool("web.extra", {})
+    assert before.error_message == (
+        "Unknown tool 'web.extra'. Available tools: web.echo, web.stall, web.progress, web.change_tools"
+    )
+    assert not changed.is_error
+    assert (after.is_error, after.content) == (False, "extra!")
