@@ -691,3 +691,24 @@ def test_ctrl_c_inside_a_tool_call_prints_the_summary_and_leaves_no_process(tmp_
     events = read_events(tmp_path / "logs" / "zorkmcp_events.jsonl")
     assert [e["tool_name"] for e in events_of(events, "mcp_tool_call")] == ["thinking.think"]
     assert events_of(events, "episode_complete")[0]["stopped"] == "interrupted"
+
+
+def test_a_terminal_without_unicode_gets_escapes_not_a_traceback(tmp_path: Path) -> None:
+    """``PYTHONIOENCODING=ascii``: the dashes, ellipses and ± of the output come out as escapes."""
+    env = offline_env(PYTHONIOENCODING="ascii")
+    play = subprocess.run(
+        [sys.executable, "-m", "zorkmcp.cli", "play", "--game", str(zork1_path()), "--turns", "2",
+         "--no-mcp"],
+        cwd=tmp_path, env=env, capture_output=True, timeout=SAFETY_TIMEOUT, check=False,
+    )  # fmt: skip
+    evaluate = subprocess.run(
+        [sys.executable, "-m", "zorkmcp.cli", "eval", "--game", str(zork1_path()), "--episodes", "1",
+         "--turns", "2", "--no-mcp", "--out", "run"],
+        cwd=tmp_path, env=env, capture_output=True, timeout=SAFETY_TIMEOUT, check=False,
+    )  # fmt: skip
+    for result in (play, evaluate):
+        assert result.returncode == 0, result.stderr.decode("ascii", "replace")
+        assert b"Traceback" not in result.stderr
+        assert max(result.stdout + result.stderr) < 128  # nothing but ASCII reached the terminal
+    assert b"Logs: logs/zorkmcp_events.jsonl (events), logs/episode.log (episode)" in play.stdout
+    assert b"score \\xb1 se" in evaluate.stdout

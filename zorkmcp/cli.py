@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import io
 import json
 import os
 import sys
@@ -435,6 +436,7 @@ def main(
     Returns:
         The exit status (see ``zorkmcp play --help``).
     """
+    _tolerant_streams()
     parser = build_parser()
     args = parser.parse_args(argv)
     with stops_as_ctrl_c():  # SIGTERM, SIGHUP and a reader gone take the Ctrl-C path (exit 143, 129, 141)
@@ -451,6 +453,17 @@ def main(
             )
             code = EXIT_CONFIG
     return stopped_status(code, EXIT_INTERRUPTED)
+
+
+def _tolerant_streams() -> None:
+    """A character the terminal's encoding lacks is written as its escape (``\\u2026``), not a traceback.
+
+    ``PYTHONIOENCODING=ascii`` or a Latin-1 locale: the commands' own text has dashes and ellipses,
+    and the game's or a tool's text anything. The files zorkmcp writes are UTF-8 whatever the locale.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict":
+            stream.reconfigure(errors="backslashreplace")
 
 
 def _main_play(args: argparse.Namespace, console: Console | None, err: Console | None) -> int:
