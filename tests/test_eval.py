@@ -538,6 +538,10 @@ def test_the_record_of_a_ray_task_that_died_resumes_with_its_run(tmp_path: Path)
         ('[[arms]]\nname = "a"\nmcp = "yes"\n', r"arms\[0\]\.mcp must be true or false, got 'yes'"),
         ("[eval]\nconcurrency = 0\n", r"concurrency must be >= 1, got 0"),
         ('[[arms]]\nname = "a"\n[[arms]]\nname = "a"\n', r"arms.name 'a' is used by more than one arm"),
+        (
+            '[[arms]]\nname = "tools"\n[[arms]]\nname = "plain"\n[[arms]]\nname = "Tools"\n',
+            r"arms.name 'tools' and 'Tools' differ only in case, and each names a folder of the run",
+        ),
         ('[[arms]]\nname = "../x"\n', r"name must be 1-64 letters"),
         ("[eval\n", r"invalid TOML"),
     ],

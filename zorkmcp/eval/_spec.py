@@ -309,6 +309,13 @@ def load_eval_file(path: Path) -> EvalFile:
         raise ConfigError(
             f"{path}: arms.name {duplicates[0]!r} is used by more than one arm; names must differ"
         )
+    folded = [name.casefold() for name in names]
+    if alike := [n for n, f in zip(names, folded, strict=True) if folded.count(f) > 1]:
+        # episodes/<arm>/ would be one folder on macOS and Windows: one arm's files over the other's
+        raise ConfigError(
+            f"{path}: arms.name {alike[0]!r} and {alike[1]!r} differ only in case, and each names a "
+            "folder of the run; names must differ in more than case"
+        )
     return _absolute(parsed, path.parent)
 
 
