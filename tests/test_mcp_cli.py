@@ -303,3 +303,21 @@ def test_public_names() -> None:
     for name in zorkmcp.mcp.__all__:
         if not name.isupper():  # constants aside, everything is defined in a private module of the package
             assert getattr(zorkmcp.mcp, name).__module__.startswith("zorkmcp.mcp._")
+
+
+def test_call_of_a_tool_left_out_for_its_schema_says_why(
+    tmp_path: Path, pyproject: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "mcp_config.json"
+    server = {"type": "inprocess", "module": "schema_servers:create_schema_server"}
+    config.write_text(json.dumps({"mcpServers": {"schemas": server}}))
+    assert cmd_call("schemas.tree", "{}", config, pyproject, None) == 1
+    out, err = capsys.readouterr()
+    assert json.loads(out) == {
+        "error": "Unknown tool 'schemas.tree'. Available tools: schemas.plain, schemas.optional",
+        "content": None,
+    }
+    assert err == (
+        "warning: MCP tool 'schemas.tree' left out: $.properties.node.properties.next: recursive $ref "
+        '"#/$defs/Node" (zorkmcp tools --lint explains)\n'
+    )

@@ -96,7 +96,7 @@ def _run(func: Callable[[Settings, McpConfig], int], config_path: Path | None, p
 
 
 class _Warnings:
-    """The event sink of ``zorkmcp tools``: the warnings and errors ``zorkmcp play`` shows on its
+    """The event sink of ``zorkmcp tools`` and ``call``: the warnings and errors ``zorkmcp play`` shows on its
     terminal, on stderr, as it shows them (``warning: `` and the engine's message)."""
 
     def emit(self, event_type: str, /, **fields: Any) -> None:
@@ -231,7 +231,8 @@ def cmd_call(
 
     def call(settings: Settings, config: McpConfig) -> int:
         async def main() -> ToolCallResult:
-            async with open_toolbox(config.enabled_servers, settings.mcp) as toolbox:
+            # the warnings of `tools` too: a tool left out for its schema is otherwise just "Unknown tool"
+            async with open_toolbox(config.enabled_servers, settings.mcp, events=_Warnings()) as toolbox:
                 return await toolbox.call_tool(name, arguments, timeout=timeout)
 
         result = run_trio(main)
