@@ -8,9 +8,10 @@ The implementation lives in ``zorkmcp._bridge`` (so that ``zorkmcp``'s episode l
 without importing this top-level package: the import arrows point one way, ``bridge → zorkmcp``).
 """
 
+from zorkmcp._bridge import Action as Action
 from zorkmcp._bridge import Bridge as Bridge
 from zorkmcp._bridge import EpisodeSetup as EpisodeSetup
 from zorkmcp._bridge import get_action as get_action
 from zorkmcp._bridge import reset as reset
 
-__all__ = ["Bridge", "EpisodeSetup", "get_action", "reset"]
+__all__ = ["Action", "Bridge", "EpisodeSetup", "get_action", "reset"]

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import textwrap
 import threading
-from contextlib import contextmanager
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +37,8 @@ from servers.helpers import MISBEHAVING, is_alive, pids_from_stderr
 
 import bridge
 from zorkmcp.config import Settings
-from zorkmcp.errors import MCPServerStartupError
+from zorkmcp.errors import ConfigError, MCPServerStartupError
+from zorkmcp.llm import ScriptedModel
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -70,7 +71,9 @@ def refusal(what: str, loop: str) -> str:
     """The pinned message of a blocking call made while ``loop`` runs in this thread."""
     return (
         rf"^{what} blocks and starts its own trio loop, but it was called while {loop} is running in "
-        r"this thread\. Use bridge\.Bridge "
+        r"this thread\. Call it from a worker thread \(asyncio\.to_thread, trio\.to_thread\.run_sync\): "
+        r"bridge\.Bridge runs one trio loop in a background thread for a whole episode, so enter it and "
+        r"call its get_action there"
     )
 
 
@@ -653,3 +656,162 @@ def test_first_turn_startup_failure_raises_and_leaves_nothing(tmp_path: Path, en
     assert pids
     for pid in pids:
         assert gone(pid), f"process {pid} outlived the failed turn"
+
+
+# --- 5. what a program embedding the engine gets wrong --------------------------------------------
+
+
+def test_a_settings_file_named_but_missing_is_an_error_not_the_defaults(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere" / "pyproject.toml"
+    message = f"pyproject='{missing}': no such file (leave pyproject out for ./pyproject.toml)"
+    with pytest.raises(ConfigError) as raised:
+        bridge.get_action("West of House.", pyproject=missing)
+    assert str(raised.value) == message
+    with pytest.raises(ConfigError) as raised:
+        bridge.Bridge(pyproject=str(missing))
+    assert str(raised.value) == message
+    with pytest.raises(ConfigError, match=r"': is a folder, not a settings file"):
+        bridge.Bridge(pyproject=tmp_path)
+
+
+def test_a_settings_file_may_be_named_by_a_str(tmp_path: Path) -> None:
+    with llm_in_thread(agent_reply("open mailbox")) as llm:
+        pyproject = write_config(tmp_path, llm.base_url, {"bad": misbehaving_server()})
+        with bridge.Bridge(pyproject=str(pyproject), log_files=None) as episode:
+            step = episode.get_action("West of House.")
+    assert step == {
+        "action": "open mailbox",
+        "reasoning": "scripted thinking",
+        "new_objective": None,
+    }
+    assert [body["model"] for body in llm.bodies] == ["gpt-4o"]  # the file's model, not the defaults
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: bridge.get_action(None), "game_state_text must be a str, got NoneType"),  # type: ignore[arg-type]
+        (lambda: bridge.get_action("x", 3), "relevant_memories must be a str or None, got int"),  # type: ignore[arg-type]
+        (
+            lambda: bridge.get_action("x", pyproject=3),  # type: ignore[arg-type]
+            "pyproject must be a path (str or pathlib.Path), got int",
+        ),
+        (
+            lambda: bridge.Bridge("pyproject.toml"),  # type: ignore[arg-type]
+            "settings must be a zorkmcp.config.Settings, got str (pass a settings file as pyproject=...)",
+        ),
+    ],
+)
+def test_arguments_of_the_wrong_kind_are_refused_before_anything_runs(
+    call: Callable[[], object], message: str
+) -> None:
+    with pytest.raises(TypeError) as raised:
+        call()
+    assert str(raised.value) == message
+
+
+def test_a_bridge_refuses_a_second_enter_and_a_turn_before_the_first(tmp_path: Path) -> None:
+    episode = bridge.Bridge(Settings(), log_files=None)
+    with pytest.raises(RuntimeError, match=r"^Bridge is not open: use it as `with Bridge\(\) as bridge:`$"):
+        episode.get_action("West of House.")
+    assert episode.setup.turn == 0  # the refused call was no turn
+    with episode:
+        with pytest.raises(RuntimeError, match=r"^this Bridge is already open: enter it once"):
+            with episode:
+                pytest.fail("entered an open Bridge again")  # pragma: no cover
+        assert episode.get_action("West of House.")["action"] == "open mailbox"
+    assert episode.setup.turn == 1
+
+
+class _HeldModel:
+    """A chat model (the documented protocol) whose answer to a request holding ``hold`` waits for
+    ``release``: the offline scripted model's answers otherwise."""
+
+    model = "held"
+    scripted = True
+
+    def __init__(self) -> None:
+        self.inner = ScriptedModel(["first", "second"])
+        self.entered, self.release = threading.Event(), threading.Event()
+        self.seen: list[str] = []
+
+    async def complete(self, request: Any) -> Any:
+        text = request.messages[-1]["content"]
+        self.seen.append(text)
+        if "hold" in text:
+            self.entered.set()
+            await trio.to_thread.run_sync(self.release.wait, GUARD)
+        return await self.inner.complete(request)
+
+
+class _WatchedLock:
+    """A lock that says when a thread waits for it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.waiting = threading.Event()
+
+    def __enter__(self) -> None:
+        if not self._lock.acquire(blocking=False):
+            self.waiting.set()
+            self._lock.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+
+def test_turns_asked_for_from_two_threads_run_one_after_the_other() -> None:
+    """A second thread's turn waits for the first: each turn's events carry its own number."""
+    held = _HeldModel()
+
+    @asynccontextmanager
+    async def chat_model() -> Any:
+        yield held
+
+    episode = bridge.Bridge(Settings(), chat_model=chat_model, log_files=None)
+    lock = _WatchedLock()
+    episode.setup.lock = lock  # type: ignore[assignment]
+    results: dict[str, Any] = {}
+    with episode:
+        first = threading.Thread(target=lambda: results.update(a=episode.get_action("hold this")))
+        first.start()
+        assert held.entered.wait(GUARD)
+        second = threading.Thread(target=lambda: results.update(b=episode.get_action("then this")))
+        second.start()
+        assert lock.waiting.wait(GUARD)  # the second turn waits for the first ...
+        assert episode.setup.turn == 1  # ... before it is counted
+        held.release.set()
+        first.join(GUARD)
+        second.join(GUARD)
+        events, _ = episode.recorder.drain()
+    assert [results["a"]["action"], results["b"]["action"]] == ["first", "second"]
+    turns = [(e["event_type"], e.get("turn")) for e in events if e["event_type"] == "mcp_session_complete"]
+    assert turns == [("mcp_session_complete", 1), ("mcp_session_complete", 2)]
+
+
+def test_call_tool_of_a_per_turn_server_says_which_servers_it_reaches(tmp_path: Path) -> None:
+    with llm_in_thread() as llm:
+        pyproject = write_config(tmp_path, llm.base_url, {"bad": misbehaving_server()})
+        with bridge.Bridge(pyproject=pyproject, log_files=None) as episode:
+            result = episode.call_tool("bad.pid")
+    assert (result.is_error, result.error_message) == (
+        True,
+        "Tool 'bad.pid' belongs to MCP server 'bad', which is per_turn: its tools are offered to the "
+        "agent in each turn; Bridge.call_tool reaches the per_episode servers only",
+    )
+
+
+def test_the_offline_scripted_model_is_said_where_a_program_sees_it(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    with caplog.at_level("WARNING", logger="zorkmcp.bridge"):
+        bridge.Bridge(Settings(), log_files=None)
+        bridge.Bridge(Settings(), log_files=None, walkthrough=["north"])  # asked for: not said
+    assert [(r.name, r.levelname) for r in caplog.records] == [("zorkmcp.bridge", "WARNING")]
+    assert (
+        caplog.records[0]
+        .getMessage()
+        .startswith("No API key for https://openrouter.ai/api/v1 (set OPENROUTER_API_KEY or OPENAI_API_KEY")
+    )

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
+import os
+import subprocess
+import sys
+import textwrap
+import tomllib
+from pathlib import Path
 
 import pytest
 from servers.helpers import modules_loaded_by
@@ -11,8 +16,7 @@ from servers.helpers import modules_loaded_by
 import bridge
 import zorkmcp
 
-if TYPE_CHECKING:
-    from pathlib import Path
+REPO = Path(__file__).resolve().parents[1]
 
 PACKAGES = [
     "zorkmcp",
@@ -61,3 +65,37 @@ def test_a_bad_eval_file_is_told_without_loading_the_engine(tmp_path: Path) -> N
     statement = f"from zorkmcp.cli import main; assert main(['eval', {str(bad)!r}]) == 2"
     heavy = ("mcp", "trio", "anyio", "httpx2", "jericho", "pydantic", "numpy", "matplotlib")
     assert modules_loaded_by(statement, heavy) == []
+
+
+def test_the_packages_ship_their_annotations() -> None:
+    """PEP 561: without ``py.typed`` in the wheel a user's mypy skips the packages altogether."""
+    package_data = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    assert "py.typed" in package_data["zorkmcp"]
+    assert package_data["bridge"] == ["py.typed"]
+    assert (REPO / "zorkmcp" / "py.typed").is_file()
+    assert (REPO / "bridge" / "py.typed").is_file()
+
+
+def test_a_users_strict_mypy_accepts_the_readme_s_sync_use(tmp_path: Path) -> None:
+    """``get_action`` returns a ``TypedDict``: its ``action`` is a ``str`` to mypy, as it is at run time."""
+    user = tmp_path / "user.py"
+    user.write_text(
+        textwrap.dedent("""\
+            from pathlib import Path
+
+            from bridge import Bridge, get_action
+
+
+            def play(state: str) -> str:
+                step = get_action(state, pyproject=Path("pyproject.toml"))
+                action: str = step["action"]
+                with Bridge(pyproject="pyproject.toml") as episode:
+                    return action + episode.get_action(state)["action"].strip()
+            """)
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent",
+         "--cache-dir", str(tmp_path / "c"), str(user)],
+        env={**os.environ, "MYPYPATH": str(REPO)}, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert (result.returncode, result.stdout) == (0, "Success: no issues found in 1 source file\n")

@@ -9,12 +9,14 @@ after every call, so memory stays flat however long the episode is.
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 import threading
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, ExitStack, asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypedDict, TypeVar
 
 import attrs
 import trio
@@ -22,6 +24,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from .agent import AgentAction, ZorkAgent
 from .config import McpConfig, Settings
+from .errors import ConfigError
 from .llm import ChatModel, ModelChoice
 from .mcp import EpisodeServers, McpManager, ToolCallResult
 from .observability import EventRecorder, LogFiles, Tracer, open_tracer
@@ -29,10 +32,48 @@ from .observability import EventRecorder, LogFiles, Tracer, open_tracer
 if TYPE_CHECKING:
     from types import TracebackType
 
-__all__ = ["Bridge", "EpisodeSetup", "get_action", "reset", "run_trio"]
+__all__ = ["Action", "Bridge", "EpisodeSetup", "get_action", "reset", "run_trio"]
 
 T = TypeVar("T")
 ChatModelFactory = Callable[[], AbstractAsyncContextManager[ChatModel]]
+_log = logging.getLogger("zorkmcp.bridge")
+
+
+class Action(TypedDict):
+    """What :func:`get_action` returns (the seeds' contract)."""
+
+    action: str
+    """A non-empty, single-line game command."""
+    reasoning: str
+    new_objective: str | None
+
+
+def _action(agent_action: AgentAction) -> Action:
+    return {
+        "action": agent_action.action,
+        "reasoning": agent_action.reasoning,
+        "new_objective": agent_action.new_objective,
+    }
+
+
+def _settings_file(pyproject: str | os.PathLike[str] | None) -> Path | None:
+    """A settings file given by name must be there (without one, ``./pyproject.toml`` or the defaults)."""
+    if pyproject is None:
+        return None
+    if not isinstance(pyproject, (str, os.PathLike)):
+        raise TypeError(f"pyproject must be a path (str or pathlib.Path), got {type(pyproject).__name__}")
+    path = Path(pyproject)
+    if not path.is_file():
+        why = "is a folder, not a settings file" if path.is_dir() else "no such file"
+        raise ConfigError(f"pyproject={str(path)!r}: {why} (leave pyproject out for ./pyproject.toml)")
+    return path
+
+
+def _check_text(name: str, value: object, *, optional: bool = False) -> None:
+    if isinstance(value, str) or (optional and value is None):
+        return
+    expected = "a str or None" if optional else "a str"
+    raise TypeError(f"{name} must be {expected}, got {type(value).__name__}")
 
 
 def _refuse_inside_event_loop(what: str) -> None:
@@ -54,9 +95,9 @@ def _refuse_inside_event_loop(what: str) -> None:
     if running is not None:
         raise RuntimeError(
             f"{what} blocks and starts its own trio loop, but it was called while {running} is running in "
-            "this thread. Use bridge.Bridge (it runs one trio loop in a background thread for the whole "
-            "episode; call Bridge.get_action from a worker thread, e.g. trio.to_thread.run_sync), or await "
-            "zorkmcp.ZorkAgent.generate_action directly from async code."
+            "this thread. Call it from a worker thread (asyncio.to_thread, trio.to_thread.run_sync): "
+            "bridge.Bridge runs one trio loop in a background thread for a whole episode, so enter it and "
+            "call its get_action there; or await zorkmcp.ZorkAgent.generate_action directly from async code."
         )
 
 
@@ -110,13 +151,16 @@ class EpisodeSetup:
     episode_id: str
     log_files: LogFiles | None = None
     turn: int = 0
+    lock: threading.Lock = attrs.field(factory=threading.Lock, repr=False, eq=False)
+    """Held for a whole turn: turns of one episode run one after another (a turn's events carry its
+    number, which a second thread's turn would change under it)."""
 
     @classmethod
     def create(
         cls,
         settings: Settings | None = None,
         *,
-        pyproject: Path | None = None,
+        pyproject: str | os.PathLike[str] | None = None,
         servers: McpConfig | None = None,
         agent_tools: bool | None = None,
         chat_model: ChatModelFactory | None = None,
@@ -129,10 +173,23 @@ class EpisodeSetup:
     ) -> EpisodeSetup:
         """Load what is not given. Configuration errors surface here, before any turn (fail fast).
 
+        Without ``settings``, ``pyproject`` (default ``./pyproject.toml``) is read; a file without
+        ``[tool.zorkgpt.mcp] enabled = true`` runs without MCP servers (Requirement 13). When no API key
+        is found the offline scripted model plays: that is said once, as a warning of the
+        ``zorkmcp.bridge`` logger, unless ``walkthrough`` asked for it.
+
         Raises:
-            ConfigError: bad settings or ``mcp_config.json`` (an ``MCPError``, Requirement 9.3).
+            ConfigError: bad settings or ``mcp_config.json`` (an ``MCPError``, Requirement 9.3), or a
+                ``pyproject`` that is not there.
+            TypeError: ``settings`` is not a :class:`~zorkmcp.config.Settings` (a path goes in
+                ``pyproject``).
         """
-        settings = settings if settings is not None else Settings.from_pyproject(pyproject)
+        if settings is not None and not isinstance(settings, Settings):
+            raise TypeError(
+                f"settings must be a zorkmcp.config.Settings, got {type(settings).__name__} "
+                "(pass a settings file as pyproject=...)"
+            )
+        settings = settings if settings is not None else Settings.from_pyproject(_settings_file(pyproject))
         if servers is None and settings.mcp.enabled:
             servers = McpConfig.from_file(settings.mcp_config_path())
         episode_id = episode_id or f"episode-{uuid.uuid4().hex[:12]}"
@@ -144,6 +201,8 @@ class EpisodeSetup:
                 settings, model_override=model, base_url_override=base_url, walkthrough=walkthrough
             )
             choice.announce(recorder)  # once per episode
+            if choice.notice is not None and walkthrough is None:  # a walkthrough given asks for it
+                _log.warning("%s", choice.notice)  # else only the episode log would say so
 
             def chat_model() -> AbstractAsyncContextManager[ChatModel]:
                 return choice.open(recorder)
@@ -205,8 +264,8 @@ def get_action(
     game_state_text: str,
     relevant_memories: str | None = None,
     *,
-    pyproject: Path | None = None,
-) -> dict[str, str | None]:
+    pyproject: str | os.PathLike[str] | None = None,
+) -> Action:
     """Choose the next action; blocks while the turn runs inside exactly one ``trio.run`` (property 39).
 
     Every MCP server is started for this call and is gone when it returns (or raises, or is
@@ -222,21 +281,26 @@ def get_action(
 
     Raises:
         RuntimeError: called while an event loop is running in this thread.
-        ConfigError: bad settings or ``mcp_config.json``.
+        TypeError: ``game_state_text`` is not a str, or ``relevant_memories`` not a str or ``None``.
+        ConfigError: bad settings or ``mcp_config.json``, or a ``pyproject`` that is not there.
         MCPServerStartupError: a server failed to start on the first turn (Requirement 6.1).
         ModelCompatibilityError: the model cannot call tools (Requirement 12.5).
     """
     _refuse_inside_event_loop("bridge.get_action()")
-    key = pyproject.resolve() if pyproject is not None else None
+    _check_text("game_state_text", game_state_text)
+    _check_text("relevant_memories", relevant_memories, optional=True)
+    path = _settings_file(pyproject)
+    key = path.resolve() if path is not None else None
     with _DEFAULT_LOCK:
         setup = _DEFAULT.get(key)
         if setup is None:
-            setup = _DEFAULT[key] = EpisodeSetup.create(pyproject=pyproject)
-    try:
-        action = run_trio(_cold_turn, setup, game_state_text, relevant_memories)
-    finally:
-        setup.flush()
-    return action.as_dict()
+            setup = _DEFAULT[key] = EpisodeSetup.create(pyproject=path)
+    with setup.lock:  # one turn at a time per episode, whichever thread calls
+        try:
+            action = run_trio(_cold_turn, setup, game_state_text, relevant_memories)
+        finally:
+            setup.flush()
+    return _action(action)
 
 
 @attrs.define
@@ -266,8 +330,34 @@ class Bridge:
     Args are those of :meth:`EpisodeSetup.create`.
     """
 
-    def __init__(self, settings: Settings | None = None, **options: Any) -> None:
-        self.setup = EpisodeSetup.create(settings, **options)
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        pyproject: str | os.PathLike[str] | None = None,
+        servers: McpConfig | None = None,
+        agent_tools: bool | None = None,
+        chat_model: ChatModelFactory | None = None,
+        recorder: EventRecorder | None = None,
+        episode_id: str | None = None,
+        model: str | None = None,
+        base_url: str | None = None,
+        walkthrough: Sequence[str] | None = None,
+        log_files: LogFiles | None = _FROM_SETTINGS,
+    ) -> None:
+        self.setup = EpisodeSetup.create(
+            settings,
+            pyproject=pyproject,
+            servers=servers,
+            agent_tools=agent_tools,
+            chat_model=chat_model,
+            recorder=recorder,
+            episode_id=episode_id,
+            model=model,
+            base_url=base_url,
+            walkthrough=walkthrough,
+            log_files=log_files,
+        )
         self.last: AgentAction | None = None
         self._stack: ExitStack | None = None
         self._portal: BlockingPortal | None = None
@@ -296,6 +386,8 @@ class Bridge:
 
     def __enter__(self) -> Self:
         _refuse_inside_event_loop("bridge.Bridge")
+        if self._stack is not None:
+            raise RuntimeError("this Bridge is already open: enter it once (a new Bridge is a new episode)")
         with ExitStack() as stack:
             portal = stack.enter_context(start_blocking_portal(backend="trio", name="zorkmcp-bridge"))
             self._live = stack.enter_context(portal.wrap_async_context_manager(self._episode()))
@@ -337,28 +429,53 @@ class Bridge:
         finally:
             self.setup.flush()
 
-    def get_action(self, game_state_text: str, relevant_memories: str | None = None) -> dict[str, str | None]:
-        """Choose the next action (same contract as :func:`bridge.get_action`)."""
-        live = self._live
-        turn = self.setup.next_turn()
+    def get_action(self, game_state_text: str, relevant_memories: str | None = None) -> Action:
+        """Choose the next action (same contract as :func:`bridge.get_action`).
 
-        async def run() -> AgentAction:
-            assert live is not None
-            return await live.agent.generate_action(
-                game_state_text, relevant_memories, episode=live.episode, turn=turn
-            )
+        Calls from several threads take turns: one turn at a time, in the order they get the lock.
+        """
+        _check_text("game_state_text", game_state_text)
+        _check_text("relevant_memories", relevant_memories, optional=True)
+        with self.setup.lock:
+            live = self._live
+            if live is None:
+                raise RuntimeError("Bridge is not open: use it as `with Bridge() as bridge:`")
+            turn = self.setup.next_turn()
 
-        self.last = self._run(run)
-        return self.last.as_dict()
+            async def run() -> AgentAction:
+                return await live.agent.generate_action(
+                    game_state_text, relevant_memories, episode=live.episode, turn=turn
+                )
+
+            self.last = self._run(run)
+            return _action(self.last)
 
     def call_tool(self, name: str, arguments: Mapping[str, Any] | None = None) -> ToolCallResult:
         """Call any tool of the episode's per_episode servers from the synchronous side (e.g. the game's
         ``play_action``, which the agent is not offered)."""
         live = self._live
+        server = self._per_turn_server(name)
+        if server is not None:
+            return ToolCallResult(
+                content=None,
+                is_error=True,
+                error_message=f"Tool {name!r} belongs to MCP server {server!r}, which is per_turn: its "
+                "tools are offered to the agent in each turn; Bridge.call_tool reaches the per_episode "
+                "servers only",
+            )
 
         async def run() -> ToolCallResult:
             if live is None or live.episode is None:
                 raise RuntimeError("this Bridge has no per_episode MCP servers")
             return await live.episode.call_tool(name, dict(arguments or {}))
 
-        return self._run(run)
+        with self.setup.lock:  # not inside another thread's turn: its events carry that turn's number
+            return self._run(run)
+
+    def _per_turn_server(self, name: str) -> str | None:
+        """The ``per_turn`` server a tool name points at (``server.tool`` or ``server__tool``), if any."""
+        servers = self.setup.servers.enabled_servers if self.setup.servers is not None else ()
+        for server in servers:
+            if server.lifecycle == "per_turn" and name.startswith((f"{server.name}.", f"{server.name}__")):
+                return server.name
+        return None
