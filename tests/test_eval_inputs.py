@@ -80,6 +80,18 @@ def test_an_arms_missing_mcp_config_names_the_arm_and_the_key(
     )
 
 
+def test_an_arms_broken_mcp_config_names_the_arm(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "bad.json").write_text('{"mcpServers": {"x": {"command": "python3",}}}')
+    arms = '[[arms]]\nname = "plain"\nmcp = false\n'
+    arm = arms + '[[arms]]\nname = "tools"\nmcp = true\nmcp_config = "bad.json"\n'
+    assert _eval_file(tmp_path, arm, capsys) == (
+        2,
+        f"zorkmcp eval: ConfigError: arm tools: invalid JSON in {tmp_path / 'bad.json'} at line 1, "
+        "column 44: Expecting property name enclosed in double quotes (a comma before the end of an object "
+        "or an array: JSON allows none; remove it)\n",
+    )
+
+
 def test_seeds_past_the_interpreters_int_are_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -228,8 +228,8 @@ def build_plan(args: argparse.Namespace, settings: Settings) -> EvalPlan:
             try:
                 McpConfig.from_file(path)
             except ConfigError as exc:
-                if not isinstance(exc.__cause__, FileNotFoundError):
-                    raise
+                if not isinstance(exc.__cause__, FileNotFoundError):  # a bad file: whose is it?
+                    raise ConfigError(f"arm {arm.name}: {exc}") from exc
                 # The seeds' text ("MCP is enabled but…; set mcp.enabled = false in pyproject.toml")
                 # is play's; here the arm decides, so the message names the arm and where it came from.
                 if arm.mcp_config is not None:
