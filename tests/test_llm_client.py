@@ -538,8 +538,8 @@ async def test_timeouts_run_out(llm_server: LLMServer, autojump_clock: Any) -> N
     async with _client(llm_server, retry=retry) as client:
         with pytest.raises(
             LLMTransportError,
-            match=r"no answer within 10s \(timeout_seconds in \[tool\.zorkgpt\.retry\]\) "
-            r"\(gave up after 3 attempts\)",
+            match=r"no whole answer within 10s \(timeout_seconds in \[tool\.zorkgpt\.retry\] bounds each "
+            r"request, the last byte of its answer included\) \(gave up after 3 attempts\)",
         ) as info:
             await client.complete(CompletionRequest(USER))
     assert info.value.status is None

@@ -281,7 +281,8 @@ class LLMClient:
             except httpx2.HTTPError as exc:  # unsupported scheme, local protocol errors: retrying won't help
                 return _Failure(self._transport_error(exc), None, cause=exc)
         timed_out = LLMTransportError(
-            f"POST {self._shown_url}: no answer within {timeout:g}s (timeout_seconds in [tool.zorkgpt.retry])"
+            f"POST {self._shown_url}: no whole answer within {timeout:g}s (timeout_seconds in "
+            "[tool.zorkgpt.retry] bounds each request, the last byte of its answer included)"
         )
         return _Failure(timed_out, "transport")
 
