@@ -290,3 +290,45 @@ async def test_timings_are_reported(llm_server: LLMServer, autojump_clock: trio.
     t = result.timings
     assert t.tools == pytest.approx(4.0, abs=0.05)
     assert t.total >= t.startup + t.llm + t.tools + t.teardown - 1e-9
+
+
+DEADLINE_RULE = "deadline must be None or a finite number of seconds > 0"
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "error", "message"),
+    [
+        ("deadline", -1, ValueError, f"{DEADLINE_RULE}, got -1"),
+        ("deadline", 0, ValueError, f"{DEADLINE_RULE}, got 0"),
+        ("deadline", float("nan"), ValueError, f"{DEADLINE_RULE}, got nan"),
+        ("deadline", float("inf"), ValueError, f"{DEADLINE_RULE}, got inf"),
+        ("deadline", "5", TypeError, f"{DEADLINE_RULE}, got '5' (str)"),
+        ("deadline", True, TypeError, f"{DEADLINE_RULE}, got True (bool)"),
+        ("max_tool_iterations", 0, ValueError, "max_tool_iterations must be an int >= 1, got 0"),
+        ("max_tool_iterations", "3", TypeError, "max_tool_iterations must be an int >= 1, got '3' (str)"),
+        ("max_tool_iterations", 2.5, TypeError, "max_tool_iterations must be an int >= 1, got 2.5 (float)"),
+        ("max_tool_iterations", True, TypeError, "max_tool_iterations must be an int >= 1, got True (bool)"),
+        ("turn", -1, ValueError, "turn must be an int >= 0, got -1"),
+        ("turn", "x", TypeError, "turn must be an int >= 0, got 'x' (str)"),
+        ("turn", 1.0, TypeError, "turn must be an int >= 0, got 1.0 (float)"),
+        (
+            "final_response_format",
+            "json",
+            TypeError,
+            "final_response_format must be None or a mapping (a response_format), got 'json' (str)",
+        ),
+    ],
+)
+def test_turn_options_refuse_nonsense_at_construction(
+    field: str, value: object, error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error) as caught:
+        TurnOptions(**{field: value})
+    assert str(caught.value) == message
+
+
+def test_turn_options_accept_their_bounds() -> None:
+    options = TurnOptions(deadline=1e-3, max_tool_iterations=1, turn=0, final_response_format={})
+    assert (options.deadline, options.max_tool_iterations, options.turn) == (1e-3, 1, 0)
+    assert TurnOptions(deadline=2, final_response_format=SCHEMA).deadline == 2
+    assert TurnOptions().deadline is None

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -36,7 +37,7 @@ from .mcp import ToolCallResult
 from .observability import EventSink, NullSink, OtelTracer, Tracer
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Callable, Sequence
 
     from .llm import ChatModel, LLMResponse
     from .mcp import ToolInfo
@@ -81,9 +82,41 @@ class ToolSource(Protocol):
     async def call_tool(self, name: str, arguments: Mapping[str, Any]) -> ToolCallResult: ...
 
 
-def _positive(instance: Any, attribute: attrs.Attribute[Any], value: int) -> None:
-    if value < 1:
-        raise ValueError(f"{attribute.name} must be >= 1, got {value}")
+def _shown(value: object) -> str:
+    """``'5' (str)``: a value as an error message shows it, shortened, with its type."""
+    text = repr(value)
+    return f"{text[:57] + '...' if len(text) > 60 else text} ({type(value).__name__})"
+
+
+def _count(low: int) -> Callable[[object, attrs.Attribute[Any], object], None]:
+    """attrs validator: an integer (not a ``bool``) ``>= low``."""
+
+    def check(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        rule = f"{attribute.name} must be an int >= {low}"
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{rule}, got {_shown(value)}")
+        if value < low:
+            raise ValueError(f"{rule}, got {value!r}")
+
+    return check
+
+
+def _seconds(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """attrs validator: ``None`` or a finite number (not a ``bool``) ``> 0``."""
+    rule = f"{attribute.name} must be None or a finite number of seconds > 0"
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{rule}, got {_shown(value)}")
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{rule}, got {value!r}")
+
+
+def _mapping(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """attrs validator: ``None`` or a mapping."""
+    if value is not None and not isinstance(value, Mapping):
+        rule = f"{attribute.name} must be None or a mapping (a response_format)"
+        raise TypeError(f"{rule}, got {_shown(value)}")
 
 
 @attrs.frozen(kw_only=True)
@@ -91,24 +124,30 @@ class TurnOptions:
     """How one turn runs; a small frozen value (``attrs.evolve`` to change a field).
 
     Attributes:
-        final_response_format: the ``response_format`` of the forced final call (a JSON schema).
-        max_tool_iterations: LLM calls with tools before the forced final call.
+        final_response_format: the ``response_format`` of the forced final call (a JSON schema
+            mapping), or ``None``.
+        max_tool_iterations: LLM calls with tools before the forced final call (an int >= 1).
         sampling: sampling parameters for every call.
         force_tool_support: skip the model-name compatibility check (Requirement 12.5).
-        deadline: seconds for the whole turn (server start-up and the loop together); when it
-            passes the loop stops and the result has ``deadline_exceeded=True`` and no content.
-        turn: the turn number, for events and logs.
+        deadline: seconds for the whole turn (server start-up and the loop together), a finite
+            number > 0, or ``None`` for no deadline; when it passes the start-up or the loop stops
+            and the result has ``deadline_exceeded=True`` and no content.
+        turn: the turn number, for events and logs (an int >= 0).
         parse_answer: parses the final content (``None`` when there is none) once; the result is
             :attr:`TurnResult.answer`, and its ``action`` attribute, when it has one, is the
             ``final_action`` of ``mcp_session_complete``.
+
+    Raises:
+        TypeError: a field has the wrong type (``deadline="5"``, ``max_tool_iterations=2.5``).
+        ValueError: a number is out of range (``deadline=-1`` or ``nan``, ``max_tool_iterations=0``).
     """
 
-    final_response_format: Mapping[str, Any] | None = None
-    max_tool_iterations: int = attrs.field(default=20, validator=_positive)
+    final_response_format: Mapping[str, Any] | None = attrs.field(default=None, validator=_mapping)
+    max_tool_iterations: int = attrs.field(default=20, validator=_count(1))
     sampling: SamplingSettings = attrs.field(factory=SamplingSettings)
     force_tool_support: bool = False
-    deadline: float | None = None
-    turn: int = 0
+    deadline: float | None = attrs.field(default=None, validator=_seconds)
+    turn: int = attrs.field(default=0, validator=_count(0))
     parse_answer: Callable[[str | None], Any] | None = None
 
 
@@ -444,7 +483,7 @@ async def run_tool_loop(
         model: the chat model (``zorkmcp.llm.LLMClient``, ``ScriptedModel`` or your own).
         messages: the opening messages (system/user); copied, never modified.
         toolbox: the tools offered to the model, or ``None`` for a turn without tools.
-        options: how the turn runs (default :class:`TurnOptions`).
+        options: how the turn runs (default :class:`TurnOptions`); ``options.deadline`` counts from now.
         events: where events and log lines go.
         tracer: span factory (OpenTelemetry by default).
 
@@ -454,7 +493,20 @@ async def run_tool_loop(
     """
     options = options if options is not None else TurnOptions()
     _check_model(model, toolbox, options.force_tool_support)
-    loop = _Loop(
+    loop = _new_loop(model, messages, toolbox, options, events, tracer)
+    deadline = math.inf if options.deadline is None else anyio.current_time() + options.deadline
+    return await _session(loop, deadline)
+
+
+def _new_loop(
+    model: ChatModel,
+    messages: Sequence[Mapping[str, Any]],
+    toolbox: ToolSource | None,
+    options: TurnOptions,
+    events: EventSink | None,
+    tracer: Tracer | None,
+) -> _Loop:
+    return _Loop(
         model=model,
         messages=[dict(m) for m in messages],
         toolbox=toolbox,
@@ -462,24 +514,36 @@ async def run_tool_loop(
         events=events if events is not None else NullSink(),
         tracer=tracer if tracer is not None else OtelTracer(),
     )
+
+
+async def _session(loop: _Loop, deadline: float, *, expired: bool = False) -> TurnResult:
+    """Run ``loop`` until the absolute ``deadline`` (event-loop clock) and report the session.
+
+    ``expired``: the turn's deadline passed before the loop could start (during the server
+    start-up); the loop does not run and the result is that of a deadline exceeded.
+    """
+    options = loop.options
     start = anyio.current_time()
-    offered = len(toolbox.tools) if toolbox else 0
+    offered = len(loop.toolbox.tools) if loop.toolbox else 0
     limit = options.max_tool_iterations
     with loop.tracer.span(
         "agent-tool-calling-session", turn=options.turn, max_iterations=limit, tools_offered=offered
     ) as session_span:
-        with anyio.move_on_after(math.inf if options.deadline is None else options.deadline) as scope:
-            await loop.run()
-        content = loop.last.content if (loop.last is not None and not scope.cancelled_caught) else None
+        exceeded = expired
+        if not expired:
+            with anyio.CancelScope(deadline=deadline) as scope:
+                await loop.run()
+            exceeded = scope.cancelled_caught
+        content = loop.last.content if (loop.last is not None and not exceeded) else None
         answer = options.parse_answer(content) if options.parse_answer is not None else None
         final_action = _final_action(answer, content)
         session_span.update(
             iterations_used=loop.iterations,
             tools_called=len(loop.records),
             final_action=final_action,
-            deadline_exceeded=scope.cancelled_caught,
+            deadline_exceeded=exceeded,
         )
-    _report_session(loop, offered, final_action, deadline_exceeded=scope.cancelled_caught)
+    _report_session(loop, offered, final_action, deadline_exceeded=exceeded, during_startup=expired)
     return TurnResult(
         content=content,
         messages=loop.messages,
@@ -489,7 +553,7 @@ async def run_tool_loop(
             llm=loop.llm_seconds, tools=loop.tool_seconds, total=anyio.current_time() - start
         ),
         forced_final=loop.forced_final,
-        deadline_exceeded=scope.cancelled_caught,
+        deadline_exceeded=exceeded,
         finish_reason=loop.last.finish_reason if loop.last is not None else None,
         tools_offered=offered,
         answer=answer,
@@ -498,13 +562,14 @@ async def run_tool_loop(
     )
 
 
-def _report_session(loop: _Loop, offered: int, final_action: str | None, *, deadline_exceeded: bool) -> None:
-    events, turn = loop.events, loop.options.turn
+def _report_session(
+    loop: _Loop, offered: int, final_action: str | None, *, deadline_exceeded: bool, during_startup: bool
+) -> None:
+    events, turn, deadline = loop.events, loop.options.turn, loop.options.deadline
     if deadline_exceeded:
-        events.emit(
-            "turn_deadline_exceeded", deadline_seconds=loop.options.deadline, iterations=loop.iterations
-        )
-        events.log("WARNING", f"Turn {turn}: turn deadline of {loop.options.deadline}s exceeded")
+        events.emit("turn_deadline_exceeded", deadline_seconds=deadline, iterations=loop.iterations)
+        where = " during the MCP server start-up" if during_startup else ""
+        events.log("WARNING", f"Turn {turn}: turn deadline of {deadline}s exceeded{where}")
     events.emit(
         "mcp_session_complete",
         iterations=loop.iterations,
@@ -535,7 +600,10 @@ async def run_turn(
     ``lambda: manager.open_turn(episode)`` for a ``zorkmcp.mcp.McpManager``; ``None`` runs the turn
     without tools. Everything the toolbox starts is owned by this task and is gone when this
     function returns or raises — also when the caller cancels it (a host's ``asyncio.wait_for``,
-    ``trio.move_on_after``). ``options.deadline`` bounds the server start-up and the loop together.
+    ``trio.move_on_after``). ``options.deadline`` bounds the server start-up and the loop together:
+    when it passes during the start-up, the start is cancelled (the servers being started are
+    stopped; it is no failed start of theirs) and the result is that of a deadline exceeded in the
+    loop, with no iterations.
 
     Args:
         model: the chat model.
@@ -544,18 +612,39 @@ async def run_turn(
         options: how the turn runs (default :class:`TurnOptions`).
         events: where events and log lines go.
         tracer: span factory (OpenTelemetry by default).
+
+    Raises:
+        MCPServerStartupError: a server did not start (on the first turn; see ``McpManager``).
+        ModelCompatibilityError: tools are offered to a model that cannot call them.
+        LLMError: the model endpoint failed beyond its retries.
     """
     options = options if options is not None else TurnOptions()
     start = anyio.current_time()
+    deadline = math.inf if options.deadline is None else start + options.deadline
     opener: AbstractAsyncContextManager[ToolSource | None] = (
         open_toolbox() if open_toolbox is not None else nullcontext(None)
     )
-    async with opener as toolbox:
-        ready = anyio.current_time()
-        if options.deadline is not None:
-            options = attrs.evolve(options, deadline=max(0.0, start + options.deadline - ready))
-        result = await run_tool_loop(model, messages, toolbox, options, events=events, tracer=tracer)
-        closing = anyio.current_time()
+    result: TurnResult | None = None
+    ready: float | None = None
+    closing: float | None = None
+    # One scope around the whole toolbox (its nursery lives inside): the deadline cancels the
+    # start-up. Once the tools are ready the deadline moves to the loop, which reports it itself.
+    with anyio.CancelScope(deadline=deadline) as startup:
+        async with opener as toolbox:
+            ready = anyio.current_time()
+            startup.deadline = math.inf
+            if not startup.cancel_called:  # else the deadline passed as the tools became ready
+                _check_model(model, toolbox, options.force_tool_support)
+                loop = _new_loop(model, messages, toolbox, options, events, tracer)
+                result = await _session(loop, deadline)
+            closing = anyio.current_time()
     end = anyio.current_time()
+    if result is None:  # the deadline passed during the start-up: no loop ran
+        if ready is None:  # cut short by the deadline; what followed it was teardown
+            ready = closing = min(deadline, end)
+        loop = _new_loop(model, messages, None, options, events, tracer)
+        result = await _session(loop, deadline, expired=True)
+    assert ready is not None
+    assert closing is not None
     timings = attrs.evolve(result.timings, startup=ready - start, teardown=end - closing, total=end - start)
     return attrs.evolve(result, timings=timings)
