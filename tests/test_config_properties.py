@@ -9,11 +9,21 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from zorkmcp.config import McpConfig, McpSettings, Settings
+from zorkmcp.config import (
+    FilesSettings,
+    LLMSettings,
+    McpConfig,
+    McpSettings,
+    OrchestratorSettings,
+    RetrySettings,
+    SamplingSettings,
+    Settings,
+)
 from zorkmcp.errors import ConfigError
 
 # Requirement 13 (seeds 002) / property 45: the defaults, written out independently of the model.
@@ -181,6 +191,54 @@ def test_unknown_mcp_keys_are_errors(key: str) -> None:
         ConfigError, match=rf"unknown key '{key}' \(allowed: enabled, .*\[tool\.zorkgpt\.mcp\]\)$"
     ):
         load_toml(f"[tool.zorkgpt.mcp]\n{key} = 1\n")
+
+
+# --- built in Python: the same rules as the file -------------------------------------------------
+
+_SECTIONS: dict[str, type[Any]] = {
+    "mcp": McpSettings,
+    "llm": LLMSettings,
+    "retry": RetrySettings,
+    "agent_sampling": SamplingSettings,
+    "files": FilesSettings,
+    "orchestrator": OrchestratorSettings,
+}
+# What a TOML file can hold in a key, and toml_value can write: no lone surrogate (not UTF-8).
+_toml_scalars = (
+    st.booleans()
+    | st.integers(min_value=-(2**63), max_value=2**63 - 1)
+    | st.floats()
+    | st.text(st.characters(exclude_categories=("Cs",)), max_size=20)
+)
+
+
+@settings(max_examples=300)
+@given(st.sampled_from(sorted(_SECTIONS)), st.data())
+def test_a_settings_class_built_in_python_refuses_what_its_table_refuses(
+    section: str, data: st.DataObject
+) -> None:
+    """``McpSettings(key=value)`` raises ConfigError exactly when ``key = value`` in the file is an error,
+    and with the file's words for a range (a type says True/False, where the file says true/false)."""
+    model = _SECTIONS[section]
+    key = data.draw(st.sampled_from([field.name for field in attrs.fields(model)]))
+    value = data.draw(_toml_scalars)
+    file_problem = built_problem = None
+    try:
+        from_file = getattr(load_toml(f"[tool.zorkgpt.{section}]\n{key} = {toml_value(value)}\n"), section)
+    except ConfigError as exc:
+        file_problem = str(exc)
+    try:
+        built = model(**{key: value})
+    except ConfigError as exc:
+        built_problem = str(exc)
+    assert (built_problem is None) == (file_problem is None), (built_problem, file_problem)
+    if built_problem is None:
+        assert built == from_file
+    else:
+        assert file_problem is not None
+        in_file_words = built_problem.replace("must be True or False", "must be true or false")
+        assert file_problem.startswith(f"{in_file_words} (")
+        assert file_problem.endswith(f" [tool.zorkgpt.{section}])")
 
 
 # --- property 5: invalid JSON ------------------------------------------------------------------

@@ -8,6 +8,9 @@ One module per concern:
 * ``_checks``: whether a stdio server's command is on ``PATH`` and its ``cwd`` exists.
 
 Every problem is a :class:`~zorkmcp.errors.ConfigError` whose message names the file and the key.
+The classes built in Python check their values as well (``McpSettings(enabled="yes")``, two servers
+with one name in ``McpConfig``): a ``ConfigError`` naming the attribute. Paths may be given as a
+``str`` or any ``os.PathLike``.
 """
 
 from __future__ import annotations

@@ -5,14 +5,19 @@ One private :class:`cattrs.Converter` structures both files: a JSON ``1`` never 
 NUL byte, and every message names the key (``$.mcpServers.thinking.args[1]``). Numbers are
 checked against finite bounds (:func:`in_range`), so ``inf``, ``nan`` and absurd values are
 refused with the bound in the message.
+
+The validators also guard the classes built in Python (``McpSettings(enabled="yes")``): there they
+raise :class:`Problem`, a :class:`~zorkmcp.errors.ConfigError` that names the attribute.
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any, Final, Literal, TypeVar, get_args
 
 import attrs
@@ -28,12 +33,18 @@ from ..errors import ConfigError
 __all__ = [
     "DuplicateKeyError",
     "Problem",
+    "boolean",
     "in_range",
+    "instance_of",
     "json_path",
     "no_duplicate_keys",
     "non_empty",
     "one_of",
+    "optional_string",
     "show",
+    "source_path",
+    "string",
+    "string_mapping",
     "structure",
     "summarize",
 ]
@@ -43,10 +54,13 @@ _T = TypeVar("_T")
 # --- validators -------------------------------------------------------------------------
 
 
-class Problem(ValueError):
+class Problem(ConfigError, ValueError):
     """One broken rule about one value; ``key`` (if set) is the attribute the rule is about.
 
-    ``str()`` reads as a sentence: ``"tool_call_timeout_seconds must be > 0, got -1"``.
+    ``str()`` reads as a sentence: ``"tool_call_timeout_seconds must be > 0, got -1"``. A class
+    built in Python raises it as it is (a :class:`~zorkmcp.errors.ConfigError`, so ``except
+    ZorkMCPError`` sees it; still a ``ValueError``, as before); the file loaders turn it into a
+    line that also names the file and the key's path.
     """
 
     def __init__(self, problem: str, *, key: str | None = None) -> None:
@@ -66,10 +80,72 @@ def show(value: object) -> str:
     return f"{text} ({json_type_name(value)})"
 
 
+def boolean(inst: object, attribute: attrs.Attribute[Any], value: bool) -> None:
+    """attrs validator: ``True`` or ``False`` (not ``"yes"``, not ``1``)."""
+    if not isinstance(value, bool):
+        raise Problem(f"must be True or False, got {show(value)}", key=attribute.name)
+
+
+def _string_problem(value: object) -> str | None:
+    """What is wrong with ``value`` as a string the OS may be given (``None``: nothing)."""
+    if not isinstance(value, str):
+        return f"must be a string, got {show(value)}"
+    if "\0" in value:
+        return f"must not contain a NUL byte, got {show(value)}"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate from a JSON "\ud800" escape: no OS can take it
+        return f"must be valid Unicode (it holds a lone surrogate), got {show(value)}"
+    return None
+
+
+def string(inst: object, attribute: attrs.Attribute[Any], value: str) -> None:
+    """attrs validator: a ``str`` with no NUL byte and no lone surrogate (as the file loaders require)."""
+    if (problem := _string_problem(value)) is not None:
+        raise Problem(problem, key=attribute.name)
+
+
+def optional_string(inst: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
+    """attrs validator: ``None`` or a :func:`string`."""
+    if value is not None:
+        string(inst, attribute, value)
+
+
 def non_empty(inst: object, attribute: attrs.Attribute[Any], value: str) -> None:
-    """attrs validator: the string is not empty."""
+    """attrs validator: a ``str``, not empty."""
+    string(inst, attribute, value)
     if not value:
         raise Problem("must not be empty", key=attribute.name)
+
+
+def string_mapping(inst: object, attribute: attrs.Attribute[Any], value: Mapping[str, str]) -> None:
+    """attrs validator: a mapping of strings to strings (``env``, ``headers``)."""
+    if not isinstance(value, Mapping):
+        raise Problem(f"must be a mapping of strings to strings, got {show(value)}", key=attribute.name)
+    for name, item in value.items():
+        if not isinstance(name, str):
+            raise Problem(f"keys must be strings, got {show(name)}", key=attribute.name)
+        if not isinstance(item, str):
+            raise Problem(f"must be a string, got {show(item)}", key=f"{attribute.name}[{name!r}]")
+
+
+def source_path(value: str | os.PathLike[str] | None) -> Path | None:
+    """attrs converter of ``source``: ``None``, or the file as a :class:`~pathlib.Path`."""
+    if value is None:
+        return None
+    if not isinstance(value, str | os.PathLike):
+        raise Problem(f"must be a path (a str or an os.PathLike), got {show(value)}", key="source")
+    return Path(value)
+
+
+def instance_of(cls: type) -> Callable[[object, attrs.Attribute[Any], object], None]:
+    """attrs validator: an instance of ``cls`` (``Settings(mcp=...)`` takes a ``McpSettings``)."""
+
+    def check(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if not isinstance(value, cls):
+            raise Problem(f"must be a {cls.__name__}, got {show(value)}", key=attribute.name)
+
+    return check
 
 
 def one_of(*choices: str) -> Callable[[object, attrs.Attribute[Any], str], None]:
@@ -84,25 +160,30 @@ def one_of(*choices: str) -> Callable[[object, attrs.Attribute[Any], str], None]
 
 
 def in_range(
-    low: float, high: float, *, low_open: bool = True, what: str = ""
-) -> Callable[[object, attrs.Attribute[Any], float | None], None]:
-    """attrs validator: ``None`` or a finite number in ``(low, high]`` (``[low, high]`` if not open).
+    low: float, high: float, *, low_open: bool = True, what: str = "", integer: bool = False
+) -> Callable[[object, attrs.Attribute[Any], float], None]:
+    """attrs validator: a finite number in ``(low, high]`` (``[low, high]`` if not open).
 
     ``nan`` fails the lower bound, ``inf`` the upper; the message names the bound broken:
-    ``"must be > 0, got -1"``, ``"must be <= 604800 (one week), got inf"``.
+    ``"must be > 0, got -1"``, ``"must be <= 604800 (one week), got inf"``. A value that is not a
+    number (a ``bool`` is not one) is refused first: ``"must be a number, got '30' (string)"``.
+    Wrap it in ``attrs.validators.optional`` where ``None`` is allowed.
 
     Args:
         low: the lower bound.
         high: the upper bound (inclusive).
         low_open: whether ``low`` itself is refused.
         what: what ``high`` means, shown in brackets after it (``"one week"``).
+        integer: whether only an ``int`` will do (``"must be an integer, got 2.5 (number)"``).
     """
     high_text = f"{high:g}" if isinstance(high, float) else str(high)
     high_rule = f"must be <= {high_text}" + (f" ({what})" if what else "")
+    kinds: tuple[type, ...] = (int,) if integer else (int, float)
+    kind = "an integer" if integer else "a number"
 
-    def check(inst: object, attribute: attrs.Attribute[Any], value: float | None) -> None:
-        if value is None:
-            return
+    def check(inst: object, attribute: attrs.Attribute[Any], value: float) -> None:
+        if isinstance(value, bool) or not isinstance(value, kinds):
+            raise Problem(f"must be {kind}, got {show(value)}", key=attribute.name)
         if not (value > low if low_open else value >= low):
             raise Problem(f"must be {'>' if low_open else '>='} {low:g}, got {value!r}", key=attribute.name)
         if not value <= high:
@@ -115,14 +196,9 @@ def in_range(
 
 
 def _strict_str(value: object, _: type) -> str:
-    if not isinstance(value, str):
-        raise Problem(f"must be a string, got {show(value)}")
-    if "\0" in value:
-        raise Problem(f"must not contain a NUL byte, got {show(value)}")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate from a JSON "\ud800" escape: no OS can take it
-        raise Problem(f"must be valid Unicode (it holds a lone surrogate), got {show(value)}") from None
+    if (problem := _string_problem(value)) is not None:
+        raise Problem(problem)
+    assert isinstance(value, str)
     return value
 
 

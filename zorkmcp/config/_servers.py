@@ -21,21 +21,29 @@ import json
 import os
 import re
 import sys
-from collections.abc import Callable, Mapping  # noqa: TC003 - cattrs resolves the annotations at run time
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
 
+import attrs
 from attrs import field, frozen
+from attrs.validators import optional
 
 from .._urls import split_url, url_problem
 from ..errors import ConfigError
 from ._checks import check_host
 from ._convert import (
     DuplicateKeyError,
+    Problem,
+    boolean,
     in_range,
     json_path,
     no_duplicate_keys,
     one_of,
+    optional_string,
+    show,
+    source_path,
+    string_mapping,
     structure,
     summarize,
 )
@@ -43,7 +51,7 @@ from ._settings import MAX_SECONDS
 
 __all__ = ["REMOTE_TYPES", "McpConfig", "RemoteKind", "ServerConfig", "input_variable", "remote_kind"]
 
-_timeout = in_range(0, MAX_SECONDS, what="one week")
+_timeout = optional(in_range(0, MAX_SECONDS, what="one week"))
 
 ServerType = Literal["stdio", "inprocess", "http", "sse"]
 RemoteKind = Literal["http", "sse"]
@@ -70,33 +78,95 @@ def remote_kind(url: str, type_: str | None = None) -> RemoteKind:
     return "sse" if split_url(url)[2].rstrip("/").endswith("/sse") else "http"
 
 
+def _strings(value: Iterable[str], key: str) -> tuple[str, ...]:
+    """A list of strings as a tuple; a single string is refused (it would be split into characters)."""
+    if isinstance(value, str):
+        example = f"{key}={tuple(value.split())!r}"
+        if len(example) > 80:
+            example = f"{key}=shlex.split(line)" if key == "args" else f"{key}=('name', ...)"
+        raise Problem(
+            f"must be a list of strings, got the single string {show(value)}: "
+            f"give one string per item, e.g. {example}",
+            key=key,
+        )
+    if isinstance(value, bytes | Mapping) or not isinstance(value, Iterable):
+        raise Problem(f"must be a list of strings, got {show(value)}", key=key)
+    items = tuple(value)
+    for index, item in enumerate(items):
+        if not isinstance(item, str):
+            raise Problem(f"must be a string, got {show(item)}", key=f"{key}[{index}]")
+    return items
+
+
+def _args(value: Iterable[str]) -> tuple[str, ...]:
+    """attrs converter of ``ServerConfig.args``."""
+    return _strings(value, "args")
+
+
+def _tools(value: Iterable[str] | None) -> tuple[str, ...] | None:
+    """attrs converter of ``ServerConfig.tools``."""
+    return None if value is None else _strings(value, "tools")
+
+
+def _command(inst: ServerConfig, attribute: attrs.Attribute[Any], value: str | None) -> None:
+    """attrs validator: a stdio server's command is not empty (``None`` is left to the caller)."""
+    optional_string(inst, attribute, value)
+    if value is not None and not value.strip() and inst.type == "stdio":
+        raise Problem(
+            'must not be empty for a stdio server: give the program that starts it (e.g. "npx", '
+            "or sys.executable for a Python server)",
+            key=attribute.name,
+        )
+
+
+def _name(inst: object, attribute: attrs.Attribute[Any], value: str) -> None:
+    """attrs validator: a server name is a non-empty ``str`` (tools are called ``name.tool``)."""
+    if not isinstance(value, str):
+        raise Problem(f"must be a string, got {show(value)}", key=attribute.name)
+    if not value:
+        raise Problem("must not be empty: it names the server in tool names and messages", key=attribute.name)
+
+
+def _factory(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """attrs validator: ``None`` or a callable."""
+    if value is not None and not callable(value):
+        raise Problem(
+            f"must be a callable that returns the MCP server, got {show(value)}", key=attribute.name
+        )
+
+
 @frozen(kw_only=True)
 class ServerConfig:
-    """One entry of ``mcpServers`` (or ``servers``) in ``mcp_config.json``."""
+    """One entry of ``mcpServers`` (or ``servers``) in ``mcp_config.json``.
 
-    name: str
+    Built in Python, it checks what it is given: ``args`` and ``tools`` take lists of strings (kept
+    as tuples; one string alone is refused), a stdio ``command`` must not be empty, booleans are
+    bools. A broken rule raises :class:`~zorkmcp.errors.ConfigError` naming the attribute.
+    """
+
+    name: str = field(validator=_name)
     type: ServerType = field(default="stdio", validator=one_of("stdio", "inprocess", "http", "sse"))
-    command: str | None = None
-    args: tuple[str, ...] = ()
-    env: Mapping[str, str] = field(factory=dict)
-    cwd: str | None = None
-    module: str | None = None
+    command: str | None = field(default=None, validator=_command)
+    args: tuple[str, ...] = field(default=(), converter=_args)
+    env: Mapping[str, str] = field(factory=dict, validator=string_mapping)
+    cwd: str | None = field(default=None, validator=optional_string)
+    module: str | None = field(default=None, validator=optional_string)
     """``package.module:factory`` for ``type = "inprocess"``."""
-    factory: Callable[[], object] | None = field(default=None, eq=False, repr=False)
+    factory: Callable[[], object] | None = field(default=None, eq=False, repr=False, validator=_factory)
     """For programs that build their configuration in code (never read from a file): the
     ``inprocess`` server's factory itself, called instead of importing :attr:`module`'s (which
     still names the server in messages). Called in a worker thread."""
-    disabled: bool = False
+    disabled: bool = field(default=False, validator=boolean)
     lifecycle: Literal["per_turn", "per_episode"] = field(
         default="per_turn", validator=one_of("per_turn", "per_episode")
     )
     timeout: float | None = field(default=None, validator=_timeout)
     """Seconds per tool call; overrides ``tool_call_timeout_seconds``."""
-    tools: tuple[str, ...] | None = None
+    tools: tuple[str, ...] | None = field(default=None, converter=_tools)
     """Allow-list of tool names; ``None`` offers every tool."""
-    url: str | None = None
+    url: str | None = field(default=None, validator=optional_string)
     """The endpoint of a remote (``http`` / ``sse``) server."""
-    headers: Mapping[str, str] = field(factory=dict, repr=False)
+    headers: Mapping[str, str] = field(factory=dict, repr=False, validator=string_mapping)
     """HTTP headers of a remote server (expanded; never shown: they often hold a token)."""
 
     @property
@@ -105,12 +175,38 @@ class ServerConfig:
         return self.type in ("http", "sse")
 
 
+def _servers(value: Iterable[ServerConfig]) -> tuple[ServerConfig, ...]:
+    """attrs converter of ``McpConfig.servers``: a sequence of servers, as a tuple."""
+    if isinstance(value, ServerConfig | str | bytes | Mapping) or not isinstance(value, Iterable):
+        raise Problem(f"must be a list of ServerConfig, got {show(value)}", key="servers")
+    return tuple(value)
+
+
+def _distinct_servers(inst: object, attribute: attrs.Attribute[Any], value: tuple[ServerConfig, ...]) -> None:
+    """attrs validator: every item is a ServerConfig, and no two share a name (servers are keyed by it)."""
+    seen: set[str] = set()
+    for index, server in enumerate(value):
+        if not isinstance(server, ServerConfig):
+            raise Problem(f"must be a ServerConfig, got {show(server)}", key=f"{attribute.name}[{index}]")
+        if server.name in seen:
+            raise Problem(
+                f"has more than one server named {server.name!r}: give each server its own name",
+                key=attribute.name,
+            )
+        seen.add(server.name)
+
+
 @frozen(kw_only=True)
 class McpConfig:
-    """A whole ``mcp_config.json``: the servers in file order."""
+    """A whole ``mcp_config.json``: the servers in file order.
 
-    servers: tuple[ServerConfig, ...]
-    source: Path | None = None
+    Built in Python, ``servers`` must have distinct names (servers are started, called and closed by
+    name); names that differ only in case, or that make the same wire name (``a.b`` and ``a_b``),
+    are distinct servers, as in a file. ``source`` may be a ``str``; it is kept as a ``Path``.
+    """
+
+    servers: tuple[ServerConfig, ...] = field(converter=_servers, validator=_distinct_servers)
+    source: Path | None = field(default=None, converter=source_path)
 
     @property
     def enabled_servers(self) -> tuple[ServerConfig, ...]:
@@ -119,7 +215,7 @@ class McpConfig:
     @classmethod
     def from_file(
         cls,
-        path: Path,
+        path: str | os.PathLike[str],
         *,
         check_commands: bool = True,
         environ: Mapping[str, str] | None = None,
@@ -129,7 +225,7 @@ class McpConfig:
         See :meth:`from_dict` for the format.
 
         Args:
-            path: the file.
+            path: the file (a ``str`` or a path).
             check_commands: check that every enabled stdio server's ``command`` is on
                 ``PATH`` and its ``cwd`` exists.
             environ: the variables ``${VAR}`` is expanded from (default ``os.environ``).
@@ -138,6 +234,7 @@ class McpConfig:
             ConfigError: the file is missing (the seeds' two-option message), is not JSON
                 (with line and column), or breaks a rule (with the JSON path).
         """
+        path = Path(path)
         try:
             raw = path.read_bytes()
         except FileNotFoundError as exc:
@@ -173,7 +270,7 @@ class McpConfig:
         cls,
         data: object,
         *,
-        source: Path | None = None,
+        source: str | os.PathLike[str] | None = None,
         check_commands: bool = True,
         environ: Mapping[str, str] | None = None,
     ) -> McpConfig:
@@ -204,7 +301,7 @@ class McpConfig:
 
         Args:
             data: the parsed JSON.
-            source: the file it came from (used in messages and to resolve ``cwd``).
+            source: the file it came from (used in messages and to resolve ``cwd``; a ``str`` or a path).
             check_commands: check that every enabled stdio server's ``command`` is on
                 ``PATH`` (the server's own ``env`` ``PATH`` if it sets one) and that its
                 ``cwd`` is a directory.
@@ -217,6 +314,7 @@ class McpConfig:
         Raises:
             ConfigError: a rule is broken; the message has the JSON path and the file.
         """
+        source = None if source is None else Path(source)
         where = str(source) if source is not None else "MCP config"
         try:
             key, entries, inputs = _entries(data, where)

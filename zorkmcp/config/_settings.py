@@ -15,10 +15,21 @@ from typing import Any, Final
 
 import attrs
 from attrs import field, frozen
+from attrs.validators import optional
 
 from .._urls import url_problem
 from ..errors import ConfigError
-from ._convert import Problem, in_range, non_empty, show, structure
+from ._convert import (
+    Problem,
+    boolean,
+    in_range,
+    instance_of,
+    non_empty,
+    optional_string,
+    show,
+    source_path,
+    structure,
+)
 
 __all__ = [
     "DEFAULT_MAX_RESULT_BYTES",
@@ -51,16 +62,16 @@ _unit = in_range(0, 1, low_open=False)
 class McpSettings:
     """``[tool.zorkgpt.mcp]`` (seeds 000 §Configuration; Requirement 13 defaults)."""
 
-    enabled: bool = False
+    enabled: bool = field(default=False, validator=boolean)
     config_file: str = field(default="mcp_config.json", validator=non_empty)
-    max_tool_iterations: int = field(default=20, validator=in_range(0, 1000))
+    max_tool_iterations: int = field(default=20, validator=in_range(0, 1000, integer=True))
     tool_call_timeout_seconds: float = field(default=30, validator=_seconds)
     server_startup_timeout_seconds: float = field(default=10, validator=_seconds)
-    force_tool_support: bool = False
+    force_tool_support: bool = field(default=False, validator=boolean)
     max_result_bytes: int = field(
-        default=DEFAULT_MAX_RESULT_BYTES, validator=in_range(0, 1 << 30, what="1 GiB")
+        default=DEFAULT_MAX_RESULT_BYTES, validator=in_range(0, 1 << 30, what="1 GiB", integer=True)
     )
-    turn_timeout_seconds: float | None = field(default=None, validator=_seconds)
+    turn_timeout_seconds: float | None = field(default=None, validator=optional(_seconds))
 
 
 def _http_url(inst: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
@@ -68,6 +79,7 @@ def _http_url(inst: object, attribute: attrs.Attribute[Any], value: str | None) 
     with no API key the offline model would play without a word about the URL)."""
     if value is None:
         return
+    optional_string(inst, attribute, value)
     problem = url_problem(value, example="https://openrouter.ai/api/v1")
     if problem is not None:
         raise Problem(problem, key=attribute.name)
@@ -78,10 +90,10 @@ class LLMSettings:
     """``[tool.zorkgpt.llm]``: where the agent's model lives."""
 
     client_base_url: str | None = field(default=None, validator=_http_url)
-    agent_model: str | None = None
+    agent_model: str | None = field(default=None, validator=optional_string)
     agent_base_url: str | None = field(default=None, validator=_http_url)
-    api_key_env: str | None = None
-    cache_control: bool = True
+    api_key_env: str | None = field(default=None, validator=optional_string)
+    cache_control: bool = field(default=True, validator=boolean)
     """Mark system and user messages for prompt caching (Requirement 4.7); strict OpenAI-compatible
     endpoints that reject the field need ``false``."""
 
@@ -90,38 +102,43 @@ class LLMSettings:
 class RetrySettings:
     """``[tool.zorkgpt.retry]``."""
 
-    max_retries: int = field(default=5, validator=in_range(0, 100, low_open=False))
+    max_retries: int = field(default=5, validator=in_range(0, 100, low_open=False, integer=True))
     initial_delay: float = field(default=1.0, validator=_delay)
     max_delay: float = field(default=60.0, validator=_delay)
     exponential_base: float = field(default=2.0, validator=in_range(1, 100, low_open=False))
     jitter_factor: float = field(default=0.1, validator=_unit)
     timeout_seconds: float = field(default=120.0, validator=_seconds)
-    retry_on_timeout: bool = True
-    retry_on_rate_limit: bool = True
-    retry_on_server_error: bool = True
+    retry_on_timeout: bool = field(default=True, validator=boolean)
+    retry_on_rate_limit: bool = field(default=True, validator=boolean)
+    retry_on_server_error: bool = field(default=True, validator=boolean)
 
 
 @frozen(kw_only=True)
 class SamplingSettings:
     """``[tool.zorkgpt.agent_sampling]`` (the ranges OpenAI-compatible servers accept)."""
 
-    temperature: float | None = field(default=None, validator=in_range(0, 2, low_open=False))
-    top_p: float | None = field(default=None, validator=_unit)
-    top_k: int | None = field(default=None, validator=in_range(0, 1_000_000, low_open=False))
-    min_p: float | None = field(default=None, validator=_unit)
-    max_tokens: int | None = field(default=None, validator=in_range(0, 10_000_000))
+    temperature: float | None = field(default=None, validator=optional(in_range(0, 2, low_open=False)))
+    top_p: float | None = field(default=None, validator=optional(_unit))
+    top_k: int | None = field(
+        default=None, validator=optional(in_range(0, 1_000_000, low_open=False, integer=True))
+    )
+    min_p: float | None = field(default=None, validator=optional(_unit))
+    max_tokens: int | None = field(default=None, validator=optional(in_range(0, 10_000_000, integer=True)))
 
 
 def _home(path: str) -> str:
-    """``~/logs/x.jsonl`` is in the home folder, as in ``game_file_path`` and ``config_file``."""
-    return os.path.expanduser(path) if isinstance(path, str) else path
+    """``~/logs/x.jsonl`` is in the home folder, as in ``game_file_path`` and ``config_file``.
+
+    Anything but a string without a NUL byte is left as it is, for the validator to refuse.
+    """
+    return os.path.expanduser(path) if isinstance(path, str) and "\0" not in path else path
 
 
 @frozen(kw_only=True)
 class FilesSettings:
     """``[tool.zorkgpt.files]``."""
 
-    game_file_path: str | None = None
+    game_file_path: str | None = field(default=None, validator=optional_string)
     json_log_file: str = field(default="logs/zorkmcp_events.jsonl", converter=_home, validator=non_empty)
     episode_log_file: str = field(default="logs/episode.log", converter=_home, validator=non_empty)
 
@@ -130,7 +147,7 @@ class FilesSettings:
 class OrchestratorSettings:
     """``[tool.zorkgpt.orchestrator]``."""
 
-    max_turns_per_episode: int = field(default=500, validator=in_range(0, 1_000_000))
+    max_turns_per_episode: int = field(default=500, validator=in_range(0, 1_000_000, integer=True))
 
 
 # The sections of pyproject.toml we read, in file order; only [tool.zorkgpt.mcp] is ours alone,
@@ -149,14 +166,18 @@ _SECTIONS: Final[tuple[tuple[str, type[Any], bool], ...]] = (
 class Settings:
     """Everything read from one ``pyproject.toml``; ``Settings()`` is the loader's defaults."""
 
-    mcp: McpSettings = field(factory=McpSettings)
-    llm: LLMSettings = field(factory=LLMSettings)
-    retry: RetrySettings = field(factory=RetrySettings)
-    agent_sampling: SamplingSettings = field(factory=SamplingSettings)
-    files: FilesSettings = field(factory=FilesSettings)
-    orchestrator: OrchestratorSettings = field(factory=OrchestratorSettings)
-    source: Path | None = None
-    """The pyproject.toml these came from (``None`` for defaults)."""
+    mcp: McpSettings = field(factory=McpSettings, validator=instance_of(McpSettings))
+    llm: LLMSettings = field(factory=LLMSettings, validator=instance_of(LLMSettings))
+    retry: RetrySettings = field(factory=RetrySettings, validator=instance_of(RetrySettings))
+    agent_sampling: SamplingSettings = field(
+        factory=SamplingSettings, validator=instance_of(SamplingSettings)
+    )
+    files: FilesSettings = field(factory=FilesSettings, validator=instance_of(FilesSettings))
+    orchestrator: OrchestratorSettings = field(
+        factory=OrchestratorSettings, validator=instance_of(OrchestratorSettings)
+    )
+    source: Path | None = field(default=None, converter=source_path)
+    """The pyproject.toml these came from (``None`` for defaults); a ``str`` becomes a ``Path``."""
 
     @classmethod
     def embedded(cls) -> Settings:
@@ -169,11 +190,11 @@ class Settings:
         return cls(mcp=McpSettings(enabled=True, config_file=str(EMBEDDED_MCP_CONFIG)))
 
     @classmethod
-    def load(cls, path: Path | None = None) -> Settings:
+    def load(cls, path: str | os.PathLike[str] | None = None) -> Settings:
         """The settings ``zorkmcp play`` uses: the file's, or :meth:`embedded` when it has none.
 
         Args:
-            path: the ``pyproject.toml``; default the one in the current directory.
+            path: the ``pyproject.toml`` (a ``str`` or a path); default the one in the current directory.
 
         Returns:
             :meth:`from_pyproject` when the file exists and has a ``[tool.zorkgpt]`` table, else
@@ -182,14 +203,14 @@ class Settings:
         Raises:
             ConfigError: as :meth:`from_pyproject`.
         """
-        path = Path("pyproject.toml") if path is None else path
-        document = _read_toml(path)
+        file = Path("pyproject.toml" if path is None else path)
+        document = _read_toml(file)
         if document is None or not _has_zorkgpt(document):
             return cls.embedded()
-        return cls._from_document(document, path)
+        return cls._from_document(document, file)
 
     @classmethod
-    def from_pyproject(cls, path: Path | None = None) -> Settings:
+    def from_pyproject(cls, path: str | os.PathLike[str] | None = None) -> Settings:
         """Read the ``[tool.zorkgpt.*]`` sections of a ``pyproject.toml``.
 
         Like ZorkGPT's ``GameConfiguration.from_toml()`` (seeds 000 §GameConfiguration
@@ -200,7 +221,8 @@ class Settings:
         booleans; integers are accepted where numbers are expected, not the other way round.
 
         Args:
-            path: the file to read; defaults to ``pyproject.toml`` in the current directory.
+            path: the file to read (a ``str`` or a path); defaults to ``pyproject.toml`` in the
+                current directory.
 
         Returns:
             The settings, with ``source`` set to the file's absolute path (``None`` when the
@@ -210,9 +232,9 @@ class Settings:
             ConfigError: the file is not valid TOML or a value breaks a rule; the message
                 names the key, the file and the section.
         """
-        path = Path("pyproject.toml") if path is None else path
-        document = _read_toml(path)
-        return cls() if document is None else cls._from_document(document, path)
+        file = Path("pyproject.toml" if path is None else path)
+        document = _read_toml(file)
+        return cls() if document is None else cls._from_document(document, file)
 
     @classmethod
     def _from_document(cls, document: dict[str, Any], path: Path) -> Settings:
@@ -253,13 +275,17 @@ def _has_zorkgpt(document: dict[str, Any]) -> bool:
     return isinstance(tool, dict) and "zorkgpt" in tool
 
 
-def check_settings_file(path: Path) -> None:
+def check_settings_file(path: str | os.PathLike[str]) -> None:
     """A ``--pyproject`` given must be there (without the flag, a missing ``./pyproject.toml`` means
     the embedded defaults); a named pipe (``--pyproject <(…)``) is read as a file.
+
+    Args:
+        path: the settings file (a ``str`` or a path).
 
     Raises:
         ConfigError: it does not exist, is a folder, or cannot be looked at; one line.
     """
+    path = Path(path)
     try:
         mode = path.stat().st_mode
     except FileNotFoundError:

@@ -39,6 +39,7 @@ import anyio.abc
 import anyio.to_thread
 from attrs import define, evolve
 
+from zorkmcp.config import McpConfig
 from zorkmcp.errors import MCPServerStartupError, exception_leaves
 from zorkmcp.observability import EventSink, NullSink
 
@@ -52,7 +53,7 @@ from ._zygote import ZygoteGone, ZygoteGroup, open_zygote, same_python_vars, zyg
 if TYPE_CHECKING:
     import httpx2
 
-    from zorkmcp.config import McpConfig, McpSettings, ServerConfig
+    from zorkmcp.config import McpSettings, ServerConfig
 
     from ._results import ToolCallResult
 
@@ -684,8 +685,10 @@ async def open_toolbox(
 
     Raises:
         MCPServerStartupError: a server did not start (the first one in ``servers`` order).
+        ConfigError: two servers have one name (as :class:`~zorkmcp.config.McpConfig` refuses).
     """
     events = events if events is not None else NullSink()
+    servers = McpConfig(servers=tuple(servers)).servers  # its checks: one name, one server
 
     async def start_one(nursery: anyio.abc.TaskGroup, server: ServerConfig) -> ServerHandle | None:
         return await start_server(nursery, server, settings, events=events)
