@@ -16,6 +16,11 @@ Modes:
     setsid-child    forks a child that calls setsid and waits forever (escapes the group)
     flaky=PATH      PATH holds N: while N > 0, a start decrements it and fails (exit 4);
                     every start appends a line to PATH.starts
+    exact-line      the ``size`` of ``big`` is the length of the whole JSON-RPC line it writes
+                    (without the newline), the text padded to fit
+    flood=N         writes a line of N bytes (not JSON) to stdout at start
+    stderr-flood=N  writes N bytes to stderr at start, then a newline and ``after the flood``
+                    (not ended by a newline)
 
 Every mode that answers at all answers a request other than ``initialize`` or ``ping`` that arrives
 before ``initialize`` with the JSON-RPC error -32002 "server not initialized" (Property 8).
@@ -126,7 +131,11 @@ class Server:
             self.text(request_id, json.dumps({"cancelled": self.cancelled}))
         elif name == "big":
             size = arguments.get("size", 100_000)
-            self.text(request_id, "x" * (size if isinstance(size, int) else 0))
+            size = size if isinstance(size, int) else 0
+            if "exact-line" in self.modes:
+                empty = {"content": [{"type": "text", "text": ""}], "isError": False}
+                size -= len(json.dumps({"jsonrpc": "2.0", "id": request_id, "result": empty}))
+            self.text(request_id, "x" * size)
         elif name == "fail":
             self.text(request_id, "it failed on purpose", is_error=True)
         elif name == "env":
@@ -239,6 +248,13 @@ def main(argv: list[str] | None = None) -> int:
     if "noise" in modes:
         sys.stdout.write("starting up... (not JSON)\n")
         sys.stdout.flush()
+    for mode in modes:
+        if mode.startswith("flood="):
+            sys.stdout.write("x" * int(mode.removeprefix("flood=")) + "\n")
+            sys.stdout.flush()
+        if mode.startswith("stderr-flood="):
+            sys.stderr.write("e" * int(mode.removeprefix("stderr-flood=")) + "\nafter the flood")
+            sys.stderr.flush()
     server.serve()
     if "stubborn" in modes:
         wait_forever()

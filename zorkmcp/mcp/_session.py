@@ -104,7 +104,7 @@ class ServerSession:
         if self.failure is not None:
             return False
         if self.process is not None:
-            return self.process.running
+            return self.process.running and self.process.protocol_error is None
         return self._finished is None or not self._finished.is_set()
 
     async def renew(self) -> bool:
@@ -120,6 +120,8 @@ class ServerSession:
     def describe_death(self) -> str:
         """A sentence for an error result: which server is gone and what it said last."""
         parts = [f"MCP server '{self.name}' is not running"]
+        if self.process is not None and self.process.protocol_error is not None:
+            parts = [f"MCP server '{self.name}' {self.process.protocol_error}; it was stopped"]
         if self.process is not None and self.process.returncode is not None:
             parts[0] += f" ({_ended(self.process.returncode)})"
         if self.failure:
@@ -412,6 +414,8 @@ def _failure(
             status=opening.status,
             reason=reason,
         )
+    if reason is None and opening.info is not None and opening.info.protocol_error is not None:
+        reason = f"the server {opening.info.protocol_error}; it was stopped"
     if reason is None:
         reason = _reason(exc, server) if exc is not None else "unknown failure"
     return _startup_error(server, opening.info, reason)

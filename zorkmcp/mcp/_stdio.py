@@ -28,6 +28,13 @@ passed to the session as an ``Exception`` value and does not end it) and changes
   :mod:`zorkmcp.mcp._sweep`; skipped elsewhere, and for a server forked as one of our own modules,
   which start no process), and teardown waits for them to be gone. A well-behaved
   server costs only its own exit time; the worst case is about :data:`WORST_CASE_TEARDOWN` seconds.
+
+Memory stays bounded whatever the server writes. A stdout line longer than :data:`MAX_LINE_BYTES`
+ends the session at once: reading stops (the line is never held whole), the session sees EOF, so
+its pending requests fail now instead of at their timeout, and the server is stopped (SIGTERM to
+its group, SIGKILL after :data:`TERM_GRACE`; then a death like any other);
+:attr:`ProcessInfo.protocol_error` says why. Of a stderr line only the first
+:data:`STDERR_LINE_BYTES` are kept (the rest, up to its newline, is read and dropped).
 """
 
 from __future__ import annotations
@@ -65,7 +72,9 @@ if TYPE_CHECKING:
 __all__ = [
     "EOF_GRACE",
     "KILL_GRACE",
+    "MAX_LINE_BYTES",
     "SESSION_ENV_VAR",
+    "STDERR_LINE_BYTES",
     "STDERR_TAIL_LINES",
     "TERM_GRACE",
     "WORST_CASE_TEARDOWN",
@@ -86,7 +95,11 @@ STDERR_DRAIN_GRACE = 0.1
 WORST_CASE_TEARDOWN = EOF_GRACE + TERM_GRACE + 2 * KILL_GRACE + STDERR_DRAIN_GRACE
 STDERR_TAIL_LINES = 40
 """Lines of the server's stderr kept for error messages."""
-_MAX_LINE_BYTES = 64 * 1024 * 1024
+STDERR_LINE_BYTES = 2048
+"""Bytes kept of one stderr line (its start; a longer line is cut, and said to be)."""
+MAX_LINE_BYTES = 64 * 1024 * 1024
+"""The longest JSON-RPC line (without its newline) a server may write on stdout; a longer one ends
+the session and the server (:attr:`ProcessInfo.protocol_error`)."""
 _READ_SIZE = 65536
 
 Escalation = Literal["none", "sigterm", "sigkill"]
@@ -104,7 +117,7 @@ class ProcessInfo:
         pid: the server's PID once spawned.
         returncode: the exit status once it exited (negative: killed by that signal).
         escalation: how far teardown had to go: ``"none"`` (exited on stdin EOF), ``"sigterm"``,
-            ``"sigkill"``.
+            ``"sigkill"`` (also how far stopping a server for its :attr:`protocol_error` went).
         strays_killed: processes found by the token after the group kill (escaped via ``setsid``).
         teardown_seconds: how long teardown took (``None`` until it ran).
         withheld_env: names of secret-looking variables left out of the environment.
@@ -113,6 +126,8 @@ class ProcessInfo:
         zygote_pid: the zygote that forked the server (``None``: spawned with ``Popen``).
         may_leave_strays: whether teardown looks for processes that escaped the group (``False``:
             forked as a module that starts no process, :data:`~._zygote.STARTS_NO_PROCESS`).
+        protocol_error: what the server did that made the transport end the session and stop it,
+            said of the server (``"sent a message of more than 64 MiB (...)"``); ``None``: nothing.
     """
 
     command: tuple[str, ...]
@@ -126,6 +141,7 @@ class ProcessInfo:
     non_json_lines: int = 0
     zygote_pid: int | None = None
     may_leave_strays: bool = True
+    protocol_error: str | None = None
     exited: anyio.Event = field(factory=anyio.Event)
     """Set once the server process has exited, its group has been killed and it has been reaped."""
     _stderr: deque[str] = field(factory=lambda: deque(maxlen=STDERR_TAIL_LINES), alias="_stderr")
@@ -222,12 +238,27 @@ def _parse_line(line: bytes, info: ProcessInfo) -> SessionMessage | Exception | 
     return SessionMessage(message)
 
 
+def _size(n: int) -> str:
+    """A byte count for messages: ``64 MiB``, ``512 KiB``, or ``1000 bytes``."""
+    for unit, scale in (("MiB", 1024 * 1024), ("KiB", 1024)):
+        if n % scale == 0:
+            return f"{n // scale} {unit}"
+    return f"{n} bytes"
+
+
 async def _read_stdout(
     stdout: _Pipe,
     send: MemoryObjectSendStream[SessionMessage | Exception],
     info: ProcessInfo,
     done: anyio.Event,
+    overflowed: Callable[[], None],
 ) -> None:
+    """Pass each stdout line to the session; stop at EOF or at a line over :data:`MAX_LINE_BYTES`.
+
+    An overlong line is never held whole: once the part not yet ended by a newline is longer than
+    the limit, reading stops with ``info.protocol_error`` set and ``overflowed`` is called (it stops
+    the server); the session then sees EOF. At most the limit plus one read is ever buffered.
+    """
     buffer = bytearray()
     scanned = 0
     deliver = True
@@ -240,7 +271,8 @@ async def _read_stdout(
             if not chunk:
                 break
             buffer += chunk
-            while (end := buffer.find(b"\n", scanned)) >= 0:
+            limit = MAX_LINE_BYTES
+            while (end := buffer.find(b"\n", scanned)) >= 0 and end <= limit:
                 line = bytes(buffer[:end])
                 del buffer[: end + 1]
                 scanned = 0
@@ -252,17 +284,35 @@ async def _read_stdout(
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                     deliver = False  # the session is gone; keep draining so the server never blocks
             scanned = len(buffer)
-            if len(buffer) > _MAX_LINE_BYTES:
-                info.note(f"[stdout] dropped a line longer than {_MAX_LINE_BYTES} bytes")
+            if end > limit or scanned > limit:
                 buffer.clear()
-                scanned = 0
+                info.protocol_error = (
+                    f"sent a message of more than {_size(limit)} (the limit of one JSON-RPC line)"
+                )
+                logger.warning("MCP server %s %s; stopping it", info.command_line, info.protocol_error)
+                overflowed()
+                break
     finally:
         send.close()
         done.set()
 
 
+def _note_stderr(info: ProcessInfo, line: bytes | bytearray) -> None:
+    text = line[:STDERR_LINE_BYTES].decode("utf-8", "replace").rstrip()
+    if len(line) > STDERR_LINE_BYTES:
+        text += f" [... line cut at {_size(STDERR_LINE_BYTES)}]"
+    info.note(text)
+    logger.debug("[%s stderr] %s", info.command_line, text)
+
+
 async def _read_stderr(stderr: _Pipe, info: ProcessInfo, done: anyio.Event) -> None:
+    """Note each stderr line in ``info``, cut at :data:`STDERR_LINE_BYTES`.
+
+    A line is noted as soon as it is too long and the rest of it is dropped as it arrives, so at
+    most :data:`STDERR_LINE_BYTES` plus one read is held, however long a line (or none ends).
+    """
     buffer = bytearray()
+    cut = False  # the line being read was noted already (cut); drop the rest of it
     try:
         while True:
             try:
@@ -273,14 +323,18 @@ async def _read_stderr(stderr: _Pipe, info: ProcessInfo, done: anyio.Event) -> N
                 break
             buffer += chunk
             *lines, rest = buffer.split(b"\n")
-            buffer = bytearray(rest[-_READ_SIZE:])
             for line in lines:
-                text = line.decode("utf-8", "replace").rstrip()
-                info.note(text)
-                logger.debug("[%s stderr] %s", info.command_line, text)
+                if cut:
+                    cut = False
+                    continue
+                _note_stderr(info, line)
+            if not cut and len(rest) > STDERR_LINE_BYTES:
+                _note_stderr(info, rest)
+                cut = True
+            buffer = bytearray() if cut else bytearray(rest)
     finally:
         if buffer.strip():
-            info.note(buffer.decode("utf-8", "replace").rstrip())
+            _note_stderr(info, buffer)
         done.set()
 
 
@@ -407,6 +461,26 @@ async def _watch_exit(
     with anyio.move_on_after(EXIT_DRAIN_GRACE):
         await reader_done.wait()
     reader_scope.cancel()
+
+
+async def _stop_broken(process: _Process, pidfd: int | None, info: ProcessInfo) -> None:
+    """Stop a server that broke the protocol: SIGTERM its group, SIGKILL after :data:`TERM_GRACE`.
+
+    No stdin EOF first: such a server is blocked writing a line nobody reads. Its exit is then a
+    death like any other (the exit watcher kills what is left of its group); teardown, when the
+    session's owner closes it, finds it gone and looks for strays as usual.
+    """
+    steps: tuple[tuple[signal.Signals, Escalation, float], ...] = (
+        (signal.SIGTERM, "sigterm", TERM_GRACE),
+        (signal.SIGKILL, "sigkill", KILL_GRACE),
+    )
+    for sig, escalation, grace in steps:
+        if info.exited.is_set():  # the group is signalled only while its leader is unreaped
+            return
+        info.escalation = escalation
+        _signal_server(process, pidfd, sig)
+        with anyio.move_on_after(grace):
+            await info.exited.wait()
 
 
 async def _wait_gone(pidfds: list[int], deadline: float) -> None:
@@ -577,7 +651,10 @@ async def open_stdio_transport(
 
     async def reader() -> None:
         with reader_scope:
-            await _read_stdout(stdout, read_send, info, reader_done)
+            await _read_stdout(stdout, read_send, info, reader_done, overflowed)
+
+    def overflowed() -> None:
+        tasks.start_soon(_stop_broken, process, pidfd, info)
 
     async def writer() -> None:
         with writer_scope:
