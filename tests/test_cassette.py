@@ -10,10 +10,13 @@ from __future__ import annotations
 import io
 import json
 import re
-from typing import TYPE_CHECKING, Any
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
-from llm_server import agent_reply
+from llm_server import RecordedRequest, Reply, agent_reply
 from play_support import INPROCESS_THINKING, events_of, read_events, write_project
 from play_support import zork1_path as zork1
 from rich.console import Console
@@ -24,9 +27,6 @@ from zorkmcp.engine import TurnOptions, run_turn
 from zorkmcp.errors import CassetteError, CassetteMismatchError
 from zorkmcp.llm import CassetteHeader, CompletionRequest, RecordingModel, ReplayModel, ScriptedModel
 
-if TYPE_CHECKING:
-    from pathlib import Path
-
 SECRET = "sk-or-v1-CASSETTE-SECRET-KEY"
 
 
@@ -36,6 +36,13 @@ def project(folder: Path, **options: Any) -> Path:
         "episode_log_file": str(folder / "logs" / "episode.log"),
     }
     return write_project(folder, files=logs, mcp_config=INPROCESS_THINKING, **options)
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No API key from the environment: the offline scripted model plays (no real model is called)."""
+    for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "GAME", "ZORKMCP_GAME_SEED"):
+        monkeypatch.delenv(name, raising=False)
 
 
 def play(pyproject: Path, *extra: str) -> tuple[int, str, str]:
@@ -139,3 +146,123 @@ async def test_the_cassette_is_a_chat_model_for_the_engine(tmp_path: Path) -> No
         await ReplayModel(path).complete(CompletionRequest([{"role": "user", "content": "Kitchen."}]))
     with pytest.raises(CassetteError, match=r"no such cassette file"):
         ReplayModel(tmp_path / "missing.cassette")
+
+
+_FILL_UP = """\
+import resource, sys
+import trio
+from pathlib import Path
+from zorkmcp.errors import RunWriteError
+from zorkmcp.llm import CassetteHeader, CompletionRequest, RecordingModel, ScriptedModel
+
+path = Path(sys.argv[1])
+opening = [{"role": "user", "content": "West of House."}]
+tool_round = [*opening, {"role": "assistant", "content": None}, {"role": "tool", "content": "x" * 400}]
+
+
+async def main() -> None:
+    model = RecordingModel(ScriptedModel(["north", "east"]), path, CassetteHeader(model="scripted"))
+    await model.complete(CompletionRequest(opening))  # turn 1
+    await model.complete(CompletionRequest([{"role": "user", "content": "North of House."}]))  # turn 2
+    # the disk fills up in the middle of turn 2's second exchange (RLIMIT_FSIZE; Python ignores SIGXFSZ)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (path.stat().st_size + 100, resource.RLIM_INFINITY))
+    try:
+        await model.complete(CompletionRequest(tool_round))
+    except RunWriteError as exc:
+        print(exc)
+
+
+trio.run(main)
+"""
+
+
+def test_a_cassette_that_fills_up_keeps_its_whole_turns(tmp_path: Path) -> None:
+    # A file that cannot grow past a size (no root needed): the write stops in the middle of the line,
+    # as on a disk that fills up. The cassette is cut back to the end of the last whole turn.
+    cassette = tmp_path / "turns.cassette"
+    done = subprocess.run(
+        [sys.executable, "-c", _FILL_UP, str(cassette)], capture_output=True, text=True, check=False
+    )
+    lines = cassette.read_text().splitlines(keepends=True)
+    assert lines[-1].endswith("\n")  # no half line
+    assert len(lines) == 2  # the header and turn 1: not turn 2's first exchange without its second
+    replayed = ReplayModel(cassette)
+    assert (replayed.turns, replayed.remaining) == (1, 1)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == f"{cassette}: cannot be written (File too large)\n"
+
+
+def test_a_cassette_whose_disk_fills_up_stops_the_episode_and_replays_the_turns_it_holds(
+    tmp_path: Path,
+) -> None:
+    cassette, kept = tmp_path / "episode.cassette", tmp_path / "kept.cassette"
+    kept.touch()
+    cassette.symlink_to(kept)
+    count = 0
+
+    def step(request: RecordedRequest) -> Reply:  # at the fifth answer the cassette's disk is full
+        nonlocal count
+        del request
+        count += 1
+        if count == 5:
+            cassette.unlink()
+            cassette.symlink_to("/dev/full")
+        return agent_reply(["north", "south", "east", "west", "look"][count - 1])
+
+    with llm_in_thread(default=step) as llm:
+        pyproject = project(tmp_path / "rec")
+        pyproject.write_text(
+            pyproject.read_text() + f'\n[tool.zorkgpt.llm]\nclient_base_url = "{llm.base_url}"\n'
+        )
+        code, out, err = play(
+            pyproject,
+            "--turns",
+            "8",
+            "--no-mcp",
+            "--record",
+            str(cassette),
+            "--summary-json",
+            str(tmp_path / "s.json"),
+        )
+    reason = f"{cassette}: cannot be written (No space left on device)"
+    assert code == 1
+    assert "Episode summary" in out
+    assert "Traceback" not in err
+    assert err.endswith(
+        f"zorkmcp play: a file could not be written (RunWriteError): {reason}; what it held stays valid; "
+        "make room on its disk"
+    ), err
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert (summary["stopped"], summary["error"], summary["turns"]) == (
+        "error",
+        f"RunWriteError: {reason}",
+        4,
+    )
+    # the cassette holds the four turns whole, and a replay plays them to the same end
+    assert kept.read_text().endswith("\n")
+    assert ReplayModel(kept).turns == 4
+    code, _, err = play(project(tmp_path / "replay"), "--no-mcp", "--turns", "4", "--replay", str(kept))
+    assert code == 0, err
+    assert turns_of(tmp_path / "replay") == turns_of(tmp_path / "rec")[:4]
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_a_cassette_on_a_disk_full_from_the_start_stops_the_episode_at_its_first_turn(tmp_path: Path) -> None:
+    cassette = tmp_path / "episode.cassette"
+    cassette.symlink_to("/dev/full")  # the check before the episode cannot tell a full disk
+    code, out, err = play(
+        project(tmp_path), "--record", str(cassette), "--summary-json", str(tmp_path / "s.json")
+    )
+    reason = f"{cassette}: cannot be written (No space left on device)"
+    assert code == 1
+    assert "Episode summary" in out
+    assert "Traceback" not in err
+    assert err.endswith(f"{reason}; what it held stays valid; make room on its disk"), err
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert (summary["stopped"], summary["error"], summary["turns"]) == (
+        "error",
+        f"RunWriteError: {reason}",
+        0,
+    )
+    (complete,) = events_of(read_events(tmp_path / "logs" / "events.jsonl"), "episode_complete")
+    assert complete["error"] == summary["error"]

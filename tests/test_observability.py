@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import tempfile
 import types
@@ -23,6 +24,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from zorkmcp.agent import ZorkAgent
 from zorkmcp.config import McpConfig, McpSettings, ServerConfig
 from zorkmcp.engine import TurnOptions, run_turn
+from zorkmcp.errors import RunWriteError
 from zorkmcp.llm import open_llm_client
 from zorkmcp.mcp import McpManager
 from zorkmcp.observability import (
@@ -268,6 +270,80 @@ def test_multi_line_messages_stay_one_entry_in_the_episode_log() -> None:
         text = Path(tmp, "episode.log").read_text(encoding="utf-8")
     assert text == (
         "[WARNING] Turn 2 Iteration 1: Tool call failed: p.ok - 1 validation error\\ntag\\n  Field required\n"
+    )
+
+
+FULL = Path("/dev/full")
+"""A device every write to fails with ENOSPC: a full disk, from the kernel, without root."""
+
+
+@pytest.mark.skipif(not FULL.exists(), reason="needs /dev/full")
+def test_a_log_on_a_full_disk_is_named_and_its_lines_wait_for_room(tmp_path: Path) -> None:
+    events_log, episode_log = tmp_path / "events.jsonl", tmp_path / "episode.log"
+    events_log.symlink_to(FULL)
+    files = LogFiles(json_log=events_log, episode_log=episode_log)
+    recorder = EventRecorder(context={"episode_id": "ep"})
+    recorder.set_context(turn=1)
+    recorder.emit("turn_complete")
+    recorder.log("INFO", "Turn 1")
+    with pytest.raises(RunWriteError) as caught:
+        files.write(*recorder.drain())
+    assert str(caught.value) == f"{events_log}: cannot be written (No space left on device)"
+    assert caught.value.remedy == "make room on its disk"
+    assert episode_log.read_text() == "ep [INFO] Turn 1\n"  # the other log is written all the same
+
+    events_log.unlink()  # room again: the turn the full disk held back comes first, and no gap
+    recorder.set_context(turn=2)
+    recorder.emit("turn_complete")
+    files.write(*recorder.drain())
+    assert [e["turn"] for e in map(json.loads, events_log.read_text().splitlines())] == [1, 2]
+    assert files.dropped == 0
+
+
+@pytest.mark.skipif(not FULL.exists(), reason="needs /dev/full")
+def test_the_lines_a_full_disk_holds_back_are_bounded(tmp_path: Path) -> None:
+    events_log = tmp_path / "events.jsonl"
+    events_log.symlink_to(FULL)
+    files = LogFiles(json_log=events_log, episode_log=None, limit=3)
+    for turn in range(1, 5):
+        with pytest.raises(RunWriteError, match="No space left on device"):
+            files.write([{"event_type": "turn_complete", "turn": turn}] * 2, [])
+    assert files.dropped == 8 - 3
+    events_log.unlink()
+    files.write([], [])
+    assert [e["turn"] for e in map(json.loads, events_log.read_text().splitlines())] == [3, 4, 4]
+
+
+_FILL_UP = """\
+import resource, sys
+from pathlib import Path
+from zorkmcp.errors import RunWriteError
+from zorkmcp.observability import LogFiles
+
+log, limit = Path(sys.argv[1]), int(sys.argv[2])
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))  # Python ignores SIGXFSZ
+try:
+    LogFiles(json_log=log, episode_log=None).write([{"event_type": "turn_complete", "text": "x" * 400}], [])
+except RunWriteError as exc:
+    print(exc, exc.remedy, sep="; ")
+"""
+
+
+def test_a_log_that_fills_up_in_the_middle_of_a_line_keeps_its_whole_lines(tmp_path: Path) -> None:
+    # A file that cannot grow past a size (RLIMIT_FSIZE, no root needed): the write stops in the
+    # middle of the new line, as on a disk that fills up.
+    log = tmp_path / "events.jsonl"
+    log.write_text('{"event_type": "turn_complete", "turn": 1}\n')
+    before = log.read_bytes()
+    limit = len(before) + 100
+    done = subprocess.run(
+        [sys.executable, "-c", _FILL_UP, str(log), str(limit)], capture_output=True, text=True, check=False
+    )
+    assert log.read_bytes() == before  # not half of the new line
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == (
+        f"{log}: cannot be written (File too large); "
+        "allow larger files (ulimit -f) or give it a file system that takes them\n"
     )
 
 

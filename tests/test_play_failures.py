@@ -17,9 +17,11 @@ import signal
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from llm_server import json_reply
+import pytest
+from llm_server import RecordedRequest, Reply, agent_reply, json_reply
 from play_support import (
     default_sigint,
     descendants,
@@ -34,12 +36,22 @@ from rich.console import Console
 from test_bridge import llm_in_thread
 
 from zorkmcp.cli import main
+from zorkmcp.config import Settings
+from zorkmcp.errors import RunWriteError
+from zorkmcp.orchestrator import Orchestrator
 
 if TYPE_CHECKING:
-    from pathlib import Path
+    from collections.abc import Callable
 
 GUARD = 60.0
 """Seconds before a blocking wait gives up (a hang guard, never an assertion on time)."""
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No API key from the environment: the offline scripted model plays (no real model is called)."""
+    for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "GAME", "ZORKMCP_GAME_SEED"):
+        monkeypatch.delenv(name, raising=False)
 
 
 def play(pyproject: Path, *extra: str) -> tuple[int, str, str]:
@@ -190,3 +202,132 @@ def test_a_file_the_episode_could_not_write_stops_it_before_it_starts(tmp_path: 
     )
     nothing_written = ["mcp_config.json", "notes.txt", "p", "pyproject.toml"]  # no logs/ folder either
     assert sorted(p.name for p in tmp_path.iterdir()) == nothing_written
+
+
+FULL = Path("/dev/full")
+"""A device every write to fails with ENOSPC: a full disk, from the kernel, without root."""
+
+needs_dev_full = pytest.mark.skipif(not FULL.exists(), reason="needs /dev/full")
+
+
+def fills_up(link: Path, *, at: int) -> Callable[[RecordedRequest], Reply]:
+    """The model's answers (``look``); at request ``at`` the disk ``link`` leads to is full from then on.
+
+    ``link`` is a symbolic link to the real file; it is turned to /dev/full while the engine waits for
+    that answer, so the file keeps what it held and nothing more can be added.
+    """
+    count = 0
+
+    def step(request: RecordedRequest) -> Reply:
+        nonlocal count
+        del request
+        count += 1
+        if count == at:
+            link.unlink()
+            link.symlink_to(FULL)
+        return agent_reply("look")
+
+    return step
+
+
+def on_loopback(pyproject: Path, base_url: str) -> Path:
+    pyproject.write_text(pyproject.read_text() + f'\n[tool.zorkgpt.llm]\nclient_base_url = "{base_url}"\n')
+    return pyproject
+
+
+@needs_dev_full
+def test_a_log_on_a_disk_full_from_the_start_stops_the_episode_with_a_summary(tmp_path: Path) -> None:
+    pyproject = project(tmp_path, enabled=False)
+    events_log = tmp_path / "logs" / "zorkmcp_events.jsonl"
+    events_log.parent.mkdir()
+    events_log.symlink_to(FULL)  # the check before the episode cannot tell a full disk
+    code, out, err = play(pyproject, "--summary-json", str(tmp_path / "s.json"))
+    reason = f"{events_log}: cannot be written (No space left on device)"
+    assert code == 1
+    assert "Episode summary" in out
+    assert re.search(r"stopped\s+│ error: RunWriteError: ", out), out
+    assert "Traceback" not in err
+    assert err.endswith(  # the last line: the file, the reason, what to mend
+        f"zorkmcp play: a file could not be written (RunWriteError): {reason}; what it held stays valid; "
+        "make room on its disk"
+    ), err
+    summary = json.loads((tmp_path / "s.json").read_text())  # its own folder had room
+    assert (summary["stopped"], summary["turns"]) == ("error", 0)
+    assert summary["error"] == f"RunWriteError: {reason}"
+    episode = (tmp_path / "logs" / "episode.log").read_text()  # the other log, on another disk, says so
+    assert f"[ERROR] Episode stopped: RunWriteError: {reason}" in episode
+    assert "[INFO] Episode complete (error)" in episode
+
+
+@needs_dev_full
+def test_a_log_whose_disk_fills_up_mid_episode_stops_it_at_that_turn(tmp_path: Path) -> None:
+    events_log = tmp_path / "logs" / "zorkmcp_events.jsonl"
+    kept = tmp_path / "logs" / "kept.jsonl"
+    events_log.parent.mkdir()
+    kept.touch()
+    events_log.symlink_to(kept)
+    with llm_in_thread(default=fills_up(events_log, at=4)) as llm:
+        pyproject = on_loopback(project(tmp_path, enabled=False), llm.base_url)
+        code, out, err = play(pyproject, "--turns", "10", "--summary-json", str(tmp_path / "s.json"))
+    reason = f"{events_log}: cannot be written (No space left on device)"
+    assert code == 1
+    assert "Episode summary" in out
+    assert "Traceback" not in err
+    assert err.endswith(
+        f"zorkmcp play: a file could not be written (RunWriteError): {reason}; what it held stays valid; "
+        "make room on its disk"
+    ), err
+    summary = json.loads((tmp_path / "s.json").read_text())
+    # the fourth answer came, the log could not take it: the episode stopped there, three turns played
+    assert (summary["stopped"], summary["error"], summary["turns"]) == (
+        "error",
+        f"RunWriteError: {reason}",
+        3,
+    )
+    # what the log held before stays valid JSON lines, none torn: up to the last write before the
+    # disk filled (turn 3's end was to be written with turn 4's answer)
+    text = kept.read_text()
+    assert text.endswith("\n")
+    assert [e["turn"] for e in events_of(read_events(kept), "turn_complete")] == [1, 2]
+    assert "[INFO] Episode complete (error)" in (tmp_path / "logs" / "episode.log").read_text()
+
+
+class _FullAtTheEnd:
+    """A reader of the episode's events: when ``episode_complete`` comes, ``link``'s disk is full."""
+
+    def __init__(self, link: Path) -> None:
+        self.link = link
+
+    def emit(self, event_type: str, /, **fields: object) -> None:
+        del fields
+        if event_type == "episode_complete":
+            self.link.unlink()
+            self.link.symlink_to(FULL)
+
+    def log(self, level: str, message: str, /) -> None:
+        del level, message
+
+
+@needs_dev_full
+def test_a_log_that_cannot_take_the_episodes_end_makes_it_an_error(tmp_path: Path) -> None:
+    # Every turn was played and logged; only episode_complete found the disk full. The command must not
+    # say all went well: the log does not say how the episode ended.
+    events_log, kept = tmp_path / "logs" / "zorkmcp_events.jsonl", tmp_path / "logs" / "kept.jsonl"
+    events_log.parent.mkdir()
+    kept.touch()
+    events_log.symlink_to(kept)
+    settings = Settings.from_pyproject(project(tmp_path, enabled=False))
+    orchestrator = Orchestrator(settings, game_path=zork1(), seed=12, max_turns=3)
+    orchestrator.recorder.add_listener(_FullAtTheEnd(events_log))
+    reason = f"{events_log}: cannot be written (No space left on device)"
+    with pytest.raises(RunWriteError, match=re.escape(reason)):
+        orchestrator.run()
+    summary = orchestrator.summary
+    assert summary is not None
+    assert (summary.turns, summary.stopped, summary.error) == (3, "error", f"RunWriteError: {reason}")
+    assert [e["turn"] for e in events_of(read_events(kept), "turn_complete")] == [1, 2, 3]
+    assert events_of(read_events(kept), "episode_complete") == []
+    assert (
+        f"[ERROR] Episode log incomplete: RunWriteError: {reason}"
+        in (tmp_path / "logs" / "episode.log").read_text()
+    )

@@ -1,5 +1,6 @@
 """The files the commands write: can they be made there (:func:`check_output`, before anything
-starts), and writing one so that a reader never sees half of it (:func:`write_atomically`).
+starts), writing one so that a reader never sees half of it (:func:`write_atomically`), and
+appending to one so that it never ends in half a line (:func:`append_whole`).
 
 A path under a file (``--out /dev/null/x``), or in a folder this user cannot write, would otherwise
 be found when the command first writes it: after an episode played for nothing, with a traceback.
@@ -15,9 +16,16 @@ import stat
 from contextlib import suppress
 from pathlib import Path
 
-from .errors import ConfigError
+from .errors import ConfigError, RunWriteError
 
-__all__ = ["check_output", "write_atomically", "write_remedy", "written_in_place"]
+__all__ = [
+    "append_whole",
+    "check_output",
+    "write_atomically",
+    "write_error",
+    "write_remedy",
+    "written_in_place",
+]
 
 _DESCRIPTOR = re.compile(r"/dev/(stdout|stderr|fd/\d+)|/proc/(self|thread-self|\d+)/fd/\d+")
 """The paths that name an open file descriptor of the process."""
@@ -118,10 +126,53 @@ def write_atomically(path: Path, text: str) -> None:
         raise
 
 
+def append_whole(path: Path, data: bytes, *, keep: int | None = None) -> int:
+    """Append ``data`` to ``path`` (made if missing), whole or not at all: no file ends in half a line.
+
+    On any way out before all of ``data`` is written (a full disk, a file grown past its limit, Ctrl-C
+    between two writes), the file is cut back to its size before, or to ``keep`` bytes (the start of
+    a group of lines that belong together). Unless something else wrote to it meanwhile (a file two
+    processes append to): then it is left as it is. What cannot be cut (``/dev/stdout`` as a pipe,
+    ``/dev/full``) is left as it is, too.
+
+    Args:
+        path: the file (opened for appending, so a symbolic link's file is written).
+        data: what to append.
+        keep: how many bytes to keep on a failure (at most the size before); default: the size before.
+
+    Returns:
+        The file's size before ``data`` (0 for a device or a pipe).
+
+    Raises:
+        OSError: ``data`` could not all be written (the file is cut back).
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+    try:
+        before = os.fstat(fd).st_size
+        written = 0
+        try:
+            view = memoryview(data)
+            while written < len(view):
+                count = os.write(fd, view[written:])
+                if count == 0:  # no progress and no error: do not spin
+                    raise OSError(errno.EIO, os.strerror(errno.EIO), str(path))
+                written += count
+        except BaseException:  # re-raised: the file keeps no part of data
+            with suppress(OSError):
+                if os.fstat(fd).st_size == before + written:  # nobody else appended meanwhile
+                    os.ftruncate(fd, min(before, keep) if keep is not None else before)
+            raise
+        return before
+    finally:
+        os.close(fd)
+
+
 def write_remedy(exc: OSError) -> str:
     """What to do about the reason a file could not be written (``make room on its disk``)."""
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return "make room on its disk"
+    if exc.errno == errno.EFBIG:  # past the file size limit of the process, or of the file system
+        return "allow larger files (ulimit -f) or give it a file system that takes them"
     if exc.errno in (errno.EMFILE, errno.ENFILE):
         return "allow more open files (ulimit -n) or pass a lower --concurrency"
     if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
@@ -129,3 +180,12 @@ def write_remedy(exc: OSError) -> str:
     if exc.errno == errno.ENAMETOOLONG:
         return "give it a shorter name"
     return "mend the folder"  # a file or a folder in the way, a folder gone
+
+
+def write_error(path: Path, exc: OSError) -> RunWriteError:
+    """The :class:`RunWriteError` for ``path`` that could not be written: the file, the system's reason
+    (``logs/zorkmcp_events.jsonl: cannot be written (No space left on device)``) and the remedy, caused
+    by ``exc``."""
+    error = RunWriteError(f"{path}: cannot be written ({exc.strerror or exc})", remedy=write_remedy(exc))
+    error.__cause__ = exc
+    return error

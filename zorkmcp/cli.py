@@ -21,7 +21,15 @@ from ._console import OutputConsole
 from ._live import Progress as _Progress
 from ._live import progress_line
 from ._signals import interruption, stopped_status, stops_as_ctrl_c
-from .errors import CassetteError, ConfigError, GameError, LLMError, MCPError, MCPServerStartupError
+from .errors import (
+    CassetteError,
+    ConfigError,
+    GameError,
+    LLMError,
+    MCPError,
+    MCPServerStartupError,
+    RunWriteError,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -60,11 +68,12 @@ Relative log paths are relative to the CURRENT folder (as in ZorkGPT), not to th
 Relative game_file_path and config_file ARE relative to the pyproject's folder.
 
 exit status: 0 the episode ended (victory, game over or turn limit); 1 a server or the model
-failed, or --summary-json could not be written; 2 a configuration, usage or game-file error, or a
-file play would write (a log, --summary-json, --record) that cannot be made there, or that is
-another of them or a file play reads (checked before the episode starts); 130 interrupted (Ctrl-C;
-the summary is still printed and every server is stopped); 143 the same, by SIGTERM; 129 by SIGHUP
-(a terminal that closed); 141 when the reader of the output went away (| head)."""
+failed, or a log, the cassette (--record) or --summary-json could not be written (a full disk); 2 a
+configuration, usage or game-file error, or a file play would write (a log, --summary-json,
+--record) that cannot be made there, or that is another of them or a file play reads (checked
+before the episode starts); 130 interrupted (Ctrl-C; the summary is still printed and every server
+is stopped); 143 the same, by SIGTERM; 129 by SIGHUP (a terminal that closed); 141 when the reader of
+the output went away (| head)."""
 
 
 def _play_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -249,7 +258,7 @@ def _cmd_play(args: argparse.Namespace, console: Console, err: Console) -> int:
     orchestrator.on_turn = progress.turn
     try:
         summary = orchestrator.run()
-    except (MCPError, LLMError) as exc:
+    except (MCPError, LLMError, RunWriteError) as exc:
         if orchestrator.summary is None:  # before the episode started: main says what failed
             raise
         # It had started: the summary (table, --summary-json) says how it ended, as for any other end.
@@ -367,12 +376,13 @@ def _finish(
     summary: EpisodeSummary,
     settings: Settings,
     *,
-    stopped_by: MCPError | LLMError | None = None,
+    stopped_by: MCPError | LLMError | RunWriteError | None = None,
 ) -> int:
     """The summary table, the log files, ``--summary-json``, and the exit status.
 
-    ``stopped_by``: the server's or the model's error that ended the episode, which names the kind
-    of failure in the last line and decides the exit status (:func:`_failure`).
+    ``stopped_by``: the server's or the model's error, or the file that could not be written, that
+    ended the episode; it names the kind of failure in the last line and decides the exit status
+    (:func:`_failure`).
     """
     from ._outputs import write_atomically
 
@@ -404,8 +414,11 @@ def _finish(
             _failure(stopped_by) if stopped_by is not None else ("the episode stopped early", EXIT_FAILED)
         )
         said = str(stopped_by) if stopped_by is not None else summary.error
+        said = said.splitlines()[0] if said else said
+        if isinstance(stopped_by, RunWriteError):  # what to mend: the file and the reason are in `said`
+            said += f"; what it held stays valid; {stopped_by.remedy}"
         err.print(  # its first line: the whole of it is in the table above, and was told as it came
-            f"[bold red]zorkmcp play: {kind}:[/] {escape(said.splitlines()[0] if said else said)}",
+            f"[bold red]zorkmcp play: {kind}:[/] {escape(said)}",
             highlight=False,
             soft_wrap=True,
         )
@@ -472,7 +485,7 @@ def _main_play(args: argparse.Namespace, console: Console | None, err: Console |
 
     try:
         return _cmd_play(args, console, err)
-    except (GameError, CassetteError, MCPError, LLMError) as exc:  # before the episode started
+    except (GameError, CassetteError, MCPError, LLMError, RunWriteError) as exc:  # before the episode started
         kind, code = _failure(exc)
         err.print(f"[bold red]zorkmcp play: {kind}:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return code
@@ -489,6 +502,8 @@ def _failure(exc: BaseException) -> tuple[str, int]:
         return "cassette error", EXIT_CONFIG
     if isinstance(exc, ConfigError):  # an MCPError (Requirement 9.3): bad settings or mcp_config.json
         return f"configuration error ({type(exc).__name__})", EXIT_CONFIG
+    if isinstance(exc, RunWriteError):  # a full disk: the episode stopped, as when a server fails
+        return f"a file could not be written ({type(exc).__name__})", EXIT_FAILED
     if isinstance(exc, MCPServerStartupError):
         return f"an MCP server did not start ({type(exc).__name__})", EXIT_FAILED
     if isinstance(exc, MCPError):

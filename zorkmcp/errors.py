@@ -16,7 +16,7 @@ Every error the package raises on purpose derives from :class:`ZorkMCPError`::
     │   └── CassetteMismatchError   a replayed episode sent a request the cassette does not have next
     ├── CassetteError               a cassette file is missing, truncated or not a cassette
     ├── GameError                   the game file or the interpreter
-    └── RunWriteError               ``zorkmcp eval`` cannot write a file of its run (names the file)
+    └── RunWriteError               ``zorkmcp eval`` or ``play`` cannot write a file of its run (names it)
 
 Nurseries wrap what crosses them in exception groups; :func:`exception_leaves` lists what is inside.
 """
@@ -141,7 +141,8 @@ class GameError(ZorkMCPError):
 
 
 class RunWriteError(ZorkMCPError):
-    """``zorkmcp eval`` cannot write a file of its run: a full disk, a folder that is gone or not writable.
+    """``zorkmcp eval`` or ``zorkmcp play`` cannot write a file of its run (an episode's record, a log,
+    the cassette): a full disk, a folder that is gone or not writable.
 
     The message names the file and the system's reason (``runs/x/summary.json: cannot be written (No space
     left on device)``); :attr:`remedy` says what to do about that reason (``make room on its disk``).

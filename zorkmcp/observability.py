@@ -28,11 +28,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
+from ._outputs import append_whole, write_error
+
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
     from pathlib import Path
 
     from opentelemetry.trace import TracerProvider
+
+    from .errors import RunWriteError
 
 __all__ = [
     "DEFAULT_EVENT_LIMIT",
@@ -183,10 +187,22 @@ class LogFiles:
     """Appends drained events and lines to the JSON-lines event log and the episode log.
 
     Synchronous on purpose: call it from the orchestrator between turns, never from async code.
+
+    Each log gets one append per :meth:`write`, whole or not at all: a log that cannot take it (a
+    full disk, a file grown past its limit) is cut back to the end of its last whole line, so what it
+    held stays valid. The lines it could not take are held and go first into the next write of that
+    log (one that fits leaves no gap), at most ``limit`` of them (past that the oldest are dropped and
+    counted in :attr:`dropped`).
     """
 
     json_log: Path | None
     episode_log: Path | None
+    limit: int = attrs.field(default=DEFAULT_EVENT_LIMIT, kw_only=True)
+    dropped: int = attrs.field(default=0, init=False)
+    """Lines dropped because their log could not be written for ``limit`` lines."""
+    _held: dict[str, list[str]] = attrs.field(
+        factory=lambda: {"json": [], "episode": []}, init=False, repr=False
+    )
 
     def write(self, events: list[dict[str, Any]], lines: list[str]) -> None:
         """Append one JSON object per line to the event log and one entry per line to the episode log.
@@ -194,16 +210,42 @@ class LogFiles:
         Event lines are ASCII JSON: no character inside a string (U+2028, a lone surrogate echoed
         from a model) can split a line or fail to encode. A message that contains line breaks (a
         tool's error text, say) stays one episode-log entry: its breaks are written as ``\\n``.
+
+        Raises:
+            RunWriteError: a log cannot be written (a full disk, a folder gone); the message names the
+                file and the reason. The other log is written all the same; the lines not written are
+                held for the next call.
         """
-        if self.json_log is not None and events:
-            self.json_log.parent.mkdir(parents=True, exist_ok=True)
-            with self.json_log.open("a", encoding="utf-8") as f:
-                for event in events:
-                    f.write(json.dumps(event, default=str) + "\n")
-        if self.episode_log is not None and lines:
-            self.episode_log.parent.mkdir(parents=True, exist_ok=True)
-            with self.episode_log.open("a", encoding="utf-8", errors="backslashreplace") as f:
-                f.write("".join("\\n".join(line.splitlines()) + "\n" for line in lines))
+        failures = [
+            failure
+            for failure in (
+                self._append("json", self.json_log, [json.dumps(e, default=str) + "\n" for e in events]),
+                self._append("episode", self.episode_log, ["\\n".join(x.splitlines()) + "\n" for x in lines]),
+            )
+            if failure is not None
+        ]
+        if failures:
+            raise failures[0]
+
+    def _append(self, which: str, path: Path | None, new: list[str]) -> RunWriteError | None:
+        """Append the held lines and ``new`` to ``path`` in one write; the error, if it could not."""
+        if path is None:
+            return None
+        held = self._held[which]
+        held.extend(new)
+        if not held:
+            return None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            append_whole(path, "".join(held).encode("utf-8", errors="backslashreplace"))
+        except OSError as exc:
+            excess = len(held) - self.limit
+            if excess > 0:
+                del held[:excess]
+                self.dropped += excess
+            return write_error(path, exc)
+        held.clear()
+        return None
 
 
 class Span(Protocol):

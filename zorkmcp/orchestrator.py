@@ -14,7 +14,7 @@ current folder, as in ZorkGPT.
 from __future__ import annotations
 
 import hashlib
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +37,7 @@ from .episode import (
     game_server_config,
     scripted_walkthrough,
 )
-from .errors import CassetteError, ConfigError, GameError, LLMError, MCPError
+from .errors import CassetteError, ConfigError, GameError, LLMError, MCPError, RunWriteError
 from .llm import CassetteHeader, ChatModel, ModelChoice, RecordingModel, ReplayModel
 from .observability import EventRecorder, LogFiles
 
@@ -211,7 +211,8 @@ class Orchestrator:
 
         Ctrl-C (also while the servers start) and a game server that stops answering end the
         episode with a summary (``stopped`` is ``"interrupted"`` / ``"error"``). A server that does
-        not start or a model that fails also write ``episode_complete`` and set :attr:`summary`
+        not start, a model that fails, or a log or the cassette that cannot be written (a full disk)
+        also write ``episode_complete`` (when the log can take it) and set :attr:`summary`
         (``stopped="error"``), then raise.
 
         Returns:
@@ -222,6 +223,8 @@ class Orchestrator:
                 ``mcp_config.json`` (``ConfigError``, before anything started), a server that does
                 not start on the first turn (``MCPServerStartupError``), a model that cannot call tools.
             LLMError: the model endpoint failed beyond its retries.
+            RunWriteError: the event log, the episode log or the cassette cannot be written (a full
+                disk); the episode stopped at that turn, and each file keeps the whole lines it held.
         """
         bridge = self._bridge()
         self.episode = episode = Episode(
@@ -234,18 +237,31 @@ class Orchestrator:
             on_start=self.on_start,
             on_turn=self.on_turn,
         )
-        stopped, error, failure = "turn limit", None, None
+        stopped, error = "turn limit", None
+        failure: MCPError | LLMError | RunWriteError | None = None
         try:
             with bridge:
                 drive(episode.steps(bridge.model.model, bridge.model.scripted), _answer_with(bridge))
         except KeyboardInterrupt:
             stopped = "interrupted"
-        except (GameError, MCPError, LLMError) as exc:
+        except (GameError, MCPError, LLMError, RunWriteError) as exc:
             stopped, error = "error", f"{type(exc).__name__}: {exc}"
             failure = None if isinstance(exc, GameError) else exc
             self.recorder.log("ERROR", f"Episode stopped: {error}")
         self.summary = episode.finish(stopped, error)
-        bridge.setup.flush()
+        try:
+            bridge.setup.flush()
+        except RunWriteError as exc:
+            # the log cannot take episode_complete: the episode's record is not whole
+            if not isinstance(failure, RunWriteError):  # else it was said when the episode stopped
+                self.recorder.log("ERROR", f"Episode log incomplete: {type(exc).__name__}: {exc}")
+                with suppress(RunWriteError):  # into the other log, when it has room
+                    bridge.setup.flush()
+            if error is None and stopped != "interrupted":
+                self.summary = attrs.evolve(
+                    self.summary, stopped="error", error=f"{type(exc).__name__}: {exc}"
+                )
+                failure = exc
         if failure is not None:
             raise failure
         return self.summary

@@ -14,8 +14,8 @@ are left out.
   what differs. Other agents can test against recorded episodes the same way. Its
   :attr:`~ReplayModel.turn_limit` is the recorded episode's, so a replay ends where the episode did.
 
-The file is written with plain appends from a worker thread (one short line per request); reading
-happens once, before the episode starts.
+The file is written from a worker thread, one append per request, each whole or not at all (see
+:class:`RecordingModel`); reading happens once, before the episode starts.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import anyio.lowlevel
 import anyio.to_thread
 import attrs
 
+from .._outputs import append_whole, write_atomically, write_error
 from ..errors import CassetteError, CassetteMismatchError
 from ._models import FunctionCall, LLMResponse, ToolCall
 
@@ -102,9 +103,13 @@ def _normalized(value: Any) -> Any:
 class RecordingModel:
     """A :class:`ChatModel` that passes every request to ``inner`` and appends the exchange to ``path``.
 
+    The cassette only ever holds whole turns: each exchange is appended whole or not at all, and when
+    one cannot be written (a full disk) the file is cut back to the end of the last whole turn, so a
+    replay plays the turns it holds (:attr:`ReplayModel.turns`), and the request fails.
+
     Args:
         inner: the model that answers.
-        path: the cassette (created or truncated when the first request is recorded).
+        path: the cassette (created or replaced when the first request is recorded).
         header: written as the first line.
     """
 
@@ -113,6 +118,7 @@ class RecordingModel:
         self._path = path
         self._header = header
         self._started = False
+        self._turn_start: int | None = None  # the size of the cassette before this turn's first exchange
 
     @property
     def model(self) -> str:
@@ -128,24 +134,42 @@ class RecordingModel:
         return self._inner
 
     async def complete(self, request: CompletionRequest, /) -> LLMResponse:
+        """The inner model's reply, once the exchange is on the cassette.
+
+        Raises:
+            RunWriteError: the cassette cannot be written (the message names it and the reason); it
+                keeps the whole turns it held.
+        """
         response = await self._inner.complete(request)
-        line = json.dumps(
-            {"request": request_json(request), "response": _response_json(response)}, default=str
-        )
-        await anyio.to_thread.run_sync(self._append, line)
+        recorded = request_json(request)
+        line = json.dumps({"request": recorded, "response": _response_json(response)}, default=str)
+        await anyio.to_thread.run_sync(self._append, line, _opens_turn(recorded))
         return response
 
     def start(self) -> None:
-        """Write the header (sync: call it before the episode's loop starts)."""
-        self._path.parent.mkdir(parents=True, exist_ok=True)
-        self._path.write_text(json.dumps(self._header.to_json(), default=str) + "\n", encoding="utf-8")
-        self._started = True
+        """Write the header (sync: call it before the episode's loop starts).
 
-    def _append(self, line: str) -> None:
+        Raises:
+            RunWriteError: the header cannot be written; a file that was at ``path`` is left as it was.
+        """
+        try:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomically(self._path, json.dumps(self._header.to_json(), default=str) + "\n")
+        except OSError as exc:
+            raise write_error(self._path, exc) from exc
+        self._started, self._turn_start = True, None
+
+    def _append(self, line: str, opens_turn: bool) -> None:
         if not self._started:
             self.start()
-        with self._path.open("a", encoding="utf-8") as f:
-            f.write(line + "\n")
+        try:  # a turn's later exchange that fails takes the turn's earlier ones with it
+            before = append_whole(
+                self._path, (line + "\n").encode("utf-8"), keep=None if opens_turn else self._turn_start
+            )
+        except OSError as exc:
+            raise write_error(self._path, exc) from exc
+        if opens_turn:
+            self._turn_start = before
 
 
 def _load(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
