@@ -385,7 +385,7 @@ class McpManager:
     Args:
         config: the servers (``mcp_config.json``).
         settings: ``[tool.zorkgpt.mcp]``.
-        events: where events and log lines go (default: the ``zorkmcp.mcp`` logger).
+        events: where events and log lines go (default: nowhere; pass an ``EventRecorder`` to keep them).
 
     Attributes:
         turn: turns opened in this episode so far.
