@@ -37,8 +37,9 @@ from servers.helpers import MISBEHAVING, is_alive, pids_from_stderr
 
 import bridge
 from zorkmcp.config import Settings
-from zorkmcp.errors import ConfigError, MCPServerStartupError
+from zorkmcp.errors import ConfigError, LLMTransportError, MCPServerStartupError, RunWriteError
 from zorkmcp.llm import ScriptedModel
+from zorkmcp.observability import LogFiles
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -815,3 +816,33 @@ def test_the_offline_scripted_model_is_said_where_a_program_sees_it(
         .getMessage()
         .startswith("No API key for https://openrouter.ai/api/v1 (set OPENROUTER_API_KEY or OPENAI_API_KEY")
     )
+
+
+class _FailingModel:
+    """A chat model whose endpoint is gone (the documented protocol)."""
+
+    model = "gone"
+    scripted = False
+
+    async def complete(self, request: Any) -> Any:
+        del request
+        raise LLMTransportError("POST http://127.0.0.1:9/v1/chat/completions failed: ConnectError")
+
+
+def test_a_full_disk_does_not_hide_why_the_turn_failed(tmp_path: Path) -> None:
+    """The log cannot take the turn's lines: the turn's own error still comes out, then the disk's."""
+    full = tmp_path / "events.jsonl"
+    full.symlink_to("/dev/full")
+
+    @asynccontextmanager
+    async def chat_model() -> Any:
+        yield _FailingModel()
+
+    episode = bridge.Bridge(
+        Settings(), chat_model=chat_model, log_files=LogFiles(json_log=full, episode_log=None)
+    )
+    episode.recorder.emit("before_the_turn", note="a line for the log")
+    with pytest.raises(LLMTransportError, match="ConnectError"), episode:
+        episode.get_action("West of House.")
+    with pytest.raises(RunWriteError, match=r"events\.jsonl: cannot be written \(No space left on device\)"):
+        episode.setup.flush()  # the lines the log could not take are still there

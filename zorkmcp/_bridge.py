@@ -24,7 +24,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from .agent import AgentAction, ZorkAgent
 from .config import McpConfig, Settings
-from .errors import ConfigError
+from .errors import ConfigError, RunWriteError
 from .llm import ChatModel, ModelChoice
 from .mcp import EpisodeServers, McpManager, ToolCallResult
 from .observability import EventRecorder, LogFiles, Tracer, open_tracer
@@ -237,10 +237,23 @@ class EpisodeSetup:
         self.recorder.set_context(turn=self.turn)
         return self.turn
 
-    def flush(self) -> None:
-        """Append what the recorder holds to the log files (sync I/O: call it outside the loop)."""
-        if self.log_files is not None:
+    def flush(self, *, quiet: bool = False) -> None:
+        """Append what the recorder holds to the log files (sync I/O: call it outside the loop).
+
+        Args:
+            quiet: another exception is on its way out (Ctrl-C, a failed turn): a log that cannot be
+                written does not replace it; the lines it could not take stay held for the next flush.
+
+        Raises:
+            RunWriteError: a log cannot be written (unless ``quiet``).
+        """
+        if self.log_files is None:
+            return
+        try:
             self.log_files.write(*self.recorder.drain())
+        except RunWriteError:
+            if not quiet:
+                raise
 
 
 async def _cold_turn(setup: EpisodeSetup, game_state_text: str, relevant_memories: str | None) -> AgentAction:
@@ -298,8 +311,10 @@ def get_action(
     with setup.lock:  # one turn at a time per episode, whichever thread calls
         try:
             action = run_trio(_cold_turn, setup, game_state_text, relevant_memories)
-        finally:
-            setup.flush()
+        except BaseException:
+            setup.flush(quiet=True)
+            raise
+        setup.flush()
     return _action(action)
 
 
@@ -402,8 +417,10 @@ class Bridge:
         try:
             if stack is not None:
                 stack.__exit__(exc_type, exc, tb)
-        finally:
-            self.setup.flush()
+        except BaseException:
+            self.setup.flush(quiet=True)
+            raise
+        self.setup.flush(quiet=exc_type is not None)
 
     def _run(self, func: Callable[[], Awaitable[T]]) -> T:
         portal, live = self._portal, self._live
@@ -419,15 +436,18 @@ class Bridge:
 
         future = portal.start_task_soon(task)
         try:
-            return future.result()
+            result = future.result()
         except BaseException:
             # Ctrl-C (or any exception) in the calling thread: cancel the turn in flight and wait for
             # its cleanup, so that no server outlives the call. A second Ctrl-C stops the wait.
-            future.cancel()
-            finished.wait()
+            try:
+                future.cancel()
+                finished.wait()
+            finally:
+                self.setup.flush(quiet=True)  # a full disk does not turn Ctrl-C into another error
             raise
-        finally:
-            self.setup.flush()
+        self.setup.flush()
+        return result
 
     def get_action(self, game_state_text: str, relevant_memories: str | None = None) -> Action:
         """Choose the next action (same contract as :func:`bridge.get_action`).
