@@ -9,6 +9,7 @@ play K episodes at once never gets its answers).
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -19,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import uuid
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,8 +28,18 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import pytest
 import trio
-from llm_server import LLMServer, agent_reply, rendezvous
-from play_support import all_exit, default_sigint, descendants, offline_env, zork1_path
+from attrs import evolve
+from llm_server import LLMServer, RecordedRequest, Reply, agent_reply, rendezvous
+from play_support import (
+    all_exit,
+    default_sigint,
+    descendants,
+    is_running,
+    offline_env,
+    proc_start_time,
+    write_project,
+    zork1_path,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -413,3 +425,248 @@ async def test_ray_without_an_address_plays_on_a_runtime_of_its_own_even_beside_
     assert len(workers) == 2
     assert {r["pid"] for r in _records(run)} == workers
     assert on_the_cluster == {}
+
+
+# -- no process of the run outlives it: Ctrl-C, a worker that dies, a stop while Ray starts ---------
+
+MISBEHAVING = Path(__file__).with_name("servers") / "misbehaving.py"
+MARK = "ZORKMCP_TEST_RUN"
+"""A variable of the test's own in the environment of every process of one run (a token each run):
+what the run left is found by it, wherever it went (under PID 1), and nothing else running on the
+machine is counted."""
+LEFT_GUARD = 20.0
+"""Real seconds the test waits for the run's processes to be gone once it has exited (a hang guard:
+the run waits for them itself before it exits)."""
+
+
+def _carrying(token: str) -> dict[int, tuple[int | None, str]]:
+    """Every live process with ``ZORKMCP_TEST_RUN=<token>`` in its environment: PID → (start, cmdline)."""
+    mark = f"{MARK}={token}".encode()
+    found: dict[int, tuple[int | None, str]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        start = proc_start_time(int(entry.name))
+        if mark in environ and is_running(int(entry.name), start):
+            found[int(entry.name)] = (start, cmdline)
+    return found
+
+
+def _misbehaving_project(folder: Path, modes: str) -> str:
+    """A project in ``folder`` whose one MCP server, per episode, is ``misbehaving.py MODES``; its token."""
+    token = uuid.uuid4().hex
+    server = {
+        "command": sys.executable, "args": ["-S", str(MISBEHAVING), modes], "lifecycle": "per_episode",
+        "env": {MARK: token},
+    }  # fmt: skip
+    write_project(folder, mcp_config={"mcpServers": {"misbehaving": server}})
+    return token
+
+
+async def test_ctrl_c_on_ray_stops_the_servers_and_the_processes_they_started_outside_their_group(
+    ray_cluster: Cluster, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    # ray.cancel(force=True) killed each worker before its episode could stop its servers: a
+    # server's child that had called setsid (and a server that ignores SIGTERM and the end of its
+    # input) ran on under PID 1, two processes per run. Each episode now stops its own servers.
+    if not sys.platform.startswith("linux"):  # pragma: no cover
+        pytest.skip("needs /proc")
+    token = _misbehaving_project(tmp_path, "stubborn,setsid-child")
+    seen: dict[int, tuple[int | None, str]] = {}
+    llm_server.default, asked = rendezvous(2, lambda: seen.update(_carrying(token)), release=False)
+    run = tmp_path / "run"
+    command = _eval(llm_server, run, "--ray", ray_cluster.address, "--episodes", "2", "--concurrency", "2")
+    with (tmp_path / "stderr").open("w") as stderr, trio.fail_after(GUARD):
+        proc = await trio.lowlevel.open_process(
+            command, cwd=tmp_path, env=offline_env(RAY_AUTH_MODE="disabled"), stdout=subprocess.DEVNULL,
+            stderr=stderr, preexec_fn=default_sigint,
+        )  # fmt: skip
+        try:
+            await asked.wait()  # both episodes wait for the model, their servers and their children up
+            proc.send_signal(signal.SIGINT)
+            await proc.wait()
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+    err = (tmp_path / "stderr").read_text()
+    assert proc.returncode == 130, err[-2000:]
+    assert err.splitlines()[-1].startswith("zorkmcp eval: interrupted;")
+    assert json.loads((run / "summary.json").read_text())["arms"] == {}
+    assert sorted(cmdline.split()[-1] for _, cmdline in seen.values()) == ["stubborn,setsid-child"] * 4
+    with trio.fail_after(LEFT_GUARD):
+        await all_exit(seen)
+    assert _carrying(token) == {}
+
+
+async def test_a_worker_that_dies_mid_episode_leaves_nothing_and_the_run_goes_on(
+    ray_cluster: Cluster, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    # A worker killed as the OOM killer would (kill -9) takes its episode's teardown with it: its
+    # server's child that had called setsid (and a server that ignores the end of its input) ran on
+    # under PID 1 while the run went on. The driver now kills them, found by the episode's
+    # ZORKMCP_EPISODE token, before it records the episode as failed.
+    if not sys.platform.startswith("linux"):  # pragma: no cover
+        pytest.skip("needs /proc")
+    token = _misbehaving_project(tmp_path, "stubborn,setsid-child")
+    workers: dict[int, tuple[int | None, str]] = {}
+    servers: dict[int, tuple[int | None, str]] = {}
+    asked, answer = trio.Event(), trio.Event()
+    arrived: list[RecordedRequest] = []
+
+    def step(request: RecordedRequest) -> Reply:  # the model answers once the test has killed one worker
+        if request.method != "POST":  # the run's probe of the endpoint
+            return Reply(status=404)
+        arrived.append(request)
+        if len(arrived) == 2:  # both episodes wait for the model, their servers up
+            workers.update(
+                (pid, process)
+                for pid, process in _the_runs(ray_cluster.head.pid).items()
+                if process[1].startswith("ray::play_in_worker")
+            )
+            servers.update(_carrying(token))
+            asked.set()
+        return evolve(agent_reply("look"), hold=answer)
+
+    llm_server.default = step
+    run = tmp_path / "run"
+    command = _eval(llm_server, run, "--ray", ray_cluster.address, "--episodes", "2", "--concurrency", "2")
+    with (tmp_path / "stderr").open("w") as stderr, trio.fail_after(GUARD):
+        proc = await trio.lowlevel.open_process(
+            command, cwd=tmp_path, env=offline_env(RAY_AUTH_MODE="disabled"), stdout=subprocess.PIPE,
+            stderr=stderr,
+        )  # fmt: skip
+        try:
+            assert proc.stdout is not None
+            await asked.wait()
+            worker = min(workers)
+            left = descendants(worker)  # its server and the server's child
+            assert (
+                sorted(cmdline.split()[-1] for _, cmdline in left.values()) == ["stubborn,setsid-child"] * 2
+            )
+            os.kill(worker, signal.SIGKILL)
+            out = b""
+            while b"\narm=" not in out:  # the banner, then a line per finished episode: the dead one's
+                chunk = await proc.stdout.receive_some()
+                assert chunk, out.decode()
+                out += chunk
+            with trio.fail_after(LEFT_GUARD):
+                await all_exit(left)  # gone, while the other episode plays on
+            assert set(_carrying(token)) == set(servers) - set(left)
+            answer.set()
+            async for chunk in proc.stdout:
+                out += chunk
+            await proc.wait()
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+    err = (tmp_path / "stderr").read_text()
+    assert proc.returncode == 1, err[-2000:]  # an episode failed
+    records = _records(run)
+    assert [(r["turns"], r.get("error", "")[:18]) for r in records if r["pid"] is None] == [
+        (0, "WorkerCrashedError")
+    ]
+    assert [(r["turns"], r.get("error")) for r in records if r["pid"] is not None] == [(2, None)]
+    with trio.fail_after(LEFT_GUARD):
+        await all_exit(servers)
+    assert _carrying(token) == {}
+
+
+_HOOKED = """\
+import os, sys
+import ray._private.services as services
+
+get_node = services.get_node
+
+
+def started(*args, **kwargs):  # ray.init: the runtime's processes have started, the raylet has registered
+    node = get_node(*args, **kwargs)
+    if services.get_node is started:
+        services.get_node = get_node
+        os.write(int(os.environ["ZORKMCP_TEST_READY_FD"]), b"starting")
+        os.read(int(os.environ["ZORKMCP_TEST_GO_FD"]), 1)  # the test has sent its signal
+    return node
+
+
+services.get_node = started
+from zorkmcp.cli import main
+
+sys.exit(main())
+"""
+"""``zorkmcp`` with a pause in ``ray.init``: it says when it is there, and goes on when told."""
+
+
+def _named(root: int) -> list[str]:
+    """The processes below ``root`` that have named themselves as Ray's do (``ray::…``), sorted."""
+    return sorted(cmdline.strip() for _, cmdline in descendants(root).values() if cmdline.startswith("ray::"))
+
+
+@pytest.mark.parametrize(
+    ("stop", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["ctrl-c", "sigterm"]
+)
+async def test_a_stop_while_ray_starts_takes_effect_once_it_has_started_and_leaves_nothing(
+    stop: signal.Signals, status: int, tmp_path: Path
+) -> None:
+    # During ray.init, Ctrl-C left Ray's DashboardAgent and RuntimeEnvAgent under PID 1 for a minute,
+    # and SIGTERM met Ray's own handler (sys.exit): exit status 15, no summary, the same leftovers
+    if not sys.platform.startswith("linux"):  # pragma: no cover
+        pytest.skip("needs /proc")
+    token = uuid.uuid4().hex
+    ready_r, ready_w = os.pipe()
+    go_r, go_w = os.pipe()
+    run = tmp_path / "run"
+    command = [
+        sys.executable, "-c", _HOOKED, "eval", "--ray", "--game", str(zork1_path()), "--no-mcp",
+        "--episodes", "1", "--turns", "1", "--out", str(run),
+    ]  # fmt: skip
+    env = offline_env(
+        RAY_AUTH_MODE="disabled",
+        ZORKMCP_TEST_READY_FD=str(ready_w),
+        ZORKMCP_TEST_GO_FD=str(go_r),
+        **{MARK: token},
+    )
+    try:
+        with (tmp_path / "stderr").open("w") as stderr, trio.fail_after(GUARD):
+            proc = await trio.lowlevel.open_process(
+                command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=stderr,
+                pass_fds=(ready_w, go_r), preexec_fn=default_sigint,
+            )  # fmt: skip
+            os.close(ready_w)
+            os.close(go_r)
+            ready_w = go_r = -1
+            try:
+                await trio.lowlevel.wait_readable(ready_r)
+                assert os.read(ready_r, 100) == b"starting", (tmp_path / "stderr").read_text()[-2000:]
+                # the raylet starts its DashboardAgent and RuntimeEnvAgent on its own: what a stop left
+                # running, once they were up and named (there is no event to wait for: polled)
+                while _named(proc.pid) != ["ray::DashboardAgent", "ray::RuntimeEnvAgent"]:
+                    await trio.sleep(0.05)
+                started = descendants(proc.pid)  # the runtime's processes
+                proc.send_signal(stop)
+                os.write(go_w, b"g")
+                await proc.wait()
+            finally:
+                if proc.returncode is None:
+                    proc.kill()
+                    await proc.wait()
+    finally:
+        for fd in (ready_r, ready_w, go_r, go_w):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+    err = (tmp_path / "stderr").read_text()
+    assert proc.returncode == status, err[-2000:]
+    assert err.splitlines()[-1] == (
+        "zorkmcp eval: interrupted; the summary covers the finished episodes; to play the rest, run the "
+        f"same command with --resume --out {run}"
+    )
+    assert any("raylet" in cmdline for _, cmdline in started.values()), started
+    with trio.fail_after(LEFT_GUARD):
+        await all_exit(started)
+    assert _carrying(token) == {}

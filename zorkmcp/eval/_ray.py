@@ -5,6 +5,25 @@ The driver keeps at most K tasks in flight (``ray.wait``), writes each result's 
 flight. A local Ray runtime the run started is shut down with it. Needs ``pip install
 'zorkmcp[ray]'``; the workers of a cluster need zorkmcp and the story file at the same path.
 
+No process of the run outlives it, as in a local run:
+
+* A cancelled task gets ``KeyboardInterrupt`` in its worker, and its episode stops its servers the
+  way a local run's does; only a task still running :data:`CANCEL_GRACE` seconds later has its worker
+  killed. ``ray.cancel(force=True)`` at once killed every worker before its teardown: a server's
+  children that had left its process group (``setsid``) ran on under PID 1.
+* A worker that dies (killed, as the OOM killer does) takes its episode's teardown with it. Each
+  episode's processes carry ``ZORKMCP_EPISODE=<token>`` (:data:`~zorkmcp.mcp._sweep.EPISODE_ENV_VAR`,
+  a token per task), so the driver kills what such an episode left, found by the token in
+  ``/proc``, as the session sweep does: at once for a worker that died mid-run (the run goes on),
+  and at the end for the tasks it had to kill. That walk sees this machine only: on a cluster, a
+  worker that dies on another node leaves its strays there, unless the nodes were started with
+  ``RAY_kill_child_processes_on_worker_exit_with_raylet_subreaper=true`` (each raylet then kills
+  what a dead worker started).
+* Starting the local runtime is not stopped halfway (:func:`_stops_held`): a Ctrl-C or SIGTERM
+  during ``ray.init`` left Ray's DashboardAgent and RuntimeEnvAgent running for a minute, SIGTERM
+  ended the run with exit status 15 (``ray.init`` puts in a ``sys.exit`` handler of its own) and 1
+  Ctrl-C in 8 crashed the process (exit status 139). Either now takes effect once Ray has started.
+
 Each task asks Ray for a share of a CPU small enough that K of them fit on the cluster at once
 (:func:`place_episodes`). Ray's default, one CPU per task, ran only as many episodes as the cluster
 has CPUs: ``--ray --concurrency 16`` on 2 cores played 2 at a time (16 episodes of 20 one-second
@@ -18,8 +37,12 @@ from __future__ import annotations
 import logging
 import os
 import re
+import secrets
+import select
 import signal
 import threading
+import time
+from contextlib import contextmanager, suppress
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
@@ -28,10 +51,11 @@ import anyio
 import attrs
 
 from ..errors import ConfigError, exception_leaves
+from ..mcp._sweep import EPISODE_ENV_VAR, kill_session_processes
 from ._runner import EpisodeResult, endpoint_of, open_http_pools, play_episode, write_episode
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Collection, Iterable, Iterator
     from pathlib import Path
 
     from anyio.abc import SocketStream
@@ -208,8 +232,19 @@ def _reason(exc: OSError) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
-def play_in_worker(spec: EpisodeSpec) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """One episode in a Ray worker: its own trio loop and HTTP pool; returns the record and events."""
+def play_in_worker(
+    spec: EpisodeSpec, marker: str | None = None
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """One episode in a Ray worker: its own trio loop and HTTP pool; returns the record and events.
+
+    ``ray.cancel`` raises ``KeyboardInterrupt`` in it: the episode stops its servers, and the task
+    ends with ``TaskCancelledError``.
+
+    Args:
+        spec: the episode.
+        marker: ``ZORKMCP_EPISODE`` in this process's environment while the episode plays, and so in
+            every process it starts: what the driver finds them by if this worker dies.
+    """
     from .._bridge import run_trio  # the project's trio loop, with its Ctrl-C contract
 
     async def main() -> EpisodeResult:
@@ -217,7 +252,13 @@ def play_in_worker(spec: EpisodeSpec) -> tuple[dict[str, Any], list[dict[str, An
         async with open_http_pools([url] if url else [], concurrency=1) as pools:
             return await play_episode(spec, pools, runner="ray")
 
-    result = run_trio(main)
+    if marker is not None:  # a worker plays one task at a time, and is kept for the next one
+        os.environ[EPISODE_ENV_VAR] = marker
+    try:
+        result = run_trio(main)
+    finally:
+        if marker is not None:
+            os.environ.pop(EPISODE_ENV_VAR, None)
     return result.record, result.events
 
 
@@ -255,36 +296,19 @@ def play_on_ray(
 
     Raises:
         ConfigError: Ray is not installed, or the cluster cannot be joined.
-        KeyboardInterrupt: Ctrl-C; the tasks in flight were cancelled first.
-        RunWriteError: an episode's files cannot be written; the tasks in flight were cancelled first.
+        KeyboardInterrupt: Ctrl-C (SIGTERM, SIGHUP); the tasks in flight were stopped first
+            (:func:`_cancel`), the local runtime shut down, and what killed workers left swept. One
+            that comes while the local runtime starts takes effect once it has started.
+        RunWriteError: an episode's files cannot be written; the tasks in flight were stopped first.
     """
     ray = _import_ray()
     if not specs:  # a resume with nothing left to play: no runtime to start, no cluster to join
         return
     started_here = not ray.is_initialized()
-    # ray.init puts its own SIGTERM handler (sys.exit) in place of zorkmcp's (Ctrl-C's path, see
-    # zorkmcp._signals); both stop signals get theirs back
-    stops = {stop: signal.getsignal(stop) for stop in (signal.SIGTERM, signal.SIGHUP)}
-    if started_here:
-        os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-        if address == LOCAL:  # the workers inherit this process's environment (PYTHONPATH, keys)
-            # a runtime of the run's own, even beside a cluster on this machine (--ray auto joins that)
-            ray.init(
-                address="local", include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING
-            )
-        else:
-            # Not through Ray Client: it would only pass it on to the head (its own INFO line, on this
-            # side, comes either way)
-            quiet = {} if address.startswith("ray://") else {"logging_level": logging.WARNING}
-            try:
-                ray.init(address=address, log_to_driver=False, **quiet)
-            except (ConnectionError, ValueError, RuntimeError) as exc:  # no cluster, a bad address, versions
-                raise cannot_join(address, exc) from None
-    if threading.current_thread() is threading.main_thread():
-        for stop, handler in stops.items():
-            if callable(handler):
-                signal.signal(stop, handler)
+    unfinished: set[str] = set()  # the markers of the episodes submitted and not reported
     try:
+        if started_here:
+            _start(ray, address)
         placement = place_episodes(
             (node["Resources"].get("CPU", 0.0) for node in ray.nodes() if node["Alive"]),
             min(concurrency, len(specs)),
@@ -292,10 +316,117 @@ def play_on_ray(
         if on_placed is not None:
             on_placed(placement)
         task = ray.remote(max_retries=0, num_cpus=placement.cpus_per_episode)(play_in_worker)
-        _drive(ray, task, specs, run_dir, concurrency, on_start, on_done)
+        _drive(ray, task, specs, run_dir, concurrency, on_start, on_done, unfinished)
     finally:
-        if started_here:
-            ray.shutdown()
+        with _stops_held():
+            if started_here:
+                ray.shutdown()  # a task still running in the local runtime ends with its worker here
+            _sweep_episodes(unfinished)  # ... and what its servers left, with those the driver killed
+
+
+def _start(ray: Any, address: str) -> None:
+    """``ray.init``: a local runtime of the run's own (:data:`LOCAL`), or the cluster at ``address``.
+
+    Raises:
+        ConfigError: the cluster cannot be joined (:func:`cannot_join`).
+    """
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    with _sigterm_kept(ray):
+        if address == LOCAL:  # the workers inherit this process's environment (PYTHONPATH, keys)
+            # a runtime of the run's own, even beside a cluster on this machine (--ray auto joins that);
+            # its processes start whole, and so shutdown ends them all
+            with _stops_held():
+                ray.init(
+                    address="local",
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    logging_level=logging.WARNING,
+                )
+            return
+        # Not through Ray Client: it would only pass it on to the head (its own INFO line, on this
+        # side, comes either way)
+        quiet = {} if address.startswith("ray://") else {"logging_level": logging.WARNING}
+        try:
+            ray.init(address=address, log_to_driver=False, **quiet)
+        except (ConnectionError, ValueError, RuntimeError) as exc:  # no cluster, a bad address, versions
+            raise cannot_join(address, exc) from None
+
+
+@contextmanager
+def _sigterm_kept(ray: Any) -> Iterator[None]:
+    """Within the block (``ray.init``), and after it, SIGTERM and SIGHUP keep the handlers zorkmcp put in.
+
+    ``ray.init`` first puts in a SIGTERM handler of its own (``sys.exit``): a scheduler's stop would
+    end the run with exit status 15, no summary and Ray's processes left behind, instead of taking
+    Ctrl-C's path as zorkmcp's handler does (:mod:`zorkmcp._signals`). Where SIGTERM has a handler
+    of Python's, Ray's helper that puts its own in (``ray._private.utils.set_sigterm_handler``, a
+    private name: the SIGTERM test in ``tests/test_eval_ray.py`` fails if it moves) does nothing
+    within the block, and whatever Ray put in otherwise is replaced by the one before once the block
+    ends. At its default (a library caller's), Ray's stays: ``sys.exit`` shuts Ray down.
+    """
+    if threading.current_thread() is not threading.main_thread():  # Ray puts in none there either
+        yield
+        return
+    before = {stop: signal.getsignal(stop) for stop in (signal.SIGTERM, signal.SIGHUP)}
+    utils: Any = getattr(getattr(ray, "_private", None), "utils", None)
+    ray_sets = getattr(utils, "set_sigterm_handler", None) if callable(before[signal.SIGTERM]) else None
+    if ray_sets is not None:
+        utils.set_sigterm_handler = _leave_sigterm
+    try:
+        yield
+    finally:
+        if ray_sets is not None:
+            utils.set_sigterm_handler = ray_sets
+        for stop, handler in before.items():
+            if callable(handler):
+                signal.signal(stop, handler)
+
+
+def _leave_sigterm(handler: Any) -> None:
+    """What ``ray._private.utils.set_sigterm_handler`` does under :func:`_sigterm_kept`: nothing."""
+    del handler
+
+
+_HELD: Final = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextmanager
+def _stops_held() -> Iterator[None]:
+    """Ctrl-C, SIGTERM and SIGHUP that come within the block take effect once it ends (in the main thread).
+
+    For what must not stop halfway: starting the local runtime, stopping the run's tasks, shutting
+    the runtime down and sweeping what killed episodes left (each bounded). A signal that comes is
+    held, and raised again once the old handlers are back, each signal once, in the order they came
+    (zorkmcp's handlers turn SIGTERM and SIGHUP into Ctrl-C): ``KeyboardInterrupt`` then comes out of
+    the block.
+    """
+    if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
+        yield
+        return
+    held: list[int] = []
+
+    def hold(signum: int, frame: Any) -> None:
+        del frame
+        if signum not in held:
+            held.append(signum)
+
+    before = {stop: handler for stop in _HELD if (handler := signal.getsignal(stop)) is not None}
+    for stop in before:  # a handler put in outside Python (None) is left alone
+        signal.signal(stop, hold)
+    try:
+        yield
+    finally:
+        for stop, handler in before.items():
+            if signal.getsignal(stop) is hold:  # one put in meanwhile (Ray's own) stays
+                signal.signal(stop, handler)
+        interrupted = False
+        for signum in held:
+            try:
+                signal.raise_signal(signum)
+            except KeyboardInterrupt:
+                interrupted = True
+        if interrupted:
+            raise KeyboardInterrupt
 
 
 _VERSIONS: Final = re.compile(
@@ -332,6 +463,18 @@ def cannot_join(address: str, exc: Exception) -> ConfigError:
     )
 
 
+CANCEL_GRACE: Final = 5.0
+"""Seconds a cancelled task gets to stop its episode (its servers) before its worker is killed.
+
+An episode's teardown ends its servers together, each within about 2.5 s
+(:data:`~zorkmcp.mcp._stdio.WORST_CASE_TEARDOWN`, a server that ignores SIGTERM), then its zygote.
+"""
+KILLED_GRACE: Final = 2.0
+"""Seconds Ray gets to report the tasks whose workers it was asked to kill."""
+SWEEP_GRACE: Final = 1.0
+"""Seconds the driver waits for the processes it killed by an episode's marker to be gone."""
+
+
 def _drive(
     ray: Any,
     task: Any,
@@ -340,29 +483,82 @@ def _drive(
     concurrency: int,
     on_start: Callable[[EpisodeSpec], None] | None,
     on_done: Callable[[dict[str, Any]], None] | None,
+    unfinished: set[str],
 ) -> None:
+    """Play ``specs``, at most ``concurrency`` at once; on any exception, stop the tasks in flight.
+
+    ``unfinished`` holds the marker of each episode submitted and not yet reported: what is left in
+    it when this returns or raises is for the caller to sweep (:func:`_sweep_episodes`).
+    """
     queue = list(reversed(specs))
-    in_flight: dict[Any, EpisodeSpec] = {}
+    in_flight: dict[Any, tuple[EpisodeSpec, str]] = {}
     try:
         while queue or in_flight:
             while queue and len(in_flight) < concurrency:
                 spec = queue.pop()
                 if on_start is not None:
                     on_start(spec)
-                in_flight[task.remote(spec)] = spec
+                marker = secrets.token_hex(16)
+                unfinished.add(marker)
+                in_flight[task.remote(spec, marker)] = (spec, marker)
             ready, _ = ray.wait(list(in_flight), num_returns=1)
-            spec = in_flight.pop(ready[0])
+            spec, marker = in_flight.pop(ready[0])
             try:
                 record, events = ray.get(ready[0])
             except ray.exceptions.RayError as exc:  # the worker died: the episode failed, the run goes on
+                _sweep_episodes([marker])  # what its servers left (its teardown died with it)
                 record, events = _failed(spec, exc), []
+            unfinished.discard(marker)
             write_episode(run_dir, EpisodeResult(record=record, events=events))
             if on_done is not None:
                 on_done(record)
     except BaseException:  # Ctrl-C, or a file of the run that cannot be written: nothing runs on
-        for ref in in_flight:
-            ray.cancel(ref, force=True)
+        with _stops_held():
+            _cancel(ray, list(in_flight))
         raise
+
+
+def _cancel(ray: Any, refs: list[Any]) -> None:
+    """Stop these tasks: each episode stops its own servers; a worker still busy after the grace is killed.
+
+    What a killed worker's episode left is swept by its marker afterwards (:func:`_sweep_episodes`).
+    """
+    if not refs:
+        return
+    with suppress(ray.exceptions.RayError, ConnectionError):  # a cluster gone meanwhile: nothing to stop
+        for ref in refs:
+            ray.cancel(ref)  # KeyboardInterrupt in the worker; a task not started yet never starts
+        _, running = ray.wait(refs, num_returns=len(refs), timeout=CANCEL_GRACE, fetch_local=False)
+        for ref in running:
+            ray.cancel(ref, force=True)
+        if running:
+            ray.wait(running, num_returns=len(running), timeout=KILLED_GRACE, fetch_local=False)
+
+
+def _sweep_episodes(markers: Collection[str]) -> int:
+    """Kill every process on this machine that carries one of these episodes' markers; how many.
+
+    For episodes whose worker died or was killed before their teardown could run (Linux ``/proc``,
+    as the session sweep, :func:`~zorkmcp.mcp._sweep.kill_session_processes`; elsewhere nothing).
+    Waits up to :data:`SWEEP_GRACE` for them to be gone.
+    """
+    if not markers:
+        return 0
+    found = kill_session_processes(frozenset(markers), variable=EPISODE_ENV_VAR)
+    pidfds = [pidfd for pinned in found.values() for pidfd in pinned]
+    try:
+        waiting = select.poll()  # a pidfd is readable once its process has ended
+        for pidfd in pidfds:
+            waiting.register(pidfd, select.POLLIN)
+        left, deadline = set(pidfds), time.monotonic() + SWEEP_GRACE
+        while left and (wait := deadline - time.monotonic()) > 0:
+            for pidfd, _ in waiting.poll(wait * 1000):
+                waiting.unregister(pidfd)
+                left.discard(pidfd)
+    finally:
+        for pidfd in pidfds:
+            os.close(pidfd)
+    return len(pidfds)
 
 
 def _failed(spec: EpisodeSpec, exc: BaseException) -> dict[str, Any]:

@@ -10,6 +10,11 @@ eval`` runs many episodes in one process and ends many sessions at once. One wal
 session that is waiting for one (:func:`sweep_session`): in an eval of 64 episodes the walks took
 about 15% of the eval process's CPU (py-spy, 64 episodes × 5 turns, 2 cores) when each teardown
 walked on its own.
+
+A second variable, ``ZORKMCP_EPISODE=<token>``, marks every process of one episode where something
+other than the episode may have to end them: ``zorkmcp eval --ray`` sets it in a worker for the
+episode it plays, so that the driver can find what a worker killed mid-episode left behind (the
+worker's own teardown never ran). The same walk finds either variable (``variable=``).
 """
 
 from __future__ import annotations
@@ -27,31 +32,35 @@ from attrs import define, field
 if TYPE_CHECKING:
     from collections.abc import Collection
 
-__all__ = ["SESSION_ENV_VAR", "kill_session_processes", "sweep_session"]
+__all__ = ["EPISODE_ENV_VAR", "SESSION_ENV_VAR", "kill_session_processes", "sweep_session"]
 
 SESSION_ENV_VAR = "ZORKMCP_SESSION"
 """Environment variable marking every process of one session (value: a random token)."""
-_MARK = f"{SESSION_ENV_VAR}=".encode()
+EPISODE_ENV_VAR = "ZORKMCP_EPISODE"
+"""Environment variable marking every process one episode started on Ray (value: a random token)."""
 
 
-def _token_of(pid: int) -> str | None:
-    """The session token in the environment of process ``pid`` (``None``: none, or unreadable)."""
+def _token_of(pid: int, variable: str = SESSION_ENV_VAR) -> str | None:
+    """The value of ``variable`` in the environment of process ``pid`` (``None``: none, or unreadable)."""
     try:
         with open(f"/proc/{pid}/environ", "rb") as f:
             environ = f.read()
     except OSError:
         return None
+    mark = f"{variable}=".encode()
     start = 0
-    while (found := environ.find(_MARK, start)) >= 0:
+    while (found := environ.find(mark, start)) >= 0:
         if found == 0 or environ[found - 1] == 0:  # the start of a variable, not inside a value
             end = environ.find(b"\0", found)
-            value = environ[found + len(_MARK) : end if end >= 0 else len(environ)]
+            value = environ[found + len(mark) : end if end >= 0 else len(environ)]
             return value.decode("ascii", "replace")
         start = found + 1
     return None
 
 
-def kill_session_processes(tokens: Collection[str]) -> dict[str, list[int]]:
+def kill_session_processes(
+    tokens: Collection[str], *, variable: str = SESSION_ENV_VAR
+) -> dict[str, list[int]]:
     """SIGKILL every process whose environment carries ``ZORKMCP_SESSION=<token>`` for a token given.
 
     Blocking (reads ``/proc``); run it in a worker thread. Each candidate is pinned with a pidfd and
@@ -59,6 +68,8 @@ def kill_session_processes(tokens: Collection[str]) -> dict[str, list[int]]:
 
     Args:
         tokens: the sessions' tokens.
+        variable: the variable that carries them, instead of ``ZORKMCP_SESSION``
+            (:data:`EPISODE_ENV_VAR`: episodes' tokens).
 
     Returns:
         For each token with a process signalled, their pidfds (the caller waits on them and closes
@@ -76,14 +87,14 @@ def kill_session_processes(tokens: Collection[str]) -> dict[str, list[int]]:
         if not entry.isdigit() or int(entry) == me:
             continue
         pid = int(entry)
-        token = _token_of(pid)
+        token = _token_of(pid, variable)
         if token is None or token not in tokens:
             continue
         try:
             pidfd = os.pidfd_open(pid)
         except OSError:
             continue
-        if _token_of(pid) != token:
+        if _token_of(pid, variable) != token:
             os.close(pidfd)
             continue
         try:
