@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import textwrap
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -712,3 +713,23 @@ def test_a_terminal_without_unicode_gets_escapes_not_a_traceback(tmp_path: Path)
         assert max(result.stdout + result.stderr) < 128  # nothing but ASCII reached the terminal
     assert b"Logs: logs/zorkmcp_events.jsonl (events), logs/episode.log (episode)" in play.stdout
     assert b"score \\xb1 se" in evaluate.stdout
+
+
+def test_the_sdks_own_log_records_do_not_reach_the_terminal() -> None:
+    """``Error in sse_reader`` and its traceback (a remote server gone) were printed by Python's
+    last-resort handler; zorkmcp's own warnings still are."""
+    script = textwrap.dedent("""\
+        import logging
+        from zorkmcp.cli import main
+        try:
+            main(["--version"])
+        except SystemExit:
+            pass
+        logging.getLogger("mcp.client.sse").error("Error in sse_reader", exc_info=ValueError("peer closed"))
+        logging.getLogger("mcp.client.streamable_http").warning("Session termination failed: 400")
+        logging.getLogger("zorkmcp.eval").warning("a warning of zorkmcp's own")
+        """)
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=SAFETY_TIMEOUT, check=False
+    )
+    assert (result.returncode, result.stderr) == (0, "a warning of zorkmcp's own\n")

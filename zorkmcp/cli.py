@@ -6,6 +6,7 @@ import argparse
 import errno
 import io
 import json
+import logging
 import os
 import sys
 from pathlib import Path
@@ -450,6 +451,7 @@ def main(
         The exit status (see ``zorkmcp play --help``).
     """
     _tolerant_streams()
+    _quiet_sdk_logs()
     parser = build_parser()
     args = parser.parse_args(argv)
     with stops_as_ctrl_c():  # SIGTERM, SIGHUP and a reader gone take the Ctrl-C path (exit 143, 129, 141)
@@ -466,6 +468,20 @@ def main(
             )
             code = EXIT_CONFIG
     return stopped_status(code, EXIT_INTERRUPTED)
+
+
+def _quiet_sdk_logs() -> None:
+    """The MCP SDK's own log records do not reach the terminal as tracebacks.
+
+    With no logging configured, Python prints a warning or an error of any logger on stderr: the
+    SDK logs ``Error in sse_reader`` with a 60-line traceback when a remote server goes away, and
+    ``Session termination failed: 400`` at the end of a session. zorkmcp says each of these once, in
+    its own words (the error result of the call, the server's restart); the SDK's records add
+    nothing a user can act on. A program that configures logging itself still gets them.
+    """
+    sdk = logging.getLogger("mcp")
+    if not any(isinstance(handler, logging.NullHandler) for handler in sdk.handlers):
+        sdk.addHandler(logging.NullHandler())
 
 
 def _tolerant_streams() -> None:
