@@ -617,6 +617,19 @@ WHERE = " (/cfg/mcp_config.json)"
             "$.servers.b.headers.X-Key must not contain line breaks (value not shown)",
         ),
         (
+            {
+                "servers": {
+                    "b": {"url": "http://h/mcp", "headers": {"Authorization": "Bearer ${UNSET_TOKEN:-}"}}
+                }
+            },
+            "$.servers.b.headers.Authorization must not start or end with a space (value not shown; "
+            '"Bearer ${TOKEN:-}" with TOKEN unset leaves one: set the variable or drop the header)',
+        ),
+        (
+            {"servers": {"b": {"url": "http://h/mcp", "headers": {"X-A": "caf\u00e9"}}}},
+            "$.servers.b.headers.X-A must be printable ASCII, as HTTP carries it (value not shown)",
+        ),
+        (
             {"mcpServers": {"a": {"type": "websocket"}}},
             '$.mcpServers.a.type must be one of "stdio", "inprocess", "http", "sse", "streamable-http", '
             '"streamableHttp", "streamable_http", got \'websocket\' (string)',

@@ -639,6 +639,16 @@ def _check_remote(
             problems.append(
                 f"{json_path(path, 'headers', name)} must not contain line breaks (value not shown)"
             )
+        elif not value.isascii() or any((c < " " and c != "\t") or c == "\x7f" for c in value):
+            problems.append(
+                f"{json_path(path, 'headers', name)} must be printable ASCII, as HTTP carries it "
+                "(value not shown)"
+            )
+        elif value != value.strip(" \t"):  # HTTP trims them; h11 refuses the request instead
+            problems.append(
+                f"{json_path(path, 'headers', name)} must not start or end with a space (value not shown; "
+                '"Bearer ${TOKEN:-}" with TOKEN unset leaves one: set the variable or drop the header)'
+            )
 
 
 def _expanded(
