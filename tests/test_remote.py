@@ -12,7 +12,10 @@ from __future__ import annotations
 import json
 import logging
 import socket
-from contextlib import asynccontextmanager
+import ssl
+import subprocess
+import threading
+from contextlib import asynccontextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -100,7 +103,10 @@ async def startup_error(url: str, kind: RemoteKind, headers: Mapping[str, str] |
                         await client.initialize()
                         await client.list_tools()
     except Exception as exc:  # the test turns whatever came out into the message
-        return str(remote_startup_error(exc, name="remote", url=url, headers=headers or {}, status=status))
+        error = remote_startup_error(
+            exc, name="remote", url=url, headers=headers or {}, status=status, kind=kind
+        )
+        return str(error)
     raise AssertionError("the server started")
 
 
@@ -218,6 +224,90 @@ async def test_connection_refused_and_unknown_host(kind: RemoteKind) -> None:
     assert await startup_error(nowhere, kind) == (
         "Failed to start MCP server 'remote': unknown host 'no-such-host.invalid' (check the URL)\n"
         f"URL: {nowhere}"
+    )
+
+
+@pytest.fixture(scope="module")
+def tls_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    """A TLS server with a self-signed certificate for 127.0.0.1 (it answers nothing after the handshake)."""
+    folder = tmp_path_factory.mktemp("tls")
+    key, cert = folder / "key.pem", folder / "cert.pem"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn, suppress(OSError), context.wrap_socket(conn, server_side=True) as tls:
+                tls.recv(1)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        stop.set()
+        listener.close()
+
+
+@pytest.mark.parametrize("kind", ["http", "sse"])
+async def test_tls_failures_say_what_went_wrong(
+    remote: RemoteTestServer, tls_port: int, kind: RemoteKind
+) -> None:
+    plain = remote.url(ENDPOINT[kind]).replace("http://", "https://")
+    assert await startup_error(plain, kind) == (
+        f"Failed to start MCP server 'remote': TLS handshake with {plain} failed (it does not speak TLS): "
+        f"use an http:// URL\nURL: {plain}"
+    )
+    self_signed = f"https://127.0.0.1:{tls_port}{ENDPOINT[kind]}"
+    assert await startup_error(self_signed, kind) == (
+        f"Failed to start MCP server 'remote': the TLS certificate of {self_signed} could not be verified "
+        "(self-signed certificate): set SSL_CERT_FILE to a PEM file holding its CA (or the self-signed "
+        f"certificate itself)\nURL: {self_signed}"
+    )
+    to_tls = f"http://127.0.0.1:{tls_port}{ENDPOINT[kind]}"
+    message = await startup_error(to_tls, kind)
+    assert message.startswith(f"Failed to start MCP server 'remote': {to_tls} closed the connection without")
+    assert message.endswith(f": if the server speaks TLS, use an https:// URL\nURL: {to_tls}")
+
+
+async def test_the_other_transport_kind_is_suggested(remote: RemoteTestServer) -> None:
+    sse = remote.url("/sse")
+    assert await startup_error(sse, "http") == (
+        f"Failed to start MCP server 'remote': no Streamable HTTP endpoint at {sse} (HTTP 405 Method Not "
+        f'Allowed): the path ends in /sse; for an SSE endpoint use "type": "sse"\nURL: {sse}'
+    )
+    http = remote.url("/mcp")
+    assert await startup_error(http, "sse") == (
+        "Failed to start MCP server 'remote': the server answered HTTP 400 Bad Request to the SSE "
+        f'stream\'s GET: for a Streamable HTTP endpoint use "type": "http"\nURL: {http}'
     )
 
 

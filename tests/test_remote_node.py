@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 import socket
 import subprocess
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +20,8 @@ from mcp.client.session import ClientSession
 from servers.helpers import RecordingSink
 from servers.remote import SDK_HTTP_WARNINGS
 
+from zorkmcp.config import McpSettings, ServerConfig
+from zorkmcp.mcp import open_toolbox
 from zorkmcp.mcp._remote import RemoteKind, open_remote_pool, open_remote_transport
 
 if TYPE_CHECKING:
@@ -53,10 +55,10 @@ def _free_port() -> int:
 
 
 @asynccontextmanager
-async def everything(kind: RemoteKind) -> AsyncIterator[str]:
+async def everything(kind: RemoteKind, port: int | None = None) -> AsyncIterator[str]:
     """Run server-everything in ``kind``'s mode; yield its endpoint once it listens."""
     assert NODE is not None
-    port = _free_port()
+    port = port or _free_port()
     env = {"PATH": "/usr/bin:/bin", "PORT": str(port)}
     command = [NODE, str(ENTRY), MODE[kind]]
     async with await anyio.open_process(command, env=env, stdout=subprocess.DEVNULL) as process:
@@ -87,3 +89,20 @@ async def test_server_everything_lists_and_echoes(kind: RemoteKind) -> None:
                 result = await client.call_tool("echo", {"message": "hello sailor"})
     assert "echo" in [tool.name for tool in tools.tools]
     assert result.content[0].model_dump()["text"] == "Echo: hello sailor"
+
+
+async def test_a_restarted_server_everything_gets_a_new_session() -> None:
+    # It answers the old session id with 400 "Bad Request: No valid session ID provided", not 404.
+    port = _free_port()
+    sink = RecordingSink()
+    server = ServerConfig(name="ev", type="http", url=f"http://127.0.0.1:{port}/mcp", lifecycle="per_episode")
+    with anyio.fail_after(GUARD):
+        async with AsyncExitStack() as first_run:
+            await first_run.enter_async_context(everything("http", port))
+            async with open_toolbox([server], McpSettings(), events=sink) as toolbox:
+                first = await toolbox.call_tool("ev.echo", {"message": "one"})
+                await first_run.aclose()  # stopped; then the restart
+                async with everything("http", port):
+                    second = await toolbox.call_tool("ev.echo", {"message": "two"})
+    assert [first.content, second.content] == ["Echo: one", "Echo: two"]
+    assert ("mcp_session_renewed", {"server": "ev"}) in sink.events

@@ -8,7 +8,7 @@ and the loopback LLM server. Real clock (httpx's timeouts are deadlines too); wa
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import anyio
 import pytest
@@ -87,12 +87,17 @@ async def test_a_stalled_remote_call_times_out_and_the_server_hears_of_it(remote
     assert result.error_message == "Tool call timed out after 0.5s"
 
 
-async def test_an_expired_session_is_renewed_once_and_the_call_retried(remote: RemoteTestServer) -> None:
+@pytest.mark.parametrize("answer", ["404", "400-typescript"])
+async def test_an_expired_session_is_renewed_once_and_the_call_retried(
+    remote: RemoteTestServer, answer: Literal["404", "400-typescript"]
+) -> None:
+    # 400-typescript: the TypeScript SDK's servers answer an unknown session id with 400 and
+    # "Bad Request: No valid session ID provided" (server-everything after a restart).
     sink = RecordingSink()
     with anyio.fail_after(GUARD):
         async with open_toolbox([_server(remote, "http")], McpSettings(), events=sink) as toolbox:
             first = await toolbox.call_tool("web.echo", {"text": "one"})
-            remote.expire_sessions()
+            remote.expire_sessions(answer)
             second = await toolbox.call_tool("web.echo", {"text": "two"})
             third = await toolbox.call_tool("web.echo", {"text": "three"})
     assert [first.content, second.content, third.content] == ["one", "two", "three"]
@@ -113,8 +118,8 @@ async def test_a_session_that_cannot_be_renewed_fails_the_call_and_the_server(
             second = await toolbox.call_tool("web.echo", {"text": "two"})  # renewed once: 503
             third = await toolbox.call_tool("web.echo", {"text": "three"})  # no second renewal
     failed = (
-        "Tool call failed: MCP server 'web' is not running; a new session after the old one expired "
-        f"failed: the server failed (HTTP 503 Service Unavailable) at {url}"
+        "Tool call failed: MCP server 'web' is not running; the server forgot the MCP session, and a "
+        f"new one failed: the server failed (HTTP 503 Service Unavailable) at {url}"
     )
     assert first.content == "one"
     assert (second.is_error, second.error_message) == (True, failed)
@@ -124,6 +129,38 @@ async def test_a_session_that_cannot_be_renewed_fails_the_call_and_the_server(
         "ERROR",
         f"MCP server 'web': the server failed (HTTP 503 Service Unavailable) at {url}",
     ) in sink.lines
+
+
+async def test_another_400_is_not_a_lost_session_and_the_error_names_the_status(
+    remote: RemoteTestServer,
+) -> None:
+    sink = RecordingSink()
+    with anyio.fail_after(GUARD):
+        async with open_toolbox([_server(remote, "http")], McpSettings(), events=sink) as toolbox:
+            assert (await toolbox.call_tool("web.echo", {"text": "one"})).content == "one"
+            remote.expire_sessions("400-other")
+            second = await toolbox.call_tool("web.echo", {"text": "two"})
+    assert (second.is_error, second.error_message) == (
+        True,
+        "Tool call failed: the server answered HTTP 400 Bad Request",
+    )
+    assert "mcp_session_renewed" not in [event for event, _ in sink.events]
+
+
+async def test_a_failed_renewal_names_the_url_once(remote: RemoteTestServer) -> None:
+    sink = RecordingSink()
+    url = remote.url("/mcp")
+    with anyio.fail_after(GUARD):
+        async with open_toolbox([_server(remote, "http")], McpSettings(), events=sink) as toolbox:
+            assert (await toolbox.call_tool("web.echo", {"text": "one"})).content == "one"
+            remote.expire_sessions()
+            remote.refuse_new_sessions(404)  # a reason that names the URL itself
+            second = await toolbox.call_tool("web.echo", {"text": "two"})
+    assert second.error_message == (
+        "Tool call failed: MCP server 'web' is not running; the server forgot the MCP session, and a "
+        f"new one failed: no MCP endpoint at {url} (HTTP 404): check the path (usually …/mcp, or …/sse "
+        "for SSE)"
+    )
 
 
 async def test_a_failed_renewal_follows_the_start_up_rule_at_the_next_turn(remote: RemoteTestServer) -> None:

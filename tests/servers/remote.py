@@ -13,8 +13,11 @@ answers many behaviours, chosen by a path prefix in front of ``/mcp`` (Streamabl
                                   SDK client closes an SSE answer early, so only these keep alive)
 
 and on command: :meth:`RemoteTestServer.expire_sessions` makes every Streamable HTTP session id
-seen so far unknown (404 "Session not found", as the SDK's session manager answers);
-:meth:`RemoteTestServer.refuse_new_sessions` answers every request that opens a session with 503.
+seen so far unknown (404 "Session not found", as the SDK's session manager answers; or 400 with
+the body the TypeScript SDK's example servers send, ``@modelcontextprotocol/server-everything``
+among them; or 400 with a body about something else);
+:meth:`RemoteTestServer.refuse_new_sessions` answers every request that opens a session with 503 (or
+the status given).
 
 Tools: ``echo(text)``, ``stall()`` (logs "stalling", then waits until cancelled), ``progress(steps)``
 (progress and log notifications, then "done"), ``change_tools()`` (adds ``extra`` and sends
@@ -29,7 +32,7 @@ import json
 import socket
 import threading
 from contextlib import asynccontextmanager, contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import pytest
@@ -109,6 +112,24 @@ async def _send_status(
     await send({"type": "http.response.body", "body": payload})
 
 
+_EXPIRED_ANSWERS: dict[str, tuple[int, dict[str, Any]]] = {
+    "404": (
+        404,
+        {"jsonrpc": "2.0", "id": "server-error", "error": {"code": -32600, "message": "Session not found"}},
+    ),
+    # Byte for byte what server-everything (express) sends: no "id", so not a JSON-RPC error the
+    # SDK client can use; it says "Server returned an error response".
+    "400-typescript": (
+        400,
+        {"jsonrpc": "2.0", "error": {"code": -32000, "message": "Bad Request: No valid session ID provided"}},
+    ),
+    "400-other": (
+        400,
+        {"jsonrpc": "2.0", "error": {"code": -32000, "message": "Bad Request: Unsupported feature"}},
+    ),
+}
+
+
 class RemoteTestServer:
     """The server's controls and addresses (see the module docstring)."""
 
@@ -116,9 +137,10 @@ class RemoteTestServer:
         self.port = port
         self.stall_cancelled = stall_cancelled
         self._expired: set[str] = set()
+        self._expired_answer: tuple[int, dict[str, Any]] = (404, {})
         self._seen: set[str] = set()
         self._lock = threading.Lock()
-        self._refusing = False
+        self._refusing = 0
         self.authorizations: list[str] = []
         self.connections: dict[tuple[str, int], set[str]] = {}
         """Per TCP connection (the client's address), the MCP session ids its requests carried."""
@@ -127,14 +149,15 @@ class RemoteTestServer:
         """The address of ``path`` (e.g. ``/auth/mcp``) on this server."""
         return f"http://127.0.0.1:{self.port}{path}"
 
-    def expire_sessions(self) -> None:
-        """Make every Streamable HTTP session id seen so far unknown (404)."""
+    def expire_sessions(self, answer: Literal["404", "400-typescript", "400-other"] = "404") -> None:
+        """Make every Streamable HTTP session id seen so far unknown, answered as ``answer`` says."""
         with self._lock:
             self._expired |= self._seen
+            self._expired_answer = _EXPIRED_ANSWERS[answer]
 
-    def refuse_new_sessions(self) -> None:
-        """Answer 503 to every request without a session id from now on (sessions open stay open)."""
-        self._refusing = True
+    def refuse_new_sessions(self, status: int = 503) -> None:
+        """Answer ``status`` to every request without a session id from now on (open sessions stay)."""
+        self._refusing = status
 
     def wrap(self, inner: Any) -> Any:
         """The ASGI app: the path prefixes of the module docstring in front of ``inner``."""
@@ -166,16 +189,13 @@ class RemoteTestServer:
                 used = self.connections.setdefault(tuple(scope["client"]), set())
                 used |= {session_id} if session_id is not None else set()
             if session_id is None and self._refusing:
-                await _send_status(send, 503, {"error": "unavailable"}, [])
+                await _send_status(send, self._refusing, {"error": "unavailable"}, [])
                 return
             if session_id is not None:
                 with self._lock:
                     expired = session_id in self._expired
                 if expired:
-                    error = {"code": -32600, "message": "Session not found"}
-                    await _send_status(
-                        send, 404, {"jsonrpc": "2.0", "id": "server-error", "error": error}, []
-                    )
+                    await _send_status(send, *self._expired_answer, [])
                     return
             await inner(scope, receive, self._noting_session_ids(send))
 

@@ -32,7 +32,9 @@ What the SDK (mcp 2.3) does, which the error messages decode:
 
 from __future__ import annotations
 
+import json
 import re
+import ssl
 from contextlib import asynccontextmanager
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Final
@@ -64,6 +66,7 @@ __all__ = [
     "RemoteStatus",
     "open_remote_pool",
     "open_remote_transport",
+    "remote_call_error",
     "remote_kind",
     "remote_startup_error",
     "safe_url",
@@ -84,22 +87,56 @@ class RemoteStatus:
     """What the HTTP layer saw during one MCP session (the SDK does not keep the status).
 
     Attributes:
-        last_error: the status of the most recent non-2xx answer, or ``None``.
-        session_expired: a request that carried an ``Mcp-Session-Id`` was answered 404.
         header_names: the names of the configured headers that were sent (never their values).
+        url: the endpoint as messages show it (:func:`~zorkmcp._urls.safe_url`).
+        kind: ``"http"`` or ``"sse"`` (for hints that the other kind was meant).
+        last_error: the status of the most recent non-2xx answer, or ``None`` (a 405 to the
+            Streamable HTTP client's optional ``GET`` stream is not a failure and is not kept).
+        session_expired: a request that carried an ``Mcp-Session-Id`` was answered 404, or 400 with
+            a body saying the session id is unknown (the TypeScript SDK's servers:
+            ``"Bad Request: No valid session ID provided"``).
     """
 
     header_names: tuple[str, ...] = ()
+    url: str = ""
+    kind: RemoteKind | None = None
     last_error: int | None = None
     session_expired: bool = False
 
     async def record(self, response: httpx2.Response) -> None:
         """The client's response hook: remember a failure's status."""
-        if response.status_code < 400:
+        code = response.status_code
+        if code < 400 or (code == 405 and response.request.method == "GET"):
             return
-        self.last_error = response.status_code
-        if response.status_code == 404 and "mcp-session-id" in response.request.headers:
+        self.last_error = code
+        if "mcp-session-id" not in response.request.headers:
+            return
+        if code == 404 or (code == 400 and await _says_session_unknown(response)):
             self.session_expired = True
+
+
+_SESSION_UNKNOWN: Final = re.compile(
+    r"\b(?:no valid|invalid|unknown|expired)\b[\w -]{0,20}\bsession\b"
+    r"|\bsession\b[\w -]{0,20}\b(?:not found|unknown|invalid|expired|terminated|does not exist)\b",
+    re.I,
+)
+"""A 400's error message saying the request's session id is unknown (not any other 400)."""
+_MAX_ERROR_BODY: Final = 64 * 1024
+
+
+async def _says_session_unknown(response: httpx2.Response) -> bool:
+    """Whether a 400's JSON body says the session id is unknown (read here; the SDK reads it again)."""
+    if not response.headers.get("content-type", "").lower().startswith("application/json"):
+        return False
+    if int(response.headers.get("content-length") or 0) > _MAX_ERROR_BODY:
+        return False
+    try:
+        body = json.loads(await response.aread())
+    except (httpx2.HTTPError, ValueError):
+        return False
+    error = body.get("error") if isinstance(body, dict) else None
+    message = error.get("message") if isinstance(error, dict) else error
+    return isinstance(message, str) and _SESSION_UNKNOWN.search(message) is not None
 
 
 class _BorrowedPool(httpx2.AsyncBaseTransport):
@@ -166,7 +203,7 @@ async def open_remote_transport(
         httpx2.HTTPError: nested in exception groups, as the SDK raises them; turn them into a message
             with :func:`remote_startup_error`.
     """
-    status = RemoteStatus(header_names=tuple(sorted(headers)))
+    status = RemoteStatus(header_names=tuple(sorted(headers)), url=safe_url(url), kind=kind)
     names = ", ".join(status.header_names) or "none"
     events.log("DEBUG", f"MCP server '{name}': connecting to {safe_url(url)} over {kind} (headers: {names})")
     client = _session_client(pool, headers, status, connect_timeout)
@@ -203,23 +240,63 @@ def _explain_status(code: int, url: str, status: RemoteStatus) -> str:
         if sent:
             return f"the server {what} ({_status_text(code)}); headers sent: {sent} (check their values)"
         return f'the server {what} ({_status_text(code)}); no headers were sent (add "headers" to the entry)'
-    if code == 404 and status.session_expired:
-        return "the server no longer knows the MCP session (HTTP 404 for its session id)"
+    if code in (400, 404) and status.session_expired:
+        return f"the server no longer knows the MCP session (HTTP {code} for its session id)"
+    sse_path = split_url(url)[2].rstrip("/").endswith("/sse")
+    if code in (404, 405) and status.kind == "http" and sse_path:
+        return (
+            f"no Streamable HTTP endpoint at {url} ({_status_text(code)}): "
+            'the path ends in /sse; for an SSE endpoint use "type": "sse"'
+        )
     if code == 404:
         return f"no MCP endpoint at {url} (HTTP 404): check the path (usually …/mcp, or …/sse for SSE)"
     if code >= 500:
         return f"the server failed ({_status_text(code)})"
+    if code in (400, 405, 406) and status.kind == "sse":
+        return (
+            f"the server answered {_status_text(code)} to the SSE stream's GET: "
+            'for a Streamable HTTP endpoint use "type": "http"'
+        )
     return f"the server answered {_status_text(code)}"
+
+
+def _ssl_error(leaf: BaseException) -> ssl.SSLError | None:
+    """The TLS failure behind a connect error (httpx keeps it only as a cause; the text is empty)."""
+    seen: BaseException | None = leaf
+    for _ in range(8):  # httpx2 → httpcore2 → the backend's stream error → ssl
+        if seen is None or isinstance(seen, ssl.SSLError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def _explain_tls(error: ssl.SSLError, url: str) -> str:
+    if isinstance(error, ssl.SSLCertVerificationError):
+        why = error.verify_message or error.reason or "unknown reason"
+        return (
+            f"the TLS certificate of {url} could not be verified ({why}): set SSL_CERT_FILE to a PEM "
+            "file holding its CA (or the self-signed certificate itself)"
+        )
+    if error.reason == "WRONG_VERSION_NUMBER":
+        return f"TLS handshake with {url} failed (it does not speak TLS): use an http:// URL"
+    return f"TLS handshake with {url} failed ({error.reason or error})"
 
 
 def _explain_leaf(leaf: BaseException, url: str, status: RemoteStatus) -> str:
     host = host_of(url) or url
     if isinstance(leaf, httpx2.ConnectError):
+        if (tls := _ssl_error(leaf)) is not None:
+            return _explain_tls(tls, url)
         if _UNKNOWN_HOST.search(str(leaf)):
             return f"unknown host {host!r} (check the URL)"
         return f"cannot connect to {url} (connection refused, or the server is not running)"
     if isinstance(leaf, httpx2.TimeoutException):
         return f"no answer from {url} in time ({type(leaf).__name__})"
+    if isinstance(leaf, (httpx2.RemoteProtocolError, httpx2.ReadError)) and url.startswith("http://"):
+        return (
+            f"{url} closed the connection without an HTTP answer ({type(leaf).__name__}): "
+            "if the server speaks TLS, use an https:// URL"
+        )
     if isinstance(leaf, httpx2.HTTPStatusError):
         return _explain_status(leaf.response.status_code, url, status)
     if isinstance(leaf, SdkMCPError) and status.last_error is not None:
@@ -227,6 +304,22 @@ def _explain_leaf(leaf: BaseException, url: str, status: RemoteStatus) -> str:
     if isinstance(leaf, SdkMCPError):
         return f"the server answered with an error: {leaf.message} (code {leaf.code})"
     return f"{type(leaf).__name__}: {leaf}"
+
+
+_SDK_STATUS_LOST: Final = "Server returned an error response"
+"""The SDK's message for a non-2xx answer whose body is not a JSON-RPC error (the status is lost)."""
+
+
+def remote_call_error(exc: SdkMCPError, status: RemoteStatus | None) -> str:
+    """The reason a tool call failed, naming the HTTP status where the SDK's message lost it.
+
+    Args:
+        exc: what ``call_tool`` raised.
+        status: the session's :class:`RemoteStatus` (``None`` for a local server: the SDK's message).
+    """
+    if status is None or status.last_error is None or exc.message != _SDK_STATUS_LOST:
+        return exc.message
+    return _explain_status(status.last_error, status.url, status)
 
 
 def _scrub(text: str, secrets: Iterable[str]) -> str:
@@ -244,6 +337,7 @@ def remote_startup_error(
     headers: Mapping[str, str],
     status: RemoteStatus | None = None,
     reason: str | None = None,
+    kind: RemoteKind | None = None,
 ) -> MCPServerStartupError:
     """One clear startup error for a remote server, naming the server and the URL, never a secret.
 
@@ -254,9 +348,11 @@ def remote_startup_error(
         headers: the headers that were configured (their values are scrubbed from the message).
         status: what :func:`open_remote_transport` recorded, if it got that far.
         reason: a reason to use instead of the one derived from ``exc`` (e.g. a startup timeout).
+        kind: ``"http"`` or ``"sse"``, for a hint that the other was meant (when ``status`` is
+            ``None``: an SSE stream fails before :func:`open_remote_transport` yields one).
     """
     shown = safe_url(url)
-    status = status or RemoteStatus(header_names=tuple(sorted(headers)))
+    status = status or RemoteStatus(header_names=tuple(sorted(headers)), url=shown, kind=kind)
     if reason is None:
         leaves: list[BaseException] = [leaf for leaf in exception_leaves(exc) if isinstance(leaf, Exception)]
         reason = _explain_leaf((leaves or [exc])[0], shown, status)

@@ -413,6 +413,7 @@ def _failure(
             headers=server.headers,
             status=opening.status,
             reason=reason,
+            kind=cast("RemoteKind", server.type),
         )
     if reason is None and opening.info is not None and opening.info.protocol_error is not None:
         reason = f"the server {opening.info.protocol_error}; it was stopped"
@@ -520,9 +521,12 @@ def _reconnect_failed(
         exc, name=server.name, url=server.url or "", headers=server.headers, status=opening.status
     )
     reason = str(error).splitlines()[0].removeprefix(f"Failed to start MCP server '{server.name}': ")
-    reason += f" at {error.command}"  # the URL, as shown (no user info, query or fragment)
+    if error.command not in reason:
+        reason += f" at {error.command}"  # the URL, as shown (no user info, query or fragment)
     if link.session is not None:
-        link.session.failure = f"a new session after the old one expired failed: {reason}"
+        forgot = link.session.remote is not None and link.session.remote.session_expired
+        what = "the server forgot the MCP session, and a new one" if forgot else "a new MCP session"
+        link.session.failure = f"{what} failed: {reason}"
     events.log("ERROR", f"MCP server '{server.name}': {reason}")
     link.done.set()
 

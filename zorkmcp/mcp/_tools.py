@@ -28,6 +28,7 @@ from zorkmcp.observability import EventSink, NullSink
 
 from .._surrogates import lone_surrogate
 from ._names import assign_wire_names, canonical_name
+from ._remote import remote_call_error
 from ._results import ToolCallResult, convert_call_result
 from ._schema import translate_schema
 from ._session import list_all_tools
@@ -367,7 +368,10 @@ class Toolbox:
         except SdkMCPError as exc:
             if exc.code == mcp_types.CONNECTION_CLOSED:
                 return _CONNECTION_CLOSED
-            message = session.describe_death() if session.failure is not None else exc.message
+            if session.failure is not None:
+                message = session.describe_death()
+            else:
+                message = remote_call_error(exc, session.remote)
             return ToolCallResult(content=None, is_error=True, error_message=f"Tool call failed: {message}")
         except Exception as exc:  # noqa: BLE001
             # Anything else the SDK raises for this call (invalid result, schema mismatch...) is a
