@@ -1,13 +1,15 @@
 """The body of ``zorkmcp tools --lint``: what schema translation does to each tool, and why.
 
 :func:`lint_report` runs :func:`zorkmcp.mcp.translate_schema` over every tool's input schema and
-returns a JSON-able list (for ``--json``); :func:`render_lint_report` turns it into printable lines.
+returns a JSON-able list (for ``--json``); :func:`render_lint_report` turns it into printable lines,
+with control characters from the servers shown escaped (:func:`~zorkmcp._controls.visible_controls`).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._controls import visible_controls
 from .mcp._schema import translate_schema
 
 if TYPE_CHECKING:
@@ -44,19 +46,23 @@ def lint_report(tools: Sequence[tuple[str, Mapping[str, Any] | None]]) -> list[d
 
 
 def render_lint_report(report: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Printable lines for a :func:`lint_report`: one heading per tool, its notes indented, a summary."""
+    """Printable lines for a :func:`lint_report`: one heading per tool, its notes indented, a summary.
+
+    Control characters in names and notes are shown escaped (:func:`~zorkmcp._controls.visible_controls`).
+    """
     lines: list[str] = []
     counts = {"ok": 0, "changed": 0, "excluded": 0}
     for entry in report:
         status = entry["status"]
         counts[status] = counts.get(status, 0) + 1
+        tool = visible_controls(entry["tool"], keep="")
         if status == "excluded":
-            lines.append(f"{entry['tool']}: LEFT OUT: {entry['excluded']}")
+            lines.append(f"{tool}: LEFT OUT: {visible_controls(str(entry['excluded']), keep='')}")
         elif status == "changed":
-            lines.append(f"{entry['tool']}: offered with {len(entry['changes'])} change(s)")
+            lines.append(f"{tool}: offered with {len(entry['changes'])} change(s)")
         else:
-            lines.append(f"{entry['tool']}: ok")
-        lines.extend(f"  - {change}" for change in entry["changes"])
+            lines.append(f"{tool}: ok")
+        lines.extend(f"  - {visible_controls(change, keep='')}" for change in entry["changes"])
     lines.append(
         f"{len(report)} tool(s): {counts['ok']} unchanged, {counts['changed']} changed, "
         f"{counts['excluded']} left out"

@@ -9,7 +9,11 @@ away (``| head``: the rest of the output is dropped, with no message, as ``zorkm
 
 ``zorkmcp tools`` also shows, on stderr, the warnings ``zorkmcp play`` shows for the same servers (a
 ``tools`` allow-list naming a tool the server lacks, a tool left out for its input schema, an
-ambiguous name), in the engine's words.
+ambiguous name), in the engine's words. It lists the tools of every server that started, and says on
+stderr, one line each, which did not and why (then exits 1). ``zorkmcp call SERVER.TOOL`` (or
+``SERVER__TOOL``) starts only that server when the name can belong to no other configured server.
+Control characters a server puts in names and descriptions are shown escaped (``\\x1b``), except in
+JSON output.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import argparse
 import json
 import math
 import sys
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,10 +30,10 @@ from ._stdout import OutputError, output_failed, print_line
 from .errors import ConfigError, MCPServerStartupError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import AsyncIterator, Callable, Sequence
 
-    from .config import McpConfig, Settings
-    from .mcp import Toolbox, ToolCallResult, ToolInfo
+    from .config import McpConfig, McpSettings, ServerConfig, Settings
+    from .mcp import ServerHandle, Toolbox, ToolCallResult, ToolInfo
 
 __all__ = ["add_mcp_subcommands", "cmd_call", "cmd_tools"]
 
@@ -37,10 +42,14 @@ EXIT_FAILED = 1
 EXIT_CONFIG = 2
 EXIT_INTERRUPTED = 130
 _SUMMARY_CHARS = 120
+_DESCRIPTION_MIN_WIDTH = 20
+"""The narrowest the description column gets; the names are never cut, the table widens instead."""
 
 
 def _error(message: str) -> None:
-    print(message, file=sys.stderr)
+    from ._controls import visible_controls
+
+    print(visible_controls(message, keep="\n"), file=sys.stderr)
 
 
 def _missing_config(path: Path, settings: Settings, *, from_flag: bool) -> str:
@@ -118,26 +127,80 @@ def _tool_json(info: ToolInfo) -> dict[str, Any]:
 
 
 def _print_table(tools: list[ToolInfo]) -> None:
+    """The tools as a table: names whole (they are what ``call`` takes), descriptions shortened and wrapped.
+
+    Every cell is plain text (a ``[`` in a name is not rich markup) with its control characters
+    escaped; the table is as wide as the console, or wider when the names need it.
+    """
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
+    from ._controls import visible_controls
+
+    rows = [
+        (info, [visible_controls(cell, keep="") for cell in (info.name, info.wire_name, info.server)])
+        for info in tools
+    ]
     table = Table(title=f"{len(tools)} MCP tools")
-    table.add_column("name")
-    table.add_column("wire name")
-    table.add_column("server")
-    table.add_column("description")
-    for info in tools:
+    widths = []
+    for index, header in enumerate(("name", "wire name", "server")):
+        width = max([len(header), *(len(cells[index]) for _, cells in rows)])
+        widths.append(width)
+        table.add_column(header, no_wrap=True, min_width=width, overflow="fold")
+    table.add_column("description", min_width=_DESCRIPTION_MIN_WIDTH, overflow="fold")
+    for info, cells in rows:
         summary = " ".join(info.description.split())
         if len(summary) > _SUMMARY_CHARS:
             summary = summary[: _SUMMARY_CHARS - 1].rstrip() + "…"
-        table.add_row(info.name, info.wire_name, info.server, summary)
+        table.add_row(*(Text(cell) for cell in cells), Text(visible_controls(summary, keep="")))
     console = Console(emoji=False)  # stdout's: its width, and colours on a terminal
+    needed = sum(widths) + _DESCRIPTION_MIN_WIDTH + 3 * 4 + 1  # each column: a border and 2 of padding
+    if console.width < needed:
+        console = Console(emoji=False, width=needed)
     try:
         with console.capture() as capture:  # written by print_line: rich's answer to EPIPE is SystemExit(1)
             console.print(table)
     except OSError as exc:  # leaving the capture flushes stdout (an empty write fails on /dev/full)
         raise OutputError(exc) from exc
     print_line(capture.get().removesuffix("\n"))
+
+
+@asynccontextmanager
+async def _open_servers(
+    servers: Sequence[ServerConfig], settings: McpSettings
+) -> AsyncIterator[tuple[Toolbox, dict[str, MCPServerStartupError]]]:
+    """Like :func:`~zorkmcp.mcp.open_toolbox`, but a server that does not start leaves the others.
+
+    Yields:
+        The toolbox of the servers that started, and the startup error of each that did not (in
+        ``servers`` order).
+    """
+    import anyio
+
+    from .mcp import Toolbox, start_server
+
+    events = _Warnings()
+    handles: dict[str, ServerHandle] = {}
+    errors: dict[str, MCPServerStartupError] = {}
+
+    async def start(nursery: anyio.abc.TaskGroup, server: ServerConfig) -> None:
+        try:
+            handles[server.name] = await start_server(nursery, server, settings, events=events)
+        except MCPServerStartupError as exc:
+            errors[server.name] = exc
+
+    async with anyio.create_task_group() as nursery:
+        try:
+            async with anyio.create_task_group() as starters:
+                for server in servers:
+                    starters.start_soon(start, nursery, server)
+            started = [handles[s.name].session for s in servers if s.name in handles]
+            failed = {s.name: errors[s.name] for s in servers if s.name in errors}
+            yield Toolbox(started, settings, events=events), failed
+        finally:
+            for handle in handles.values():
+                handle.close()
 
 
 def _listed_schemas(toolbox: Toolbox) -> list[tuple[str, dict[str, Any] | None]]:
@@ -157,7 +220,9 @@ def _listed_schemas(toolbox: Toolbox) -> list[tuple[str, dict[str, Any] | None]]
 
 
 def cmd_tools(config_path: Path | None, pyproject: Path | None, as_json: bool, *, lint: bool = False) -> int:
-    """Start the configured servers, print every tool, shut them down.
+    """Start the configured servers, print the tools of those that started, shut them down.
+
+    A server that does not start is one line on stderr (its startup error); the others are listed.
 
     Args:
         config_path: ``mcp_config.json`` (default: the configured ``config_file``).
@@ -167,20 +232,21 @@ def cmd_tools(config_path: Path | None, pyproject: Path | None, as_json: bool, *
         lint: print, per tool, what schema translation changed and what it left out, and why.
 
     Returns:
-        The exit code (0, 1 when a server did not start or stdout cannot be written, 2 for a
-        configuration error, 141 when the reader of stdout went away).
+        The exit code (0, 1 when a server did not start (the others are listed all the same) or
+        stdout cannot be written, 2 for a configuration error, 141 when the reader of stdout went away).
     """
 
     from ._bridge import run_trio
     from ._cli_lint import lint_report, render_lint_report
-    from .mcp import open_toolbox
 
     def tools(settings: Settings, config: McpConfig) -> int:
-        async def main() -> tuple[list[ToolInfo], list[tuple[str, dict[str, Any] | None]]]:
-            async with open_toolbox(config.enabled_servers, settings.mcp, events=_Warnings()) as toolbox:
-                return list(toolbox.tools), _listed_schemas(toolbox)
+        async def main() -> tuple[list[ToolInfo], list[tuple[str, dict[str, Any] | None]], list[str]]:
+            async with _open_servers(config.enabled_servers, settings.mcp) as (toolbox, failed):
+                return list(toolbox.tools), _listed_schemas(toolbox), [str(exc) for exc in failed.values()]
 
-        infos, schemas = run_trio(main)
+        infos, schemas, failures = run_trio(main)
+        for failure in failures:
+            _error(failure)
         if lint:
             report = lint_report(schemas)
             if as_json:
@@ -191,7 +257,7 @@ def cmd_tools(config_path: Path | None, pyproject: Path | None, as_json: bool, *
             print_line(json.dumps([_tool_json(info) for info in infos], indent=2, ensure_ascii=False))
         else:
             _print_table(infos)
-        return EXIT_OK
+        return EXIT_FAILED if failures else EXIT_OK
 
     return _run(tools, config_path, pyproject)
 
@@ -204,6 +270,11 @@ def cmd_call(
     timeout: float | None,
 ) -> int:
     """Call one tool and print its ``ToolCallResult.to_dict()`` as JSON.
+
+    Only the server ``name`` points at is started when no other configured server can own the
+    name (see :func:`_owners`); otherwise every enabled server is, as ``zorkmcp play`` would. An
+    unknown tool's error says why when it can: its server is disabled, the server's ``tools``
+    allow-list leaves it out, or the name is ambiguous (then it lists the wire names to use).
 
     Args:
         name: canonical (``thinking.think``) or wire name (``thinking__think``).
@@ -230,16 +301,89 @@ def cmd_call(
     from .mcp import open_toolbox
 
     def call(settings: Settings, config: McpConfig) -> int:
-        async def main() -> ToolCallResult:
-            # the warnings of `tools` too: a tool left out for its schema is otherwise just "Unknown tool"
-            async with open_toolbox(config.enabled_servers, settings.mcp, events=_Warnings()) as toolbox:
-                return await toolbox.call_tool(name, arguments, timeout=timeout)
+        owners = _owners(name, config.servers)
+        if len(owners) == 1 and owners[0].disabled:
+            result = _unknown(name, f"MCP server '{owners[0].name}' is disabled in mcp_config.json")
+        else:
+            servers = owners if len(owners) == 1 else list(config.enabled_servers)
 
-        result = run_trio(main)
+            async def main() -> ToolCallResult:
+                # the warnings of `tools` too: a tool left out for its schema is otherwise just "Unknown tool"
+                async with open_toolbox(servers, settings.mcp, events=_Warnings()) as toolbox:
+                    if toolbox.resolve(name) is None and (why := _why_unknown(name, toolbox, config)):
+                        return why
+                    return await toolbox.call_tool(name, arguments, timeout=timeout)
+
+            result = run_trio(main)
         print_line(json.dumps(result.to_dict(), ensure_ascii=False, default=str))
         return EXIT_FAILED if result.is_error else EXIT_OK
 
     return _run(call, config_path, pyproject)
+
+
+def _owners(name: str, servers: Sequence[ServerConfig]) -> list[ServerConfig]:
+    """The configured servers (disabled ones too) whose tools can have ``name``, canonical or wire.
+
+    Canonical names are ``server.tool``; wire names start with the server's part of
+    :func:`~zorkmcp.mcp._names.base_wire_name`, or with its first characters when the name is cut
+    and hashed (:mod:`zorkmcp.mcp._names`). Two servers whose tools collide on a name both own it.
+    """
+    from .mcp._names import MAX_WIRE_NAME_LENGTH, base_wire_name
+
+    kept = MAX_WIRE_NAME_LENGTH - 9  # a hashed wire name: that much of the base, "_", 8 hex digits
+    owners = []
+    for server in servers:
+        prefix = base_wire_name(server.name, "")  # "server__", made wire-safe
+        if (
+            name.startswith(f"{server.name}.")
+            or name.startswith(prefix)
+            or (len(prefix) > kept and name[:kept] == prefix[:kept])
+        ):
+            owners.append(server)
+    return owners
+
+
+def _unknown(name: str, reason: str) -> ToolCallResult:
+    from .mcp import ToolCallResult
+
+    return ToolCallResult(content=None, is_error=True, error_message=f"Unknown tool '{name}': {reason}")
+
+
+def _why_unknown(name: str, toolbox: Toolbox, config: McpConfig) -> ToolCallResult | None:
+    """The error for a ``name`` the toolbox does not resolve, when it can tell why (else ``None``).
+
+    Why: two tools share the canonical name (the error lists their wire names), a server's
+    ``tools`` allow-list leaves the tool out, or a disabled server may have it.
+    """
+    from .mcp._names import base_wire_name, canonical_name
+
+    available = ", ".join(info.name for info in toolbox.tools) or "none"
+    same = [info for info in toolbox.tools if info.name == name]
+    if len(same) > 1:
+        wire = ", ".join(f"{info.wire_name} (server '{info.server}')" for info in same)
+        return _unknown(name, f"the name is ambiguous; call one of them by its wire name: {wire}")
+    for server in toolbox.servers:
+        session = toolbox.session(server)
+        if session is None or session.config.tools is None:
+            continue
+        for tool in session.tools:
+            if name in (canonical_name(server, tool.name), base_wire_name(server, tool.name)):
+                if tool.name not in session.config.tools:
+                    return _unknown(
+                        name,
+                        f"MCP server '{server}' has the tool, but its 'tools' allow-list in mcp_config.json "
+                        f"leaves it out. Available tools: {available}",
+                    )
+    disabled = [s.name for s in _owners(name, config.servers) if s.disabled]
+    if not disabled:
+        return None
+    servers = ", ".join(f"'{server}'" for server in disabled)
+    plural = "s" if len(disabled) > 1 else ""
+    return _unknown(
+        name,
+        f"it may be a tool of MCP server{plural} {servers}, disabled in mcp_config.json. "
+        f"Available tools: {available}",
+    )
 
 
 class _NotJson(ValueError):
@@ -336,9 +480,10 @@ def add_mcp_subcommands(subparsers: argparse._SubParsersAction[argparse.Argument
         "tools",
         help="start the configured MCP servers and list their tools",
         description="Start every enabled server of mcp_config.json, print each tool (canonical name, "
-        "wire name the LLM sees, server, description) and shut the servers down. The warnings zorkmcp "
-        "play gives for these servers (e.g. a 'tools' allow-list naming a tool the server lacks, a tool left "
-        "out for its input schema) go to stderr.",
+        "wire name the LLM sees, server, description) and shut the servers down. A server that does not "
+        "start is reported on stderr and the tools of the others are listed all the same (exit 1). The "
+        "warnings zorkmcp play gives for these servers (e.g. a 'tools' allow-list naming a tool the server "
+        "lacks, a tool left out for its input schema) go to stderr.",
     )
     _common(tools)
     tools.add_argument(
@@ -358,8 +503,10 @@ def add_mcp_subcommands(subparsers: argparse._SubParsersAction[argparse.Argument
     call = subparsers.add_parser(
         "call",
         help="call one MCP tool and print the result as JSON",
-        description="Start the configured servers, call one tool and print ToolCallResult.to_dict() as JSON. "
-        "Exit 0 for a normal result, 1 for an error result or timeout, 2 for a configuration error, "
+        description="Start the server the tool name points at (every enabled server when the name could "
+        "belong to more than one), call the tool and print ToolCallResult.to_dict() as JSON. "
+        "Exit 0 for a normal result, 1 for an error result, a timeout or a server that did not start, "
+        "2 for a configuration error, "
         "141 when the reader of the output went away (| head).",
     )
     call.add_argument("name", help="tool name, canonical (thinking.think) or wire (thinking__think)")
