@@ -87,7 +87,7 @@ def test_a_replay_that_differs_stops_naming_the_turn_and_the_difference(tmp_path
     assert play(project(tmp_path / "rec"), "--turns", "3", "--record", str(cassette))[0] == 0
     code, out, err = play(project(tmp_path / "replay"), "--turns", "3", "--no-mcp", "--replay", str(cassette))
     assert code == 1
-    assert f"cassette {cassette}, turn 1 (request 1): the engine sent a request the cassette does not" in err
+    assert f"cassette {cassette} line 2, turn 1: the engine sent a request the cassette does not have" in err
     assert "the tools offered differ (the cassette has ['thinking__think', 'zork__memory'" in err
     assert re.search(r"stopped\s+│ error: CassetteMismatchError", " ".join(out.split())), out
 
@@ -115,7 +115,7 @@ def test_a_cassette_holds_no_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         (None, r"no such cassette file \(record one with zorkmcp play --record FILE\)"),
         ('{"format": "zorkmcp-cassette", "version": 1, "model": "m"}\n{"request": {', r"is truncated"),
         ('{"hello": "world"}\n', r"not a zorkmcp cassette \(no 'zorkmcp-cassette' header"),
-        ("\x00\x01binary\n", r"not a zorkmcp cassette \(a line is not JSON"),
+        ("\x00\x01binary\n", r"not a zorkmcp cassette \(line 1 is not JSON: Expecting value at column 1\)"),
         ('{"format": "zorkmcp-cassette", "version": 9, "model": "m"}\n', r"cassette version 9; this zorkmcp"),
     ],
 )
@@ -142,7 +142,9 @@ async def test_the_cassette_is_a_chat_model_for_the_engine(tmp_path: Path) -> No
     assert replayed.content == first.content
     assert json.loads(replayed.content or "{}")["action"] == "north"
 
-    with pytest.raises(CassetteMismatchError, match=r"turn 1 \(request 1\): .*message 0 \(user\) differs"):
+    with pytest.raises(
+        CassetteMismatchError, match=r"line 2, turn 1: .*message 0 \(user\), its content, differs"
+    ):
         await ReplayModel(path).complete(CompletionRequest([{"role": "user", "content": "Kitchen."}]))
     with pytest.raises(CassetteError, match=r"no such cassette file"):
         ReplayModel(tmp_path / "missing.cassette")

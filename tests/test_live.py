@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+import io
+import json
+import re
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
+import attrs
+from llm_server import completion
 from play_support import INPROCESS_THINKING, run_in_tmux, write_project, zork1_path
 from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
 
+from zorkmcp._console import TerminalConsole
 from zorkmcp._live import LiveView, Progress, sparkline
-from zorkmcp.cli import progress_line
+from zorkmcp.cli import _TerminalNotices, build_parser, progress_line
 from zorkmcp.engine import ToolCallRecord
 from zorkmcp.orchestrator import TurnRecord
 
@@ -177,3 +189,145 @@ def test_live_view_in_a_120x40_terminal(tmp_path: Path) -> None:
     assert "t11  ✓ thinking.think" in text
     assert "t6   ✓ thinking.think" in text
     assert "t1   ✓ thinking.think" in text
+
+
+# -- control characters from outside, dumb terminals -------------------------------------------------
+
+HOSTILE = "\x1b[2J\x1b[H\x1b[31mRED\x1b[0m \x1b]0;pwned\x07 \x1b]52;c;cm0gLXJmIH4=\x07 \x9b2J \x7f"
+HOSTILE_SHOWN = r"\x1b[2J\x1b[H\x1b[31mRED\x1b[0m \x1b]0;pwned\x07 \x1b]52;c;cm0gLXJmIH4=\x07 \x9b2J \x7f"
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _hostile_record() -> TurnRecord:
+    call = ToolCallRecord(
+        id="call_1",
+        name=f"thinking.think{HOSTILE}",
+        server="thinking",
+        arguments={"thought": HOSTILE},
+        iteration=1,
+        duration=0.25,
+        outcome="ok",
+        result_preview=HOSTILE,
+    )
+    record = _record(1, 0, calls=(call,))
+    return attrs.evolve(
+        record, reasoning=HOSTILE, observation=HOSTILE, location=HOSTILE, action=f"W{HOSTILE}"
+    )
+
+
+def test_live_view_shows_control_characters_as_escapes() -> None:
+    view = LiveView(turn_limit=5)
+    view.add(_hostile_record())
+    out = io.StringIO()
+    Console(file=out, width=400, height=60, force_terminal=True, color_system=None).print(view)
+    text = out.getvalue()
+    assert not CONTROL.search(text), repr(text)
+    for shown in ("\\x1b[2J\\x1b[H\\x1b[31mRED", "\\x1b]0;pwned\\x07", "\\x9b2J", "\\x7f"):
+        assert text.count(shown) >= 5, shown  # location, action, game text, reasoning, tool call
+
+
+def test_progress_lines_show_control_characters_as_escapes() -> None:
+    line = progress_line(_hostile_record())
+    assert not CONTROL.search(line)
+    assert "\\x9b2J" in line  # json.dumps leaves C1 characters as they are
+
+
+def test_terminal_console_writes_no_control_character_from_its_text() -> None:
+    out = io.StringIO()
+    console = TerminalConsole(file=out, width=200, force_terminal=True, color_system="truecolor")
+    table = Table("what", "value")
+    table.add_row("model", HOSTILE)
+    console.print(table)  # a string cell: made visible before it is measured
+    console.print(Text("\x1b[2J\x9b2J", style="red"))  # a ready-made Text: made visible as it is written
+    console.print(f"[yellow]warning:[/] {escape(HOSTILE)}", highlight=False)
+    text = out.getvalue()
+    assert text.count(HOSTILE_SHOWN) == 2
+    assert "\\x1b[2J\\x9b2J" in text
+    assert not CONTROL.search(re.sub(r"\x1b\[[0-9;]*m", "", text)), repr(text)  # only rich's colours
+    assert "\x1b[31m" in text  # rich's own styles still reach the terminal
+
+
+def test_warnings_on_stderr_show_control_characters_as_escapes() -> None:
+    out = io.StringIO()
+    notices = _TerminalNotices(TerminalConsole(file=out, width=400, force_terminal=True, color_system=None))
+    notices.log("WARNING", f"server said {HOSTILE}")
+    assert out.getvalue() == f"warning: server said {HOSTILE_SHOWN}\n"
+
+
+def test_a_dumb_terminal_gets_progress_lines(tmp_path: Path) -> None:
+    out = tmp_path / "out.txt"
+    with out.open("w", encoding="utf-8") as file:
+        console = Console(file=file, width=200, force_terminal=True, _environ={"TERM": "dumb"})
+        progress = Progress(console, quiet=False)
+        progress.start(12)
+        progress.turn(_record(3, 5))
+        progress.stop()
+    assert progress.mode == "lines"
+    assert out.read_text(encoding="utf-8") == progress_line(_record(3, 5)) + "\n"
+
+
+def test_a_dumb_terminal_in_tmux_gets_a_line_per_turn(tmp_path: Path) -> None:
+    game = story_file()
+    pyproject = write_project(
+        tmp_path,
+        enabled=False,
+        files={"json_log_file": str(tmp_path / "events.jsonl"), "episode_log_file": str(tmp_path / "ep.log")},
+    )
+    command = f"TERM=dumb {ZORKMCP} play --turns 3 --game {game} --pyproject {pyproject}"
+    lines = run_in_tmux(tmp_path, command, 100, 30)
+    turns = [line for line in lines if line.startswith("turn=")]
+    assert [line.split()[0] for line in turns] == ["turn=1", "turn=2", "turn=3"], lines
+    assert 'location="North of House"' in turns[0]
+    assert not any(line.startswith("turn 3/3") for line in lines)  # no live frame
+
+
+class _HostileModel(BaseHTTPRequestHandler):
+    """A chat-completions endpoint whose every answer's thinking holds escape sequences."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        content = json.dumps({"thinking": f"think {HOSTILE} done", "action": "look", "new_objective": None})
+        body = json.dumps(completion({"role": "assistant", "content": content})).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        del format, args
+
+
+def test_live_view_in_tmux_shows_a_models_escape_codes_as_text(tmp_path: Path) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _HostileModel)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        pyproject = write_project(
+            tmp_path,
+            enabled=False,
+            files={"json_log_file": str(tmp_path / "ev.jsonl"), "episode_log_file": str(tmp_path / "ep.log")},
+        )
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        command = (
+            f"{ZORKMCP} play --turns 3 --game {story_file()} --pyproject {pyproject} "
+            f"--base-url {url} --model hostile"
+        )
+        lines = run_in_tmux(tmp_path, command, 200, 40)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    text = "\n".join(lines)
+    assert any(line.startswith("turn 3/3") for line in lines), text
+    assert "think \\x1b[2J\\x1b[H\\x1b[31mRED\\x1b[0m \\x1b]0;pwned\\x07" in text
+    assert "Episode summary" in text
+    assert any("hostile" in line for line in lines if "model" in line)
+
+
+def test_play_help_names_the_dumb_terminal_and_the_escapes() -> None:
+    play = build_parser()._subparsers._group_actions[0].choices["play"]  # type: ignore[union-attr]
+    text = play.format_help()
+    assert not CONTROL.search(text)
+    assert "When stdout is not a terminal, or is a dumb one (TERM=dumb)" in " ".join(text.split())
+    assert "shown as escapes (\\x1b)" in text

@@ -96,12 +96,11 @@ def test_an_explicit_turns_wins_and_more_than_the_cassette_holds_says_how_many(t
 
     code, _, err = play(project(tmp_path / "more"), "--turns", "10", "--replay", str(cassette))
     assert code == 1
-    # 8 turns and a think-tool round on turns 1 and 6: turn 9 would open with request 11.
     assert err == (
-        f"error: Episode stopped: CassetteMismatchError: cassette {cassette}, turn 9 (request 11): the "
+        f"error: Episode stopped: CassetteMismatchError: cassette {cassette}, turn 9: the "
         "cassette holds 8 turns and this run asked for one more; replay at most 8 turns (--turns 8) "
         "zorkmcp play: the model failed (CassetteMismatchError): cassette "
-        f"{cassette}, turn 9 (request 11): the cassette holds 8 turns and this run asked for one more; "
+        f"{cassette}, turn 9: the cassette holds 8 turns and this run asked for one more; "
         "replay at most 8 turns (--turns 8)"
     )
     assert ending(tmp_path / "more")[:2] == ("error", 8)
@@ -161,10 +160,11 @@ async def test_the_replay_model_says_how_many_turns_it_holds(
     header = CassetteHeader(model="scripted-walkthrough", max_turns=5)
     await RecordingModel(ScriptedModel(["north"]), cassette, header).complete(request)
     replay = ReplayModel(cassette)
-    assert (replay.turns, replay.turn_limit) == (1, 5)
+    # the recording stopped after 1 of its 5 turns: a replay plays the turn it holds
+    assert (replay.turns, replay.recorded_turn_limit, replay.turn_limit, replay.cut_short) == (1, 5, 1, True)
     await replay.complete(request)
     message = (
-        f"cassette {cassette}, turn 2 (request 2): the cassette holds 1 turn and this run asked for "
+        f"cassette {cassette}, turn 2: the cassette holds 1 turn and this run asked for "
         "one more; replay at most 1 turn (--turns 1)"
     )
     with pytest.raises(CassetteMismatchError, match=f"^{re.escape(message)}$"):

@@ -7,7 +7,7 @@ import json
 import re
 import subprocess
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from report_data import episode_events, fail_episode, write_events, write_run
@@ -380,3 +380,82 @@ def test_sigterm_while_the_page_is_written_exits_143_and_writes_nothing(
     assert capsys.readouterr().err == "zorkmcp report: interrupted; nothing written\n"
     assert not (tmp_path / "report.html").exists()
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # put back after the command
+
+
+# -- a log without episode_complete, escapes, small screens, the axis ----------------------------------
+
+
+def _card(html: str, label: str) -> str:
+    found = re.search(rf"<div class='card'><b>([^<]*)</b><span>{label}</span></div>", html)
+    assert found is not None, label
+    return found.group(1)
+
+
+def test_unfinished_episode_counts_every_turns_tool_calls(tmp_path: Path) -> None:
+    events = [e for e in episode_events() if e["event_type"] != "episode_complete"]
+    turns = [e for e in events if e["event_type"] == "turn_complete"]
+    total = sum(t["tool_calls"] for t in turns)
+    assert total > turns[-1]["tool_calls"]  # the last turn's own count is not the total
+    html = render_episode_report(write_events(tmp_path / "ev.jsonl", events), tmp_path / "p.html").read_text(
+        encoding="utf-8"
+    )
+    assert "unfinished (no episode_complete)" in html
+    assert _card(html, "tool calls") == str(total)
+    assert _card(html, "turns / moves") == f"{len(turns)} / {turns[-1]['moves']}"
+
+
+def test_finished_episode_takes_its_totals_from_episode_complete(tmp_path: Path) -> None:
+    events = episode_events()
+    end = next(e for e in events if e["event_type"] == "episode_complete")
+    html = render_episode_report(write_events(tmp_path / "ev.jsonl", events), tmp_path / "p.html").read_text(
+        encoding="utf-8"
+    )
+    assert _card(html, "tool calls") == str(end["tool_calls"])
+
+
+def test_control_characters_from_the_log_show_as_visible_escapes(tmp_path: Path) -> None:
+    hostile = "\x1b[2J\x1b[H\x1b[31mRED\x1b[0m \x9b1m \x07\x7f"
+    events = episode_events()
+    turn = next(e for e in events if e["event_type"] == "turn_complete")
+    turn.update(reasoning=hostile, observation=hostile, action=f"look{hostile}", location=hostile)
+    turn["tools"] = [{"name": "think", "server": "thinking", "arguments": hostile, "result": hostile}]
+    html = render_episode_report(write_events(tmp_path / "ev.jsonl", events), tmp_path / "p.html").read_text(
+        encoding="utf-8"
+    )
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", html)
+    shown = r"\x1b[2J\x1b[H\x1b[31mRED\x1b[0m \x9b1m \x07\x7f"
+    assert html.count(shown) == 6  # game text, reasoning, action, location, arguments, result
+
+
+def test_pages_fit_a_phone_screen(tmp_path: Path) -> None:
+    episode = render_episode_report(
+        write_events(tmp_path / "ev.jsonl", episode_events()), tmp_path / "p.html"
+    )
+    write_run(tmp_path / "run")
+    run = render_eval_report(tmp_path / "run")
+    viewport = '<meta name="viewport" content="width=device-width, initial-scale=1">'
+    for page in (episode, run):
+        head = page.read_text(encoding="utf-8").split("</head>")[0]
+        assert viewport in head
+
+
+def test_tool_call_axis_has_whole_number_ticks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from zorkmcp.eval import _report
+
+    ticks: list[list[float]] = []
+    original = _report._img
+
+    def keep_ticks(fig: Any, alt: str) -> str:
+        fig.canvas.draw()
+        ticks.append([float(t) for t in fig.axes[1].get_yticks()])
+        return original(fig, alt)
+
+    monkeypatch.setattr(_report, "_img", keep_ticks)
+    events = episode_events()
+    for e in events:
+        if e["event_type"] == "turn_complete":
+            e["tool_calls"] = e["turn"] % 2  # 0 or 1: the default locator puts ticks at 0.2, 0.4, …
+    render_episode_report(write_events(tmp_path / "ev.jsonl", events), tmp_path / "p.html")
+    assert len(ticks) == 1
+    assert ticks[0]
+    assert all(t == int(t) for t in ticks[0]), ticks[0]

@@ -1,4 +1,10 @@
-"""A command's standard output, whose reader going away stops the command as Ctrl-C does.
+"""The consoles ``zorkmcp play`` writes to: no control character from outside reaches the terminal,
+and a standard output whose reader goes away stops the command as Ctrl-C does.
+
+:class:`TerminalConsole` writes every control character of the text it is given as its escape
+(``\\x1b``, :func:`zorkmcp._controls.visible_controls`): a location, an error message or a
+warning naming a model's or a server's text cannot clear the screen or set the window title. Only
+the sequences rich makes itself (colours, the live view's cursor moves) reach the terminal.
 
 ``zorkmcp eval ... | head``: once ``head`` has its lines, the run's next line fails with ``EPIPE``.
 rich's own answer is ``SystemExit(1)`` from inside the write; in the event loop of ``zorkmcp eval``
@@ -12,15 +18,41 @@ from __future__ import annotations
 
 import os
 from contextlib import suppress
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.segment import Segment
 
+from ._controls import visible_controls
 from ._signals import reader_gone
 
-__all__ = ["OutputConsole"]
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from rich.text import Text
+
+__all__ = ["OutputConsole", "TerminalConsole"]
 
 
-class OutputConsole(Console):
+class TerminalConsole(Console):
+    """A :class:`rich.console.Console` that writes no control character it did not make itself.
+
+    Strings (``print``, table cells) have theirs made visible before they are measured, so a table
+    keeps its columns; any that comes in a ready-made :class:`rich.text.Text` is made visible as it
+    is written.
+    """
+
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        return super().render_str(visible_controls(text), **kwargs)
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        return super()._render_buffer(
+            segment if segment.control else Segment(visible_controls(segment.text), segment.style)
+            for segment in buffer
+        )
+
+
+class OutputConsole(TerminalConsole):
     """A :class:`rich.console.Console` whose reader going away stops the command (the module docstring)."""
 
     def on_broken_pipe(self) -> None:

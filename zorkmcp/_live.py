@@ -1,8 +1,14 @@
-"""What ``zorkmcp play`` shows while it plays: a live view on a terminal, one line per turn otherwise.
+"""What ``zorkmcp play`` shows while it plays: a live view on a terminal, one line per turn otherwise
+(and on a dumb terminal, ``TERM=dumb``, which cannot redraw).
 
 The live view fits the terminal it is drawn on: every section is cut to a line budget computed from
 the console's size at each refresh, so an 80×24 terminal shows the essentials and a bigger one shows
 more game text, more reasoning, more tool calls and a longer score sparkline.
+
+Every text from outside (the game's, the model's reasoning and action, a tool's name, arguments and
+result) has its control characters written as escapes (``\\x1b``, :mod:`zorkmcp._controls`) before
+it is measured, so a model cannot clear the screen or set the window title through the view, and the
+lines keep their widths.
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ from rich.panel import Panel
 from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
+
+from ._controls import visible_controls
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -36,7 +44,7 @@ _OUTCOME_MARK = {
 
 
 def _quote(text: str) -> str:
-    return json.dumps(" ".join(text.split()), ensure_ascii=False)
+    return json.dumps(" ".join(visible_controls(text).split()), ensure_ascii=False)
 
 
 def progress_line(record: TurnRecord) -> str:
@@ -71,7 +79,7 @@ def sparkline(scores: Sequence[int], *, width: int, maximum: int | None = None) 
 
 def _short(value: Any, width: int) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    text = " ".join(text.split())
+    text = " ".join(visible_controls(text).split())
     return text if len(text) <= width else text[: max(0, width - 1)] + "…"
 
 
@@ -81,7 +89,7 @@ def _call_line(turn: int, call: ToolCallRecord, width: int, *, current: bool) ->
     line = Text(no_wrap=True, overflow="ellipsis", style="" if current else "dim")
     line.append(f"t{turn:<3} ")
     line.append(f"{mark} ", style=style)
-    line.append(call.name, style="bold cyan")
+    line.append(visible_controls(call.name), style="bold cyan")
     line.append(f" {_short(call.arguments, room)}")
     if call.result_preview:
         line.append(f" → {_short(call.result_preview, room)}")
@@ -92,13 +100,18 @@ def _call_line(turn: int, call: ToolCallRecord, width: int, *, current: bool) ->
 
 def _clip(console: Console, text: str, width: int, lines: int, style: str = "") -> Text:
     """``text`` wrapped to ``width`` and cut to ``lines`` lines (``…`` marks a cut)."""
-    wrapped = list(Text(" ".join(text.split()) or "-", style=style).wrap(console, max(1, width)))
+    wrapped = list(Text(_flat(text) or "-", style=style).wrap(console, max(1, width)))
     if len(wrapped) > lines:
         wrapped = wrapped[:lines]
         last = wrapped[-1]
         last.truncate(max(1, width - 1))
         last.append("…")
     return Text("\n").join(wrapped)
+
+
+def _flat(text: str) -> str:
+    """``text`` on one line, its control characters visible."""
+    return " ".join(visible_controls(text).split())
 
 
 def _panel(body: Text, title: str) -> Panel:
@@ -145,9 +158,9 @@ class LiveView:
         state = " — victory" if last.victory else " — game over" if last.game_over else ""
         where = Text(no_wrap=True, overflow="ellipsis")
         where.append("at ", style="dim")
-        where.append(last.location or "?", style="bold yellow")
+        where.append(_flat(last.location) or "?", style="bold yellow")
         where.append("  > ", style="dim")
-        where.append(last.action, style="bold")
+        where.append(_flat(last.action), style="bold")
         where.append(state, style="bold red")
         scores = [r.score for r in self.records]
         label = f"score 0–{max(scores)} "
@@ -160,8 +173,8 @@ class LiveView:
         inner = width - 4
         body = height - 3 - 6  # the header, then three panels with two border lines each
         calls = self._recent_calls()
-        game_need = len(Text(" ".join(last.observation.split())).wrap(console, inner))
-        reason_need = len(Text(" ".join(last.reasoning.split())).wrap(console, inner))
+        game_need = len(Text(_flat(last.observation)).wrap(console, inner))
+        reason_need = len(Text(_flat(last.reasoning)).wrap(console, inner))
         call_lines = max(1, min(len(calls), body // 3))
         reason_lines = max(1, min(reason_need, max(2, body // 5)))
         game_lines = max(1, min(game_need, body - call_lines - reason_lines))
@@ -191,6 +204,9 @@ class LiveView:
 class Progress:
     """Per-turn progress: the live view on a terminal, plain lines otherwise, nothing when quiet.
 
+    A dumb terminal (``TERM=dumb`` or ``unknown``) gets the lines: rich's live display does not
+    redraw there, and would show nothing until the episode ends.
+
     The live view's last frame stays on the screen when the episode ends (above the summary).
 
     Args:
@@ -200,7 +216,8 @@ class Progress:
 
     def __init__(self, console: Console, *, quiet: bool) -> None:
         self.console = console
-        self.mode = "off" if quiet else "live" if console.is_terminal else "lines"
+        live = console.is_terminal and not console.is_dumb_terminal
+        self.mode = "off" if quiet else "live" if live else "lines"
         self.live: Live | None = None
         self.view: LiveView | None = None
 

@@ -12,13 +12,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from . import __version__
 from ._argtypes import game_seed, http_url, positive_int
-from ._console import OutputConsole
+from ._console import OutputConsole, TerminalConsole
 from ._live import Progress as _Progress
 from ._live import progress_line
 from ._signals import interruption, stopped_status, stops_as_ctrl_c
@@ -34,6 +33,8 @@ from .errors import (
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+    from rich.console import Console
 
     from .config import Settings
     from .orchestrator import EpisodeSummary, Orchestrator
@@ -58,9 +59,11 @@ PLAY_EPILOG = """\
 progress: on a terminal a live view shows the turn against the turn limit (with a bar), score and
 moves, location and last action, a score sparkline, the game's latest text, the agent's reasoning and
 the recent tool calls (name, arguments, result, duration, outcome); it fits the terminal's size and
-its last frame stays above the summary. When stdout is not a terminal, one line per turn instead, e.g.
+its last frame stays above the summary. When stdout is not a terminal, or is a dumb one (TERM=dumb),
+one line per turn instead, e.g.
   turn=3 score=0/350 moves=3 tool_calls=0 location="North of House" action="n"
---quiet prints neither (only the banner and the summary).
+--quiet prints neither (only the banner and the summary). Control characters in the model's, the
+tools' or the game's text are shown as escapes (\\x1b), never sent to the terminal.
 
 logs: the JSON-lines event log and the episode log go to [tool.zorkgpt.files] json_log_file and
 episode_log_file (default logs/zorkmcp_events.jsonl and logs/episode.log); they are appended to.
@@ -166,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
 # -- display -----------------------------------------------------------------------------------------
 
 
-def _summary_table(summary: EpisodeSummary) -> Table:
+def _summary_table(summary: EpisodeSummary, *, replay: str | None = None) -> Table:
     table = Table(title="Episode summary", show_header=False)
     table.add_column("what", style="bold")
     table.add_column("value")
@@ -178,7 +181,9 @@ def _summary_table(summary: EpisodeSummary) -> Table:
     table.add_row("victory", "yes" if summary.victory else "no")
     table.add_row("game over", "yes" if summary.game_over else "no")
     table.add_row("tool calls", str(summary.tool_calls))
-    table.add_row("model", escape(summary.model) + (" (offline scripted model)" if summary.scripted else ""))
+    kind = ["offline scripted model"] if summary.scripted else []
+    kind += [f"replayed from the cassette {replay}"] if replay else []
+    table.add_row("model", escape(summary.model + (f" ({', '.join(kind)})" if kind else "")))
     stopped = f"interrupted ({interruption()})" if summary.interrupted else summary.stopped
     table.add_row("stopped", escape(stopped + (f": {summary.error}" if summary.error else "")))
     return table
@@ -387,7 +392,7 @@ def _finish(
     """
     from ._outputs import write_atomically
 
-    console.print(_summary_table(summary))
+    console.print(_summary_table(summary, replay=args.replay))
     files = settings.files
     console.print(
         f"Logs: {files.json_log_file} (events), {files.episode_log_file} (episode)",
@@ -497,7 +502,7 @@ def _tolerant_streams() -> None:
 
 def _main_play(args: argparse.Namespace, console: Console | None, err: Console | None) -> int:
     console = console if console is not None else OutputConsole(emoji=False)
-    err = err if err is not None else Console(stderr=True, emoji=False)
+    err = err if err is not None else TerminalConsole(stderr=True, emoji=False)
 
     try:
         return _cmd_play(args, console, err)

@@ -97,7 +97,7 @@ class Orchestrator:
     episode: Episode | None = None
     summary: EpisodeSummary | None = None
     """The summary, once the episode has ended (also when :meth:`run` raised)."""
-    _replayed_limit: int | None = attrs.field(default=None, init=False, repr=False)
+    _replayed: ReplayModel | None = attrs.field(default=None, init=False, repr=False)
 
     @property
     def mcp_on(self) -> bool:
@@ -114,9 +114,9 @@ class Orchestrator:
         if self.max_turns is not None:
             return self.max_turns
         if self.replay is not None:
-            if self._replayed_limit is None:
-                self._replayed_limit = ReplayModel(self.replay).turn_limit
-            return self._replayed_limit
+            if self._replayed is None:
+                self._replayed = ReplayModel(self.replay)
+            return self._replayed.turn_limit
         return self.settings.orchestrator.max_turns_per_episode
 
     def log_files(self) -> LogFiles:
@@ -176,7 +176,7 @@ class Orchestrator:
                     f"{self.replay}: the cassette was recorded with another story file "
                     f"({replayed.header.get('game')}); pass it with --game"
                 )
-            self._replayed_limit = replayed.turn_limit  # read once
+            self._replayed = replayed  # read once
             return lambda: _fixed(replayed)
         if self.record is None:
             return None
@@ -249,6 +249,7 @@ class Orchestrator:
             failure = None if isinstance(exc, GameError) else exc
             self.recorder.log("ERROR", f"Episode stopped: {error}")
         self.summary = episode.finish(stopped, error)
+        self._tell_cut_short()
         try:
             bridge.setup.flush()
         except RunWriteError as exc:
@@ -265,6 +266,19 @@ class Orchestrator:
         if failure is not None:
             raise failure
         return self.summary
+
+    def _tell_cut_short(self) -> None:
+        """A replay that played every turn of a cassette whose recording was cut short says so."""
+        replayed = self._replayed
+        if replayed is None or self.max_turns is not None or self.summary is None:
+            return
+        if self.summary.stopped == "turn limit" and replayed.cut_short and replayed.turns > 0:
+            self.recorder.log(
+                "WARNING",
+                f"{self.replay}: the recording was cut short (Ctrl-C or an error): the cassette holds "
+                f"{replayed.turns} of the recorded episode's {replayed.recorded_turn_limit} turns, and "
+                "the replay played them all",
+            )
 
     @property
     def records(self) -> list[TurnRecord]:

@@ -2,19 +2,21 @@
 
 Each page is one file: figures are PNGs inline as base64 ``data:`` URIs, the style sheet is inline,
 nothing is fetched. Every piece of text from a log (game text, model output, tool arguments and
-results) is HTML-escaped. matplotlib (Agg backend) is imported inside the drawing functions, so
+results) is HTML-escaped, its control characters written as visible escapes (``\\x1b``; a browser
+shows them as boxes, or not at all). matplotlib (Agg backend) is imported inside the drawing functions, so
 importing this module stays cheap; every figure is closed after use.
 """
 
 from __future__ import annotations
 
 import base64
+import html
 import io
 import math
-from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._controls import visible_controls
 from .._outputs import write_atomically
 from ._results import (
     EpisodeEvents,
@@ -65,6 +67,11 @@ td pre{margin:0;white-space:pre-wrap;word-break:break-word;
 """
 
 
+def escape(text: str) -> str:
+    """``text`` HTML-escaped, its control characters (ESC, C1, …) visible as ``\\x1b``."""
+    return html.escape(visible_controls(text))
+
+
 def _fmt(value: Any, digits: int = 2) -> str:
     if value is None:
         return "–"
@@ -78,6 +85,7 @@ def _fmt(value: Any, digits: int = 2) -> str:
 def _page(title: str, body: str) -> str:
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{escape(title)}</title><style>{_CSS}</style></head>"
         f"<body><main>{body}</main></body></html>\n"
     )
@@ -414,6 +422,8 @@ def _turn_number(record: dict[str, Any], index: int) -> int:
 
 
 def _episode_img(episode: EpisodeEvents) -> str:
+    from matplotlib.ticker import MaxNLocator
+
     turns = [_turn_number(t, i) for i, t in enumerate(episode.turns)]
     fig, ax = _figure(11.2, 3.0)
     scored = [
@@ -427,6 +437,7 @@ def _episode_img(episode: EpisodeEvents) -> str:
     tools = ax.twinx()
     calls = [_num(t, "tool_calls") or 0.0 for t in episode.turns]
     tools.bar(turns, calls, color="C1", alpha=0.3, width=0.7, label="tool calls")
+    tools.yaxis.set_major_locator(MaxNLocator(integer=True))
     tools.set_ylabel("tool calls in the turn")
     tools.yaxis.label.set_color("C1")
     tools.spines["top"].set_visible(False)
@@ -503,7 +514,10 @@ def _limits(start: dict[str, Any]) -> str:
 def _episode_header(episode: EpisodeEvents, bad: int, events_path: Path) -> str:
     start, end = episode.start or {}, episode.complete
     last = episode.turns[-1] if episode.turns else {}
-    info = end or last
+    info = end or last  # the score and moves after the last turn the log has
+    total_calls = sum(_num(t, "tool_calls") or 0 for t in episode.turns)
+    tool_calls = (end or {}).get("tool_calls", int(total_calls))  # a turn's own count is not the total
+    turns = (end or {}).get("turns", len(episode.turns))
     max_score = (end or {}).get("max_score", start.get("max_score"))
     model = start.get("model") or (end or {}).get("model")
     if start.get("scripted") or (end or {}).get("scripted"):
@@ -520,12 +534,9 @@ def _episode_header(episode: EpisodeEvents, bad: int, events_path: Path) -> str:
                 ("score", f"{_fmt(info.get('score'))} / {_fmt(max_score)}"),
                 (
                     "turns / moves",
-                    f"{_fmt(info.get('turns', len(episode.turns)))} / {_fmt(info.get('moves'))}",
+                    f"{_fmt(turns)} / {_fmt(info.get('moves'))}",
                 ),
-                (
-                    "tool calls",
-                    _fmt(info.get("tool_calls", sum(_num(t, "tool_calls") or 0 for t in episode.turns))),
-                ),
+                ("tool calls", _fmt(tool_calls)),
                 ("model", _fmt(model)),
             ]
         )

@@ -11,8 +11,10 @@ are left out.
 * :class:`ReplayModel` is itself a ``ChatModel``: it answers each request with the recorded reply,
   after checking that the request is the one recorded next. When it is not (other tools offered,
   another game text), it raises :class:`~zorkmcp.errors.CassetteMismatchError` naming the turn and
-  what differs. Other agents can test against recorded episodes the same way. Its
-  :attr:`~ReplayModel.turn_limit` is the recorded episode's, so a replay ends where the episode did.
+  what differs: the cassette's line, the message and its field, and an excerpt of both sides around
+  the first character that differs. Other agents can test against recorded episodes the same way.
+  Its :attr:`~ReplayModel.turn_limit` is the recorded episode's, so a replay ends where the episode
+  did (a recording cut short by Ctrl-C or an error: the turns it holds).
 
 The file is written from a worker thread, one append per request, each whole or not at all (see
 :class:`RecordingModel`); reading happens once, before the episode starts.
@@ -31,6 +33,7 @@ import attrs
 from .._outputs import append_whole, write_atomically, write_error
 from ..errors import CassetteError, CassetteMismatchError
 from ._models import FunctionCall, LLMResponse, ToolCall
+from ._scripted import SCRIPTED_MODEL_NAME
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -49,9 +52,12 @@ class CassetteHeader:
     """The first line of a cassette: what was played, by which model, with which settings.
 
     ``max_turns`` is the episode's turn limit (``None``: not told); a replay plays up to it.
+    ``scripted``: whether the model calls no LLM (``None``: :class:`RecordingModel` fills it in from
+    the model it wraps).
     """
 
     model: str
+    scripted: bool | None = None
     game: str | None = None
     game_md5: str | None = None
     seed: int | None = None
@@ -116,7 +122,9 @@ class RecordingModel:
     def __init__(self, inner: ChatModel, path: Path, header: CassetteHeader) -> None:
         self._inner = inner
         self._path = path
-        self._header = header
+        self._header = (
+            header if header.scripted is not None else attrs.evolve(header, scripted=inner.scripted)
+        )
         self._started = False
         self._turn_start: int | None = None  # the size of the cassette before this turn's first exchange
 
@@ -172,7 +180,8 @@ class RecordingModel:
             self._turn_start = before
 
 
-def _load(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _load(path: Path) -> tuple[dict[str, Any], list[tuple[int, dict[str, Any]]]]:
+    """The header and the exchanges, each with its line number in the file (blank lines are skipped)."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -184,15 +193,25 @@ def _load(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     lines = text.splitlines()
     if not text.endswith("\n") and lines:
         raise CassetteError(f"{path}: the cassette is truncated (its last line is incomplete)")
-    try:
-        records = [json.loads(line) for line in lines]
-    except ValueError as exc:
-        raise CassetteError(f"{path}: not a zorkmcp cassette (a line is not JSON: {exc})") from None
-    if not records or not isinstance(records[0], dict) or records[0].get("format") != CASSETTE_FORMAT:
+    records: list[tuple[int, Any]] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():  # a blank line (a text editor's trailing newline) holds nothing
+            continue
+        try:
+            records.append((number, json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise CassetteError(
+                f"{path}: not a zorkmcp cassette (line {number} is not JSON: {exc.msg} at column {exc.colno})"
+            ) from None
+        except ValueError as exc:  # (a number too long to read)
+            raise CassetteError(
+                f"{path}: not a zorkmcp cassette (line {number} is not JSON: {exc})"
+            ) from None
+    if not records or not isinstance(records[0][1], dict) or records[0][1].get("format") != CASSETTE_FORMAT:
         raise CassetteError(
             f"{path}: not a zorkmcp cassette (no {CASSETTE_FORMAT!r} header on its first line)"
         )
-    header = records[0]
+    header = records[0][1]
     if header.get("version") != CASSETTE_VERSION:
         raise CassetteError(
             f"{path}: cassette version {header.get('version')!r}; "
@@ -204,7 +223,7 @@ def _load(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
             f"{path}: the header's max_turns is {limit!r}, not a number of turns; record the cassette again"
         )
     exchanges = records[1:]
-    for number, exchange in enumerate(exchanges, start=2):
+    for number, exchange in exchanges:
         if not (isinstance(exchange, dict) and isinstance(exchange.get("request"), dict)):
             raise CassetteError(f"{path}: line {number} is not a recorded exchange")
         if not isinstance(exchange.get("response"), dict):
@@ -226,8 +245,64 @@ def _tool_names(tools: Any) -> list[str]:
     return [str(t.get("function", {}).get("name")) for t in tools or ()]
 
 
+_EXCERPT = 40  # characters shown on either side of the first difference
+_ABSENT = object()
+
+
+def _shown(value: Any) -> str:
+    if value is _ABSENT:
+        return "nothing"
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 2 * _EXCERPT else text[: 2 * _EXCERPT] + "…"
+
+
+def _excerpt(text: str, at: int) -> str:
+    """``text`` around character ``at``, as a JSON string (newlines shown as ``\\n``), ``…`` where cut."""
+    start, end = max(at - _EXCERPT, 0), at + _EXCERPT
+    return (
+        ("…" if start > 0 else "")
+        + json.dumps(text[start:end], ensure_ascii=False)
+        + ("…" if end < len(text) else "")
+    )
+
+
+def _first_difference(old: Any, new: Any, path: str = "") -> tuple[str, str] | None:
+    """Where ``old`` and ``new`` first differ (a path: ``tool_calls[0].function.arguments``), and how."""
+    if old == new:
+        return None
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in [*old, *(k for k in new if k not in old)]:
+            a, b = old.get(key, _ABSENT), new.get(key, _ABSENT)
+            if a is _ABSENT or b is _ABSENT:
+                return f"{path}.{key}" if path else str(key), (
+                    f"differs: the cassette has {_shown(a)}, this run sent {_shown(b)}"
+                )
+            found = _first_difference(a, b, f"{path}.{key}" if path else str(key))
+            if found is not None:
+                return found
+    if isinstance(old, list) and isinstance(new, list):
+        for index, (a, b) in enumerate(zip(old, new, strict=False)):
+            found = _first_difference(a, b, f"{path}[{index}]")
+            if found is not None:
+                return found
+        return path, f"differs: the cassette has {len(old)} items, this run sent {len(new)}"
+    if isinstance(old, str) and isinstance(new, str):
+        at = next(
+            (i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b), min(len(old), len(new))
+        )
+        return path, (
+            f"differs at character {at} (of {len(old)} on the cassette, {len(new)} in this run): "
+            f"the cassette has {_excerpt(old, at)}, this run sent {_excerpt(new, at)}"
+        )
+    return path, f"differs: the cassette has {_shown(old)}, this run sent {_shown(new)}"
+
+
 def _difference(recorded: Mapping[str, Any], sent: Mapping[str, Any]) -> str:
-    """One phrase saying what differs between the recorded request and the one the engine sent."""
+    """One phrase saying what differs between the recorded request and the one the engine sent.
+
+    The message and its field, and for text an excerpt of both sides around the first character
+    that differs, with its offset.
+    """
     if _tool_names(recorded["tools"]) != _tool_names(sent["tools"]):
         return (
             f"the tools offered differ (the cassette has {_tool_names(recorded['tools'])}, "
@@ -235,39 +310,56 @@ def _difference(recorded: Mapping[str, Any], sent: Mapping[str, Any]) -> str:
         )
     old, new = recorded["messages"], sent["messages"]
     for index, (a, b) in enumerate(zip(old, new, strict=False)):
-        if a != b:
-            shown = json.dumps(b.get("content"), ensure_ascii=False)[:160]
-            return f"message {index} ({b.get('role')}) differs; this run sent {shown}"
+        found = _first_difference(a, b)
+        if found is not None:
+            field, how = found
+            role = b.get("role") if isinstance(b, dict) else None
+            return f"message {index} ({role}), its {field or 'whole'}, {how}"
     if len(old) != len(new):
         return f"the cassette has {len(old)} messages, this run sent {len(new)}"
-    for key in ("tools", "tool_choice", "response_format", "sampling", "stop"):
-        if recorded.get(key) != sent.get(key):
-            return f"{key} differs"
+    found = _first_difference(
+        {k: v for k, v in recorded.items() if k != "messages"},
+        {k: v for k, v in sent.items() if k != "messages"},
+    )
+    if found is not None:
+        return f"{found[0]} {found[1]}"
     return "the request differs"
 
 
 class ReplayModel:
     """A :class:`ChatModel` that answers from a cassette: no model, no network.
 
+    Its :attr:`model` and :attr:`scripted` are the recorded model's: a replay reproduces that
+    model's episode (a cassette whose header does not say whether it was scripted: the offline
+    scripted model's name says it).
+
     Args:
         path: the cassette.
 
     Raises:
-        CassetteError: the file is missing, truncated or not a cassette.
+        CassetteError: the file is missing, truncated or not a cassette (a bad line is named by its
+            line number; blank lines are skipped).
     """
-
-    scripted = True
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.header, self._exchanges = _load(path)
+        self.header, exchanges = _load(path)
+        self._lines = [number for number, _ in exchanges]
+        self._exchanges = [exchange for _, exchange in exchanges]
         self._position = 0
         self._turns = 0
         self._held = sum(_opens_turn(exchange["request"]) for exchange in self._exchanges)
 
     @property
     def model(self) -> str:
+        """The recorded model's name (the header's ``model``)."""
         return str(self.header.get("model", "replay"))
+
+    @property
+    def scripted(self) -> bool:
+        """Whether the recorded model called no LLM (the offline scripted model)."""
+        scripted = self.header.get("scripted")
+        return scripted if isinstance(scripted, bool) else self.model == SCRIPTED_MODEL_NAME
 
     @property
     def remaining(self) -> int:
@@ -280,16 +372,31 @@ class ReplayModel:
         return self._held
 
     @property
-    def turn_limit(self) -> int:
-        """The recorded episode's turn limit (the header's ``max_turns``): a replay plays up to it.
-
-        A cassette whose header does not tell it (recorded by an older zorkmcp): the turns it holds.
-        A recorded episode that ran to its end stopped at its turn limit or when the game was over;
-        either way the replay then ends at the same turn, the same way. (One stopped by Ctrl-C or
-        an error replays the turns it recorded.)
-        """
+    def recorded_turn_limit(self) -> int | None:
+        """The recorded episode's turn limit (the header's ``max_turns``; ``None``: an older cassette)."""
         limit = self.header.get("max_turns")
-        return limit if isinstance(limit, int) else max(self.turns, 1)
+        return limit if isinstance(limit, int) else None
+
+    @property
+    def cut_short(self) -> bool:
+        """Whether the cassette holds fewer turns than the recorded episode's limit.
+
+        Its recording was stopped (Ctrl-C, an error) or the game ended before the limit.
+        """
+        limit = self.recorded_turn_limit
+        return limit is not None and self.turns < limit
+
+    @property
+    def turn_limit(self) -> int:
+        """The turns a replay plays: the recorded episode's limit, or the turns the cassette holds if fewer.
+
+        A recorded episode that ran to its turn limit replays to it; one that ended with the game
+        (victory, game over) ends the same way at the same turn; one stopped by Ctrl-C or an error
+        (or a cassette whose header does not tell the limit: recorded by an older zorkmcp) replays
+        the turns it recorded. At least 1: a cassette that holds no turn says so at the first.
+        """
+        limit = self.recorded_turn_limit
+        return max(self.turns if limit is None else min(limit, self.turns), 1)
 
     async def complete(self, request: CompletionRequest, /) -> LLMResponse:
         await anyio.lowlevel.checkpoint()
@@ -297,8 +404,13 @@ class ReplayModel:
         opens = _opens_turn(sent)
         if opens:
             self._turns += 1
-        where = f"cassette {self.path}, turn {self._turns} (request {self._position + 1})"
         if self._position >= len(self._exchanges):
+            where = f"cassette {self.path}, turn {self._turns}"
+            if self.turns == 0:
+                raise CassetteMismatchError(
+                    f"{where}: the cassette holds no turn (its recording stopped before the model's "
+                    "first answer); there is nothing to replay"
+                )
             if opens:
                 held = f"{self.turns} turn{'' if self.turns == 1 else 's'}"
                 raise CassetteMismatchError(
@@ -306,14 +418,15 @@ class ReplayModel:
                     f"replay at most {held} (--turns {self.turns})"
                 )
             raise CassetteMismatchError(
-                f"{where}: the cassette has no more requests; this run asked for another"
+                f"{where}: the cassette has no more requests (its last is on line {self._lines[-1]}); "
+                "this run asked for another"
             )
         exchange = self._exchanges[self._position]
         recorded = _normalized(exchange["request"])
         if recorded != sent:
             raise CassetteMismatchError(
-                f"{where}: the engine sent a request the cassette does not have next: "
-                f"{_difference(recorded, sent)}"
+                f"cassette {self.path} line {self._lines[self._position]}, turn {self._turns}: the engine "
+                f"sent a request the cassette does not have there: {_difference(recorded, sent)}"
             )
         self._position += 1
         return _response_of(exchange["response"])

@@ -128,7 +128,7 @@ class ChatModel(Protocol):
 
     @property
     def scripted(self) -> bool:
-        """``True`` for a model that calls no LLM (the offline scripted model, a replayed cassette)."""
+        """``True`` for the offline scripted model (a replayed cassette: as the model it recorded was)."""
         ...
 
     async def complete(self, request: CompletionRequest, /) -> LLMResponse:
