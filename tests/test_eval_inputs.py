@@ -189,3 +189,16 @@ def test_argparse_types_are_the_same_for_play_and_eval() -> None:
     assert game_seed("2147483647") == 2147483647
     with pytest.raises(argparse.ArgumentTypeError, match=r"^must be a non-negative integer, got '-1'$"):
         game_seed("-1")
+
+
+def test_an_error_line_of_eval_shows_control_characters_as_escapes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An arm's name cannot hold one, but a file name can: the terminal is told, not driven."""
+    bad = tmp_path / "bad\x1b[2J.json"
+    bad.write_text("{")
+    arm = '[[arms]]\nname = "tools"\nmcp = true\nmcp_config = "bad\\u001b[2J.json"\n'
+    code, err = _eval_file(tmp_path, arm, capsys)
+    assert code == 2
+    assert "\x1b" not in err
+    assert "bad\\x1b[2J.json" in err

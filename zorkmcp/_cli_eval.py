@@ -22,19 +22,20 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 from rich import box
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
 from ._argtypes import MAX_SEED, game_seed, http_url, positive_int
-from ._console import OutputConsole
+from ._console import OutputConsole, TerminalConsole
 from ._urls import safe_url
 from .errors import ConfigError, GameError, RunWriteError
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+
+    from rich.console import Console
 
     from .config import Settings
     from .eval import ArmSpec, EpisodeSpec, EvalFile, EvalOutcome, EvalPlan
@@ -705,7 +706,7 @@ def _play_plan(
 def cmd_eval(args: argparse.Namespace, console: Console | None = None, err: Console | None = None) -> int:
     """Run ``zorkmcp eval`` (see the module docstring for the exit codes)."""
     console = console if console is not None else OutputConsole(emoji=False)
-    err = err if err is not None else Console(stderr=True, emoji=False)
+    err = err if err is not None else TerminalConsole(stderr=True, emoji=False)
     try:
         return _run(args, console, err)
     except (ConfigError, GameError) as exc:
