@@ -247,7 +247,7 @@ def test_tools_warns_of_a_tool_left_out_for_its_schema(
         ('{"a": -Infinity}', "-Infinity is not JSON (JSON numbers are finite; use null or a string)"),
         ('{"a": 1e400}', "the number 1e400 is too large for a double"),
         ('{"a": -1' + "0" * 5000 + "}", "a number has more than 4300 digits (pass it as a string)"),
-        ('{"text": "one", "n": {"x": 1, "x": 2}}', "the key 'x' appears twice in one object"),
+        ('{"text": "one", "n": {"x": 1, "x": 2}}', 'duplicate key "x" in one object'),
     ],
 )
 def test_call_rejects_arguments_json_has_no_value_for(

@@ -409,16 +409,6 @@ def _json_int(text: str) -> int:
     return int(text)
 
 
-def _json_object(pairs: list[tuple[str, object]]) -> dict[str, object]:
-    seen: dict[str, object] = {}
-    for key, value in pairs:
-        if key in seen:
-            # RFC 8259 leaves it to the reader: Python keeps the last, a server's reader may keep the first
-            raise _NotJson(f"the key {key!r} appears twice in one object")
-        seen[key] = value
-    return seen
-
-
 def _parse_arguments(json_args: str) -> object:
     """The ``call`` arguments: strict JSON.
 
@@ -428,13 +418,17 @@ def _parse_arguments(json_args: str) -> object:
             an integer longer than Python converts, nesting deeper than Python reads, or a key
             given twice in one object.
     """
+    from .config._convert import no_duplicate_keys
+
     try:
         return json.loads(
             json_args,
             parse_constant=_json_constant,
             parse_float=_json_float,
             parse_int=_json_int,
-            object_pairs_hook=_json_object,
+            # a key given twice: RFC 8259 leaves it to the reader (Python keeps the last, a server's
+            # reader may keep the first), so mcp_config.json's rule, one key once, holds here too
+            object_pairs_hook=no_duplicate_keys,
         )
     except RecursionError:
         raise ValueError("objects or arrays nested too deeply") from None
