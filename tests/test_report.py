@@ -77,10 +77,13 @@ def two_episode_log(tmp_path: Path) -> Path:
 
 def test_several_episodes_need_an_id(tmp_path: Path) -> None:
     log = two_episode_log(tmp_path)
-    with pytest.raises(
-        ReportInputError, match=r"holds 2 episodes; pick one with --episode ID \(run-a, run-b\)"
-    ):
+    with pytest.raises(ReportInputError) as raised:
         render_episode_report(log, tmp_path / "p.html")
+    assert str(raised.value) == (
+        f"{log}: holds 2 episodes; pick one with --episode ID (run-a (seed 1, started "
+        "2026-11-23T08:00:00Z, 30 turns); run-b (seed 2, started 2026-11-23T08:00:00Z, 30 turns)); "
+        "the last is the most recent"
+    )
     with pytest.raises(ReportInputError, match=r"no episode 'run-c'; the log holds: run-a, run-b"):
         render_episode_report(log, tmp_path / "p.html", "run-c")
     html = render_episode_report(log, tmp_path / "p.html", "run-b").read_text()
@@ -267,7 +270,7 @@ def test_cli_bad_input_exits_2_with_one_line(tmp_path: Path, capsys: pytest.Capt
     assert report(str(log)) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
-    assert "run-a, run-b" in err
+    assert "pick one with --episode ID (run-a (seed 1, " in err
     assert report(str(tmp_path / "missing.jsonl")) == 2
     assert "missing.jsonl: no such file" in capsys.readouterr().err
     assert report(str(log), "--episode", "run-a") == 0
@@ -459,3 +462,20 @@ def test_tool_call_axis_has_whole_number_ticks(tmp_path: Path, monkeypatch: pyte
     assert len(ticks) == 1
     assert ticks[0]
     assert all(t == int(t) for t in ticks[0]), ticks[0]
+
+
+def test_several_plays_in_one_log_are_told_apart_by_seed_start_and_turns(tmp_path: Path) -> None:
+    """What ``zorkmcp play`` writes: a POSIX timestamp; an episode still playing (or stopped) has no end."""
+    first = [{**event, "timestamp": 1795000000.25} for event in episode_events("episode-a", 12)]
+    second = [
+        {**event, "timestamp": 1795003600.0}
+        for event in episode_events("episode-b", 13)
+        if event["event_type"] != "episode_complete"
+    ]
+    log = write_events(tmp_path / "zorkmcp_events.jsonl", first + second)
+    with pytest.raises(ReportInputError) as raised:
+        render_episode_report(log, tmp_path / "p.html")
+    assert str(raised.value).endswith(
+        "(episode-a (seed 12, started 2026-11-18 11:06 UTC, 30 turns); episode-b (seed 13, started "
+        "2026-11-18 12:06 UTC, 30 turns, unfinished)); the last is the most recent"
+    )

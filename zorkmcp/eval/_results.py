@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -80,14 +81,29 @@ class EventLog:
             raise ReportInputError(f"{self.path}: no episode records (episode_start/turn_complete) found")
         ids = ", ".join(self.episodes)
         if episode_id is None:
-            if len(self.episodes) > 1:
+            if len(self.episodes) > 1:  # several plays in one folder append to one log
+                listed = "; ".join(_described(episode) for episode in self.episodes.values())
                 raise ReportInputError(
-                    f"{self.path}: holds {len(self.episodes)} episodes; pick one with --episode ID ({ids})"
+                    f"{self.path}: holds {len(self.episodes)} episodes; pick one with --episode ID "
+                    f"({listed}); the last is the most recent"
                 )
             return next(iter(self.episodes.values()))
         if episode_id not in self.episodes:
             raise ReportInputError(f"{self.path}: no episode {episode_id!r}; the log holds: {ids}")
         return self.episodes[episode_id]
+
+
+def _described(episode: EpisodeEvents) -> str:
+    """``episode-1a2b (seed 12, started 2026-11-24 03:01 UTC, 396 turns)``: one play told from another."""
+    start = episode.start or {}
+    parts = [f"seed {start['seed']}"] if _is_int(start.get("seed")) else []
+    when = start.get("timestamp")
+    if isinstance(when, int | float) and not isinstance(when, bool) and math.isfinite(when):
+        parts.append(f"started {datetime.fromtimestamp(when, UTC):%Y-%m-%d %H:%M} UTC")
+    elif isinstance(when, str) and when:
+        parts.append(f"started {when}")
+    parts.append(f"{len(episode.turns)} turns" + ("" if episode.complete is not None else ", unfinished"))
+    return f"{episode.episode_id} ({', '.join(parts)})"
 
 
 def _read_text(path: Path) -> str:
