@@ -87,3 +87,35 @@ def test_tools_lint_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     ]
     assert report[2]["excluded"] == TREE_REASON
     assert report[2]["parameters"] is None
+
+
+TASK_REASON = 'it runs only as a task (execution.taskSupport "required"), and zorkmcp calls tools directly'
+
+
+def test_a_tool_that_runs_only_as_a_task_is_left_out_and_lint_says_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Offered, every call of it failed (-32601): server-everything's ``simulate-research-query``."""
+    tasks = ServerConfig(name="t", type="inprocess", module="schema_servers:create_task_server")
+    sink = RecordingSink()
+
+    async def offered() -> list[str]:
+        async with open_toolbox([tasks], McpSettings(), events=sink) as toolbox:
+            return [info.name for info in toolbox.tools]
+
+    assert trio.run(offered, clock=trio.testing.MockClock(autojump_threshold=0)) == ["t.quick"]
+    excluded = [fields for event, fields in sink.events if event == "mcp_tool_excluded"]
+    assert excluded == [{"server": "t", "tool": "research", "reason": TASK_REASON}]
+
+    config = tmp_path / "mcp_config.json"
+    config.write_text(json.dumps({"mcpServers": {"t": {"type": "inprocess", "module": tasks.module}}}))
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text("[tool.zorkgpt.mcp]\nenabled = false\n")
+    assert cmd_tools(config, pyproject, as_json=False, lint=True) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [
+        "t.quick: ok",
+        f"t.research: LEFT OUT: {TASK_REASON}",
+        "2 tool(s): 1 unchanged, 0 changed, 1 left out",
+    ]
+    assert err == f"warning: MCP tool 't.research' left out: {TASK_REASON} (zorkmcp tools --lint explains)\n"

@@ -18,11 +18,15 @@ if TYPE_CHECKING:
 __all__ = ["lint_report", "render_lint_report"]
 
 
-def lint_report(tools: Sequence[tuple[str, Mapping[str, Any] | None]]) -> list[dict[str, Any]]:
+def lint_report(
+    tools: Sequence[tuple[str, Mapping[str, Any] | None] | tuple[str, Mapping[str, Any] | None, str | None]],
+) -> list[dict[str, Any]]:
     """One entry per tool, in the given order.
 
     Args:
-        tools: ``(canonical tool name, MCP input schema)`` pairs; the schema may be ``None``.
+        tools: ``(canonical tool name, MCP input schema)`` pairs, the schema may be ``None``; a third
+            item, when given and not ``None``, is why the tool is left out whatever its schema (a
+            tool that runs only as a task).
 
     Returns:
         Dicts with ``tool`` (the name), ``status`` (``"ok"``, ``"changed"`` or ``"excluded"``),
@@ -30,16 +34,17 @@ def lint_report(tools: Sequence[tuple[str, Mapping[str, Any] | None]]) -> list[d
         out, or ``None``) and ``parameters`` (the schema the LLM is offered, or ``None``).
     """
     report: list[dict[str, Any]] = []
-    for name, schema in tools:
+    for name, schema, *left_out in tools:
         result = translate_schema(schema)
-        status = "excluded" if result.excluded is not None else "changed" if result.changes else "ok"
+        excluded = left_out[0] if left_out and left_out[0] is not None else result.excluded
+        status = "excluded" if excluded is not None else "changed" if result.changes else "ok"
         report.append(
             {
                 "tool": name,
                 "status": status,
                 "changes": list(result.changes),
-                "excluded": result.excluded,
-                "parameters": result.parameters,
+                "excluded": excluded,
+                "parameters": result.parameters if excluded is None else None,
             }
         )
     return report

@@ -203,11 +203,17 @@ async def _open_servers(
                 handle.close()
 
 
-def _listed_schemas(toolbox: Toolbox) -> list[tuple[str, dict[str, Any] | None]]:
-    """Every tool the servers listed (after each ``tools`` allow-list), with its raw input schema."""
-    from .mcp._names import canonical_name
+_Listed = tuple[str, dict[str, Any] | None, str | None]
+"""A listed tool for ``--lint``: canonical name, input schema, why it is left out whatever the schema."""
 
-    pairs: list[tuple[str, dict[str, Any] | None]] = []
+
+def _listed_schemas(toolbox: Toolbox) -> list[_Listed]:
+    """Every tool the servers listed (after each ``tools`` allow-list): its raw input schema, and why
+    no call of it can succeed whatever the schema (:func:`~zorkmcp.mcp._tools.not_callable`)."""
+    from .mcp._names import canonical_name
+    from .mcp._tools import not_callable
+
+    listed: list[_Listed] = []
     for server in toolbox.servers:
         session = toolbox.session(server)
         if session is None:
@@ -215,8 +221,8 @@ def _listed_schemas(toolbox: Toolbox) -> list[tuple[str, dict[str, Any] | None]]
         allowed = session.config.tools
         for tool in session.tools:
             if allowed is None or tool.name in allowed:
-                pairs.append((canonical_name(server, tool.name), tool.input_schema))
-    return pairs
+                listed.append((canonical_name(server, tool.name), tool.input_schema, not_callable(tool)))
+    return listed
 
 
 def cmd_tools(config_path: Path | None, pyproject: Path | None, as_json: bool, *, lint: bool = False) -> int:
@@ -240,7 +246,7 @@ def cmd_tools(config_path: Path | None, pyproject: Path | None, as_json: bool, *
     from ._cli_lint import lint_report, render_lint_report
 
     def tools(settings: Settings, config: McpConfig) -> int:
-        async def main() -> tuple[list[ToolInfo], list[tuple[str, dict[str, Any] | None]], list[str]]:
+        async def main() -> tuple[list[ToolInfo], list[_Listed], list[str]]:
             async with _open_servers(config.enabled_servers, settings.mcp) as (toolbox, failed):
                 return list(toolbox.tools), _listed_schemas(toolbox), [str(exc) for exc in failed.values()]
 

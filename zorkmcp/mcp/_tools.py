@@ -142,15 +142,26 @@ def build_tool_infos(
     ]
 
 
+def not_callable(tool: mcp_types.Tool) -> str | None:
+    """Why no call the engine makes can succeed, whatever the schema: a tool that runs only as a task.
+
+    Such a tool (``execution.taskSupport: "required"``, MCP 2025-11-25) answers a plain
+    ``tools/call`` with an error (-32601); offered to the model, every call of it would fail.
+    """
+    if tool.execution is not None and tool.execution.task_support == "required":
+        return 'it runs only as a task (execution.taskSupport "required"), and zorkmcp calls tools directly'
+    return None
+
+
 def _portable(
     kept: Sequence[tuple[ServerConfig, mcp_types.Tool]], events: EventSink
 ) -> list[tuple[ServerConfig, mcp_types.Tool, dict[str, Any]]]:
-    """Each tool with its schema translated; a tool whose schema cannot be is left out, with an event."""
+    """Each tool with its schema translated; a tool that cannot be offered is left out, with an event."""
     offered: list[tuple[ServerConfig, mcp_types.Tool, dict[str, Any]]] = []
     for server, tool in kept:
         translation = translate_schema(tool.input_schema)
-        if translation.parameters is None:
-            reason = translation.excluded or "the input schema cannot be offered"
+        if (task_only := not_callable(tool)) is not None or translation.parameters is None:
+            reason = task_only or translation.excluded or "the input schema cannot be offered"
             events.emit("mcp_tool_excluded", server=server.name, tool=tool.name, reason=reason)
             events.log(
                 "WARNING",
