@@ -479,3 +479,16 @@ def test_several_plays_in_one_log_are_told_apart_by_seed_start_and_turns(tmp_pat
         "(episode-a (seed 12, started 2026-11-18 11:06 UTC, 30 turns); episode-b (seed 13, started "
         "2026-11-18 12:06 UTC, 30 turns, unfinished)); the last is the most recent"
     )
+
+
+def test_a_run_folder_without_its_summary_is_said_to_be_unfinished(tmp_path: Path) -> None:
+    """``zorkmcp report`` of a run still going (or killed): no summary.json yet, fewer episodes."""
+    records = write_run(tmp_path, seeds=2, failed=False)
+    html = render_eval_report(tmp_path).read_text(encoding="utf-8")
+    assert (
+        "<p class=warn>No summary.json in this folder: the run is still going, or it was stopped before it "
+        "could write one. The page shows the 4 episode(s) finished so far; zorkmcp eval --resume with this "
+        "folder as --out plays the rest.</p>"
+    ) in html
+    finished = render_eval_report(tmp_path, episodes=records).read_text(encoding="utf-8")  # as eval draws it
+    assert "No summary.json" not in finished

@@ -333,7 +333,7 @@ _SKIPPED_NAMED = 10
 """Episode files left out that the page names, with why; a damaged folder can hold hundreds."""
 
 
-def _eval_header(run_dir: Path, run: RunEpisodes) -> str:
+def _eval_header(run_dir: Path, run: RunEpisodes, *, summarized: bool = True) -> str:
     episodes = run.records
     models = sorted({str(r.get("model")) for r in episodes if r.get("model")})
     seeds = sorted({r["seed"] for r in episodes if isinstance(r.get("seed"), int)})
@@ -342,6 +342,12 @@ def _eval_header(run_dir: Path, run: RunEpisodes) -> str:
         f"<h1>zorkmcp eval: {escape(run_dir.name)}</h1><p class=sub>{len(episodes)} episodes · "
         f"model {escape(', '.join(models) or '–')} · seeds {seed_text}</p>"
     )
+    if not summarized:  # zorkmcp eval writes it when the run ends, also by Ctrl-C: going, or killed
+        text += (
+            "<p class=warn>No summary.json in this folder: the run is still going, or it was stopped "
+            f"before it could write one. The page shows the {len(episodes)} episode(s) finished so far; "
+            "zorkmcp eval --resume with this folder as --out plays the rest.</p>"
+        )
     if run.skipped:
         named = ", ".join(f"{escape(name)} ({escape(why)})" for name, why in run.skipped[:_SKIPPED_NAMED])
         more = len(run.skipped) - _SKIPPED_NAMED
@@ -379,6 +385,7 @@ def render_eval_report(
         ReportInputError: the folder holds no readable episode record, or the page cannot be written.
     """
     run_dir = Path(run_dir)
+    summarized = episodes is not None or (run_dir / "summary.json").exists()  # given: by the run itself
     run = read_run(run_dir, episodes)
     episodes = run.records
     summary = summarize(episodes)
@@ -386,7 +393,7 @@ def render_eval_report(
     score_ceiling = summary["arms"][next(iter(arms))].get("game_max_score")
     final_title = "Final score per episode" + (f" (of {score_ceiling:.0f})" if score_ceiling else "")
     body = (
-        _eval_header(run_dir, run)
+        _eval_header(run_dir, run, summarized=summarized)
         + "<h2>Arms</h2>"
         + _arm_setup_table(summary)
         + _arm_table(summary)
