@@ -342,12 +342,6 @@ def _eval_header(run_dir: Path, run: RunEpisodes, *, summarized: bool = True) ->
         f"<h1>zorkmcp eval: {escape(run_dir.name)}</h1><p class=sub>{len(episodes)} episodes · "
         f"model {escape(', '.join(models) or '–')} · seeds {seed_text}</p>"
     )
-    if not summarized:  # zorkmcp eval writes it when the run ends, also by Ctrl-C: going, or killed
-        text += (
-            "<p class=warn>No summary.json in this folder: the run is still going, or it was stopped "
-            f"before it could write one. The page shows the {len(episodes)} episode(s) finished so far; "
-            "zorkmcp eval --resume with this folder as --out plays the rest.</p>"
-        )
     if run.skipped:
         named = ", ".join(f"{escape(name)} ({escape(why)})" for name, why in run.skipped[:_SKIPPED_NAMED])
         more = len(run.skipped) - _SKIPPED_NAMED
@@ -360,6 +354,12 @@ def _eval_header(run_dir: Path, run: RunEpisodes, *, summarized: bool = True) ->
         text += (
             f"<p class=note>{run.others} other episode file(s) in episodes/ are left out: summary.json "
             "does not cover them (seeds or arms of an earlier run in this folder).</p>"
+        )
+    if not summarized:  # zorkmcp eval writes it when the run ends, also by Ctrl-C: going, or killed
+        text += (
+            "<p class=warn>No summary.json in this folder: the run is still going, or it was stopped "
+            f"before it could write one. The page shows the {len(episodes)} episode(s) finished so far; "
+            "zorkmcp eval --resume with this folder as --out plays the rest.</p>"
         )
     return text
 
