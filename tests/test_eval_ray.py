@@ -646,7 +646,7 @@ async def test_a_stop_while_ray_starts_takes_effect_once_it_has_started_and_leav
                 # the raylet starts its DashboardAgent and RuntimeEnvAgent on its own: what a stop left
                 # running, once they were up and named (there is no event to wait for: polled)
                 while _named(proc.pid) != ["ray::DashboardAgent", "ray::RuntimeEnvAgent"]:
-                    await trio.sleep(0.05)
+                    await trio.sleep(0.05)  # real-time: Ray starts its agents on its own; no event to await
                 started = descendants(proc.pid)  # the runtime's processes
                 proc.send_signal(stop)
                 os.write(go_w, b"g")
