@@ -214,3 +214,21 @@ def descendants(root: int) -> dict[int, tuple[int | None, str]]:
                 found[pid] = (proc_start_time(pid), cmdline)
                 frontier.append(pid)
     return found
+
+
+def stopped_by_a_full_disk(code: int, out: str, err: str, file: Path, summary_json: Path) -> dict[str, Any]:
+    """Check that ``zorkmcp play`` stopped because ``file`` met a full disk, as the README's fault table
+    says (exit 1, the summary table, no traceback, the last line naming the file, the reason and what
+    to mend, ``--summary-json`` saying so), and return the ``--summary-json``.
+    """
+    reason = f"{file}: cannot be written (No space left on device)"
+    assert code == 1
+    assert "Episode summary" in out
+    assert "Traceback" not in err
+    assert err.endswith(
+        f"zorkmcp play: a file could not be written (RunWriteError): {reason}; what it held stays valid; "
+        "make room on its disk"
+    ), err
+    summary: dict[str, Any] = json.loads(summary_json.read_text())  # its own folder had room
+    assert (summary["stopped"], summary["error"]) == ("error", f"RunWriteError: {reason}")
+    return summary
