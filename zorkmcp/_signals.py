@@ -33,12 +33,12 @@ pipes close; one busy in a call, or one that ignores the end of its input, would
 from __future__ import annotations
 
 import os
-import select
 import signal
 import threading
-import time
 from contextlib import ExitStack, contextmanager, suppress
 from typing import TYPE_CHECKING, Any, Final
+
+from ._pidfds import wait_for_pidfds
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -129,16 +129,7 @@ def _end_with_servers(signum: int, frame: Any) -> None:
         for pidfd in pinned:
             with suppress(OSError):
                 signal.pidfd_send_signal(pidfd, signal.SIGTERM)
-        deadline = time.monotonic() + SERVERS_GRACE
-        waiting = select.poll()  # a pidfd is readable once its process ended (poll: any fd number)
-        for pidfd in pinned:
-            waiting.register(pidfd, select.POLLIN)
-        left = set(pinned)
-        while left and (wait := deadline - time.monotonic()) > 0:
-            for pidfd, _ in waiting.poll(wait * 1000):
-                waiting.unregister(pidfd)
-                left.discard(pidfd)
-        for pidfd in left:
+        for pidfd in wait_for_pidfds(pinned, SERVERS_GRACE):
             with suppress(OSError):
                 signal.pidfd_send_signal(pidfd, signal.SIGKILL)
     finally:

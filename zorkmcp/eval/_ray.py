@@ -38,10 +38,8 @@ import logging
 import os
 import re
 import secrets
-import select
 import signal
 import threading
-import time
 from contextlib import contextmanager, suppress
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
@@ -50,6 +48,7 @@ from urllib.parse import urlsplit
 import anyio
 import attrs
 
+from .._pidfds import wait_for_pidfds
 from ..errors import ConfigError, exception_leaves
 from ..mcp._sweep import EPISODE_ENV_VAR, kill_session_processes
 from ._runner import EpisodeResult, endpoint_of, open_http_pools, play_episode, write_episode
@@ -547,14 +546,7 @@ def _sweep_episodes(markers: Collection[str]) -> int:
     found = kill_session_processes(frozenset(markers), variable=EPISODE_ENV_VAR)
     pidfds = [pidfd for pinned in found.values() for pidfd in pinned]
     try:
-        waiting = select.poll()  # a pidfd is readable once its process has ended
-        for pidfd in pidfds:
-            waiting.register(pidfd, select.POLLIN)
-        left, deadline = set(pidfds), time.monotonic() + SWEEP_GRACE
-        while left and (wait := deadline - time.monotonic()) > 0:
-            for pidfd, _ in waiting.poll(wait * 1000):
-                waiting.unregister(pidfd)
-                left.discard(pidfd)
+        wait_for_pidfds(pidfds, SWEEP_GRACE)
     finally:
         for pidfd in pidfds:
             os.close(pidfd)
