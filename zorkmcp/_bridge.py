@@ -23,8 +23,8 @@ import trio
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from .agent import AgentAction, ZorkAgent
-from .config import McpConfig, Settings
-from .errors import ConfigError, RunWriteError
+from .config import McpConfig, Settings, check_settings_file
+from .errors import RunWriteError
 from .llm import ChatModel, ModelChoice
 from .mcp import EpisodeServers, McpManager, ToolCallResult
 from .observability import EventRecorder, LogFiles, Tracer, open_tracer
@@ -63,9 +63,8 @@ def _settings_file(pyproject: str | os.PathLike[str] | None) -> Path | None:
     if not isinstance(pyproject, (str, os.PathLike)):
         raise TypeError(f"pyproject must be a path (str or pathlib.Path), got {type(pyproject).__name__}")
     path = Path(pyproject)
-    if not path.is_file():
-        why = "is a folder, not a settings file" if path.is_dir() else "no such file"
-        raise ConfigError(f"pyproject={str(path)!r}: {why} (leave pyproject out for ./pyproject.toml)")
+    remedy = " (leave pyproject out for ./pyproject.toml)"
+    check_settings_file(path, given=f"pyproject={str(path)!r}", remedy=remedy)
     return path
 
 

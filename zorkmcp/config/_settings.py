@@ -275,25 +275,28 @@ def _has_zorkgpt(document: dict[str, Any]) -> bool:
     return isinstance(tool, dict) and "zorkgpt" in tool
 
 
-def check_settings_file(path: str | os.PathLike[str]) -> None:
+def check_settings_file(path: str | os.PathLike[str], *, given: str | None = None, remedy: str = "") -> None:
     """A ``--pyproject`` given must be there (without the flag, a missing ``./pyproject.toml`` means
     the embedded defaults); a named pipe (``--pyproject <(…)``) is read as a file.
 
     Args:
         path: the settings file (a ``str`` or a path).
+        given: how the caller named it (default ``--pyproject PATH``).
+        remedy: what the message ends with (e.g. `` (leave pyproject out for ./pyproject.toml)``).
 
     Raises:
         ConfigError: it does not exist, is a folder, or cannot be looked at; one line.
     """
     path = Path(path)
+    given = given if given is not None else f"--pyproject {path}"
     try:
         mode = path.stat().st_mode
     except FileNotFoundError:
-        raise ConfigError(f"--pyproject {path}: no such file") from None
+        raise ConfigError(f"{given}: no such file{remedy}") from None
     except OSError as exc:
-        raise ConfigError(f"--pyproject {path}: cannot be read: {exc.strerror or exc}") from None
+        raise ConfigError(f"{given}: cannot be read: {exc.strerror or exc}{remedy}") from None
     if stat.S_ISDIR(mode):
-        raise ConfigError(f"--pyproject {path}: is a folder, not a settings file")
+        raise ConfigError(f"{given}: is a folder, not a settings file{remedy}")
 
 
 def _read_toml(path: Path) -> dict[str, Any] | None:
