@@ -7,8 +7,10 @@ are short and nothing asserts a wall-clock duration.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
+import shlex
 import signal
 import sys
 
@@ -22,6 +24,7 @@ from zorkmcp.config import McpSettings, ServerConfig
 from zorkmcp.errors import MCPServerStartupError
 from zorkmcp.mcp import open_server_session, open_toolbox
 from zorkmcp.mcp._stdio import SESSION_ENV_VAR
+from zorkmcp.observability import EventRecorder
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process checks read /proc")
 
@@ -185,8 +188,9 @@ def test_tool_that_hangs_times_out_and_the_server_is_told(backend: str) -> None:
 
 
 async def test_non_json_stdout_does_not_end_the_session() -> None:
+    recorder = EventRecorder()
     with trio.fail_after(GUARD):
-        async with open_toolbox([misbehaving("noise")], SETTINGS) as toolbox:
+        async with open_toolbox([misbehaving("noise")], SETTINGS, events=recorder) as toolbox:
             echo = await toolbox.call_tool("bad.echo", {"text": "still here"})
             pid = (await toolbox.call_tool("bad.pid", {})).content["pid"]
             session = toolbox.session("bad")
@@ -196,6 +200,40 @@ async def test_non_json_stdout_does_not_end_the_session() -> None:
     assert session.process.non_json_lines >= 3
     assert "[stdout, not JSON-RPC] starting up... (not JSON)" in session.process.stderr_tail
     assert not is_alive(pid)
+    # The episode's own records say what the server wrote: the first line as an event and a
+    # warning, the later ones at debug level.
+    events, lines = recorder.drain()
+    noise = [(e["server"], e["line"]) for e in events if e["event_type"] == "mcp_server_not_json_rpc"]
+    assert noise == [("bad", "starting up... (not JSON)")]
+    said = [line for line in lines if "not JSON-RPC" in line]
+    assert said[0] == (
+        "[WARNING] MCP server 'bad' wrote a line on stdout that is not JSON-RPC (ignored; a server must "
+        "write only JSON-RPC there, its logs to stderr): starting up... (not JSON)"
+    )
+    later = said[1:]
+    assert later
+    assert all(line.startswith("[DEBUG] MCP server 'bad' wrote a line on stdout") for line in later)
+    assert all(line.endswith("): this line is not JSON-RPC") for line in later)
+
+
+async def test_stderr_says_once_per_command_that_a_server_writes_non_json(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A per_turn server with a banner would otherwise warn on stderr every turn of every episode.
+    server = misbehaving(f"noise,once-{os.getpid()}-{id(caplog)}")  # a command no other test ran
+    with trio.fail_after(GUARD), caplog.at_level(logging.DEBUG, logger="zorkmcp.mcp"):
+        for _ in range(2):
+            async with open_toolbox([server], SETTINGS) as toolbox:
+                await toolbox.call_tool("bad.echo", {"text": "still here"})
+    said = [(r.levelno, r.getMessage()) for r in caplog.records if "not JSON-RPC" in r.getMessage()]
+    command = shlex.join((server.command or "", *server.args))
+    assert said[0] == (
+        logging.WARNING,
+        f"MCP server {command} wrote a line that is not JSON-RPC (ignored; said once per server command): "
+        "'starting up... (not JSON)'",
+    )
+    assert len(said) >= 6  # two processes, each with its banner and a line before each answer
+    assert [level for level, _ in said[1:]] == [logging.DEBUG] * (len(said) - 1)
 
 
 async def _server_that_ignores_sigterm_and_eof_is_killed() -> None:

@@ -10,7 +10,9 @@ One :class:`ServerNotifications` per server session (stdio, in-process or remote
             ...                          # list the tools again
 
 Events: ``mcp_server_log`` (server, level, logger, data) plus an episode-log line;
-``mcp_tool_progress`` (server, tool, progress, total, message); ``mcp_tools_changed`` (server).
+``mcp_tool_progress`` (server, tool, progress, total, message); ``mcp_tools_changed`` (server);
+``mcp_server_not_json_rpc`` (server, line): the first stdout line of a stdio server's process that
+is not JSON-RPC (a banner, a ``print``), with a warning in the episode log (later lines: debug).
 """
 
 from __future__ import annotations
@@ -20,6 +22,10 @@ from typing import TYPE_CHECKING, Any, Final
 
 import anyio.lowlevel
 import mcp_types
+
+from zorkmcp._controls import visible_controls
+
+from ._stdio import NotJsonRpc
 
 if TYPE_CHECKING:
     from mcp.client.session import IncomingMessage
@@ -83,6 +89,15 @@ class ServerNotifications:
             self._tools_changed = True
             self._events.emit("mcp_tools_changed", server=self.server)
             self._events.log("INFO", f"MCP server '{self.server}' changed its tool list")
+        elif isinstance(message, NotJsonRpc):
+            if message.count == 1:
+                self._events.emit("mcp_server_not_json_rpc", server=self.server, line=message.line)
+            line = visible_controls(message.line, keep="")
+            self._events.log(
+                "WARNING" if message.count == 1 else "DEBUG",
+                f"MCP server '{self.server}' wrote a line on stdout that is not JSON-RPC (ignored; a server "
+                f"must write only JSON-RPC there, its logs to stderr): {line}",
+            )
         elif isinstance(message, Exception):
             self._events.log("DEBUG", f"MCP server '{self.server}': transport fault {type(message).__name__}")
         await anyio.lowlevel.checkpoint()

@@ -78,6 +78,7 @@ __all__ = [
     "STDERR_TAIL_LINES",
     "TERM_GRACE",
     "WORST_CASE_TEARDOWN",
+    "NotJsonRpc",
     "ProcessInfo",
     "open_stdio_transport",
 ]
@@ -222,19 +223,47 @@ class _Pipe:
             self._file.close()
 
 
+class NotJsonRpc(ValueError):
+    """A line a server wrote on stdout that is not JSON-RPC; the session is handed it and goes on.
+
+    Attributes:
+        line: the line's first :data:`NOT_JSON_SHOWN` characters (undecodable bytes replaced).
+        count: how many such lines the server has written, this one included.
+    """
+
+    def __init__(self, line: str, count: int) -> None:
+        super().__init__(f"a line on stdout that is not JSON-RPC: {line!r}")
+        self.line = line
+        self.count = count
+
+
+NOT_JSON_SHOWN = 200
+"""Characters of a stdout line that is not JSON-RPC kept for messages and events."""
+_NOISY_COMMANDS: set[str] = set()
+"""Server commands that were warned about (logger ``zorkmcp.mcp``) for a stdout line that is not
+JSON-RPC: a ``per_turn`` server with a banner would otherwise warn on stderr every turn of every
+episode. Each session's own records (:class:`NotJsonRpc`) still say it once per process."""
+
+
 def _parse_line(line: bytes, info: ProcessInfo) -> SessionMessage | Exception | None:
     text = line.strip()
     if not text:
         return None
     try:
         message = mcp_types.jsonrpc_message_adapter.validate_json(text, by_name=False)
-    except ValueError as exc:
-        shown = text[:200].decode("utf-8", "replace")
+    except ValueError:
+        shown = text[:NOT_JSON_SHOWN].decode("utf-8", "replace")
         info.note(f"[stdout, not JSON-RPC] {shown}")
         info.non_json_lines += 1
-        level = logging.WARNING if info.non_json_lines == 1 else logging.DEBUG
-        logger.log(level, "MCP server %s wrote a line that is not JSON-RPC: %r", info.command_line, shown)
-        return exc
+        first = info.command_line not in _NOISY_COMMANDS
+        _NOISY_COMMANDS.add(info.command_line)
+        logger.log(
+            logging.WARNING if first else logging.DEBUG,
+            "MCP server %s wrote a line that is not JSON-RPC (ignored; said once per server command): %r",
+            info.command_line,
+            shown,
+        )
+        return NotJsonRpc(shown, info.non_json_lines)
     return SessionMessage(message)
 
 
