@@ -1,9 +1,11 @@
 """A stdlib MCP server for the Ctrl-C test of ``zorkmcp play``: its ``think`` tool never answers.
 
-Usage: ``python play_hang_server.py FIFO [--child]``. When ``think`` is called it writes ``THINK
-<pid>`` to the named pipe FIFO (the test waits for that line: a tool call is in flight) and does not
-answer; it keeps reading requests and exits when its stdin closes. With ``--child`` it first forks a
-child that waits forever, and the line is ``THINK <pid> <child pid>``.
+Usage: ``python play_hang_server.py FIFO [--child] [--answer-first]``. When ``think`` is called it
+writes ``THINK <pid>`` to the named pipe FIFO (the test waits for that line: a tool call is in
+flight) and does not answer; it keeps reading requests and exits when its stdin closes. With
+``--child`` it first forks a child that waits forever, and the line is ``THINK <pid> <child pid>``.
+With ``--answer-first`` the process answers its first ``think`` call (``ok``) and hangs from the
+second on (as a ``per_episode`` server: a turn that shows the live view's whole frame hangs).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ def fork_child() -> int:
 def main() -> None:
     fifo = sys.argv[1]
     child = fork_child() if "--child" in sys.argv[2:] else None
+    to_answer = 1 if "--answer-first" in sys.argv[2:] else 0
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -61,6 +64,11 @@ def main() -> None:
             )
         elif method == "tools/list":
             send({"jsonrpc": "2.0", "id": request_id, "result": {"tools": [THINK]}})
+        elif method == "tools/call" and to_answer:
+            to_answer -= 1
+            send(
+                {"jsonrpc": "2.0", "id": request_id, "result": {"content": [{"type": "text", "text": "ok"}]}}
+            )
         elif method == "tools/call":
             fd = os.open(fifo, os.O_WRONLY)
             line = f"THINK {os.getpid()}" + (f" {child}" if child is not None else "")

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -33,6 +33,9 @@ __all__ = [
 ]
 
 from zorkmcp.game import PACKAGED_GAME
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 REPO = Path(__file__).resolve().parents[1]
 ZORK1_Z3 = PACKAGED_GAME
@@ -79,8 +82,18 @@ def offline_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def run_in_tmux(cwd: Path, command: str, width: int, height: int) -> list[str]:
+def run_in_tmux(
+    cwd: Path,
+    command: str,
+    width: int,
+    height: int,
+    *,
+    meanwhile: Callable[[Callable[..., object]], object] | None = None,
+) -> list[str]:
     """``command`` in a ``width``×``height`` tmux pane (a real terminal); the screen and its scrollback.
+
+    ``meanwhile``, if given, is called while the command runs with a function that types keys into
+    the pane (``send("abc")``, ``send("C-c")``: tmux's ``send-keys``).
 
     Skips the test when tmux is not installed.
     """
@@ -95,6 +108,8 @@ def run_in_tmux(cwd: Path, command: str, width: int, height: int) -> list[str]:
         [*tmux, "new-session", "-d", "-x", str(width), "-y", str(height), script], env=env, check=True
     )
     try:
+        if meanwhile is not None:
+            meanwhile(lambda *keys: subprocess.run([*tmux, "send-keys", *keys], env=env, check=True))
         subprocess.run([*tmux, "wait-for", "ran"], env=env, check=True, timeout=60)
         pane = subprocess.run(
             [*tmux, "capture-pane", "-p", "-S", "-200"], env=env, check=True, capture_output=True, text=True

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
+import select
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from llm_server import completion
-from play_support import INPROCESS_THINKING, run_in_tmux, write_project, zork1_path
+from play_support import HANG_SERVER, INPROCESS_THINKING, run_in_tmux, write_project, zork1_path
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -24,6 +26,9 @@ from zorkmcp._live import LiveView, Progress, sparkline
 from zorkmcp.cli import _TerminalNotices, build_parser, progress_line
 from zorkmcp.engine import ToolCallRecord
 from zorkmcp.orchestrator import TurnRecord
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 ZORKMCP = Path(sys.executable).with_name("zorkmcp")
 
@@ -189,6 +194,44 @@ def test_live_view_in_a_120x40_terminal(tmp_path: Path) -> None:
     assert "t11  ✓ thinking.think" in text
     assert "t6   ✓ thinking.think" in text
     assert "t1   ✓ thinking.think" in text
+
+
+def test_ctrl_c_leaves_the_last_frame_whole_and_typed_keys_unseen(tmp_path: Path) -> None:
+    """The terminal's echo of ``^C`` wrapped the frame's full-width last line, and the final redraw
+    then left the frame's first line on the screen twice; typed keys showed inside the frame."""
+    fifo = tmp_path / "called.fifo"
+    os.mkfifo(fifo)
+    hang = {"command": sys.executable, "args": [str(HANG_SERVER), str(fifo), "--answer-first"]}
+    pyproject = write_project(
+        tmp_path, mcp_config={"mcpServers": {"thinking": hang | {"lifecycle": "per_episode"}}}
+    )
+    reader = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)  # always a writer: select() wakes only for data
+
+    def interrupt(send: Callable[..., object]) -> None:
+        called = b""
+        while not called.endswith(b"\n"):  # turn 6's think call is in flight: turn 5's frame is up
+            assert select.select([reader], [], [], 30)[0], "the think tool was never called"
+            called += os.read(reader, 4096)
+        send("xyzzy")
+        send("C-c")
+
+    try:
+        lines = run_in_tmux(
+            tmp_path,
+            f"{ZORKMCP} play --turns 12 --game {story_file()} --pyproject {pyproject}; "
+            "stty -a | tr ' ;' '\\n\\n' | grep -x -- '-\\?echo'",
+            100,
+            30,
+            meanwhile=interrupt,
+        )
+    finally:
+        os.close(reader)
+    assert [line for line in lines if line.startswith("turn ")] == [
+        "turn 5/12 " + "━" * 28 + "╸" + "━" * 40 + " score 5/350  moves 5"
+    ]
+    assert "interrupted (Ctrl-C)" in "\n".join(lines)
+    assert not [line for line in lines if "xyzzy" in line or "^C" in line]
+    assert lines[-1] == "echo"  # the terminal's echo is back once the command ends
 
 
 # -- control characters from outside, dumb terminals -------------------------------------------------

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import gc
 import time
-from contextlib import contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,7 +28,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ._argtypes import MAX_SEED, game_seed, http_url, positive_int
-from ._console import OutputConsole, TerminalConsole
+from ._console import OutputConsole, TerminalConsole, keys_not_echoed
 from ._urls import safe_url
 from .errors import ConfigError, GameError, RunWriteError
 
@@ -319,6 +319,7 @@ class LiveProgress:
         self.counted: dict[tuple[str, int], int] = {}
         """Turns already counted of each episode in flight."""
         self.bar: Progress | None = None
+        self._terminal = ExitStack()
 
     def __enter__(self) -> LiveProgress:
         if self.mode == "live":
@@ -333,6 +334,7 @@ class LiveProgress:
             )
             for name, tally in self.arms.items():
                 tally.task = self.bar.add_task(name, total=tally.total, arm=name, stats="")
+            self._terminal.enter_context(keys_not_echoed(self.console))
             self.bar.start()
         return self
 
@@ -344,6 +346,7 @@ class LiveProgress:
         bar, self.bar = self.bar, None
         if bar is not None:
             bar.stop()
+        self._terminal.close()
 
     def resumed(self, records: list[dict[str, Any]]) -> None:
         for record in records:

@@ -17,7 +17,8 @@ report are written, and the exit status is 141.
 from __future__ import annotations
 
 import os
-from contextlib import suppress
+import termios
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -27,11 +28,11 @@ from ._controls import visible_controls
 from ._signals import reader_gone
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Iterator
 
     from rich.text import Text
 
-__all__ = ["OutputConsole", "TerminalConsole"]
+__all__ = ["OutputConsole", "TerminalConsole", "keys_not_echoed"]
 
 
 class TerminalConsole(Console):
@@ -74,3 +75,39 @@ class OutputConsole(TerminalConsole):
                     f"zorkmcp: standard output cannot be written ({exc.strerror or exc}); "
                     "nothing more is printed there, the command goes on\n".encode(),
                 )
+
+
+@contextmanager
+def keys_not_echoed(console: Console) -> Iterator[None]:
+    """While a live display redraws ``console``'s terminal, keys typed there are not echoed.
+
+    The terminal echoes Ctrl-C as ``^C`` where the cursor is, at the end of the display's last line.
+    When that line fills the width, the echo wraps it, the cursor ends one line lower than rich
+    knows, and the final redraw left the first line of the last frame on the screen twice. Typed
+    keys would break the picture the same way. ``ECHO`` (and ``ECHOCTL``) are turned off on the
+    terminal for the duration and its settings put back after; Ctrl-C and Ctrl-Z still act
+    (``ISIG``). Nothing changes when the console is not a terminal, or when this process is not in
+    the terminal's foreground (a background job that set the terminal would be stopped by
+    ``SIGTTOU``).
+
+    Args:
+        console: the console the live display draws on.
+    """
+    try:
+        fd = console.file.fileno()
+        in_front = os.isatty(fd) and os.tcgetpgrp(fd) == os.getpgrp()
+        saved = termios.tcgetattr(fd) if in_front else None
+    except (OSError, ValueError, AttributeError, termios.error):  # no descriptor, closed, not a tty
+        saved = None
+    if saved is None:
+        yield
+        return
+    quiet = list(saved)
+    quiet[3] &= ~(termios.ECHO | termios.ECHOCTL)  # the local modes
+    with suppress(termios.error):
+        termios.tcsetattr(fd, termios.TCSANOW, quiet)
+    try:
+        yield
+    finally:
+        with suppress(termios.error):
+            termios.tcsetattr(fd, termios.TCSANOW, saved)

@@ -14,6 +14,7 @@ lines keep their widths.
 from __future__ import annotations
 
 import json
+from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, ConsoleOptions, Group, RenderResult
@@ -23,6 +24,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
+from ._console import keys_not_echoed
 from ._controls import visible_controls
 
 if TYPE_CHECKING:
@@ -220,6 +222,7 @@ class Progress:
         self.mode = "off" if quiet else "live" if live else "lines"
         self.live: Live | None = None
         self.view: LiveView | None = None
+        self._terminal = ExitStack()
 
     def start(self, turn_limit: int) -> None:
         """Start drawing (on a terminal) for an episode of at most ``turn_limit`` turns."""
@@ -228,6 +231,7 @@ class Progress:
             self.live = Live(
                 self.view, console=self.console, refresh_per_second=4, transient=False, redirect_stdout=False
             )
+            self._terminal.enter_context(keys_not_echoed(self.console))
             self.live.start()
 
     def turn(self, record: TurnRecord) -> None:
@@ -244,3 +248,4 @@ class Progress:
         live, self.live = self.live, None
         if live is not None:
             live.stop()
+        self._terminal.close()
