@@ -325,6 +325,19 @@ def test_a_game_name_plays_the_game_of_that_name(
         assert (record["game"], record["turns"], record.get("error")) == ("zork1.z3", 1, None)
 
 
+@pytest.mark.parametrize("given", ["./-zork.z3", "-zork.z3"])
+def test_a_story_file_whose_name_starts_with_a_dash_plays(
+    given: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Its path reached the game server as a word of its own, which the server took for an option.
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(zork1_path(), tmp_path / "-zork.z3")
+    code = main(["play", f"--game={given}", "--turns", "1", "--quiet", "--summary-json", "s.json"])
+    _, err = capsys.readouterr()
+    assert code == 0, err
+    assert summary_of(tmp_path / "s.json")["turns"] == 1
+
+
 def test_log_paths_under_the_home_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

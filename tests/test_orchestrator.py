@@ -76,7 +76,7 @@ def test_game_server_config_is_a_per_episode_stdio_server_with_read_only_tools_f
     assert config.type == "stdio"
     assert config.lifecycle == "per_episode"
     assert config.command == sys.executable
-    assert config.args == ("-m", "zorkmcp.game.server", "--game", "/g/zork1.z3", "--seed", "7")
+    assert config.args == ("-m", "zorkmcp.game.server", "--game=/g/zork1.z3", "--seed", "7")
     assert config.tools == GAME_TOOLS_FOR_AGENT == ("memory", "get_map", "inventory")
     assert "--seed" not in game_server_config(Path("g.z3"), None).args
 

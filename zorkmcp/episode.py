@@ -77,7 +77,7 @@ def game_server_config(game_path: Path, seed: int | None) -> ServerConfig:
         game_path: the story file.
         seed: the interpreter's RNG seed (``None``: Jericho's default).
     """
-    args = ["-m", "zorkmcp.game.server", "--game", str(game_path)]
+    args = ["-m", "zorkmcp.game.server", f"--game={game_path}"]  # one word: a name may start with "-"
     if seed is not None:
         args += ["--seed", str(seed)]
     return ServerConfig(
