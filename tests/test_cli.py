@@ -338,6 +338,25 @@ def test_a_story_file_whose_name_starts_with_a_dash_plays(
     assert summary_of(tmp_path / "s.json")["turns"] == 1
 
 
+@pytest.mark.parametrize("command", [["play", "--turns", "1"], ["eval", "--episodes", "1", "--turns", "1"]])
+def test_a_current_folder_that_was_removed_is_one_line_and_exit_2(
+    command: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()  # as `mkdir d; cd d; rmdir ../d` leaves a shell
+    code = main(command)
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert err == (
+        f"zorkmcp {command[0]}: the current folder no longer exists (it was removed); cd to a folder that "
+        "exists and run the command again\n"
+    )
+    assert out == ""
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_log_paths_under_the_home_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

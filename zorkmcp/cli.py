@@ -463,16 +463,33 @@ def main(
         try:
             code = args.run(args) if args.command != "play" else _main_play(args, console, err)
         except OSError as exc:
-            if exc.errno != errno.ENAMETOOLONG:
+            if exc.errno == errno.ENAMETOOLONG:
+                # A path given to read (--pyproject, --game, GAME, a log to draw): the system refuses to
+                # look at a name this long at all (even Path.exists raises), wherever it is first looked at.
+                print(
+                    f"zorkmcp {args.command}: {exc.filename}: {exc.strerror}; give a shorter path",
+                    file=sys.stderr,
+                )
+            elif isinstance(exc, FileNotFoundError) and not _cwd_exists():
+                # The shell's folder was removed: every relative path (./pyproject.toml, logs/, runs/)
+                # fails, wherever it is first made absolute. Nothing was played or written.
+                print(
+                    f"zorkmcp {args.command}: the current folder no longer exists (it was removed); "
+                    "cd to a folder that exists and run the command again",
+                    file=sys.stderr,
+                )
+            else:
                 raise
-            # A path given to read (--pyproject, --game, GAME, a log to draw): the system refuses to
-            # look at a name this long at all (even Path.exists raises), wherever it is first looked at.
-            print(
-                f"zorkmcp {args.command}: {exc.filename}: {exc.strerror}; give a shorter path",
-                file=sys.stderr,
-            )
             code = EXIT_CONFIG
     return stopped_status(code, EXIT_INTERRUPTED)
+
+
+def _cwd_exists() -> bool:
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def _quiet_sdk_logs() -> None:
