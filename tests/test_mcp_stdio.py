@@ -12,6 +12,7 @@ import os
 import re
 import shlex
 import signal
+import subprocess
 import sys
 
 import anyio
@@ -234,6 +235,51 @@ async def test_stderr_says_once_per_command_that_a_server_writes_non_json(
     )
     assert len(said) >= 6  # two processes, each with its banner and a line before each answer
     assert [level for level, _ in said[1:]] == [logging.DEBUG] * (len(said) - 1)
+
+
+_OUT_OF_FILES = """
+import os, resource, sys, trio
+from servers.helpers import misbehaving
+from zorkmcp.config import McpSettings
+from zorkmcp.errors import MCPServerStartupError
+from zorkmcp.mcp import open_toolbox
+
+async def main():
+    async with open_toolbox([misbehaving()], McpSettings()):
+        pass  # every import done: what follows needs no file but the server's pipes
+    resource.setrlimit(resource.RLIMIT_NOFILE, (256, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+    held = []
+    try:
+        while True:
+            held.append(os.open(os.devnull, os.O_RDONLY))
+    except OSError:
+        pass
+    try:
+        async with open_toolbox([misbehaving()], McpSettings()):
+            print("started")
+    except MCPServerStartupError as exc:
+        print(str(exc).splitlines()[0])
+
+trio.run(main)
+"""
+
+
+def test_a_server_that_cannot_start_for_want_of_file_descriptors_says_what_to_do() -> None:
+    tests = os.path.dirname(os.path.abspath(__file__))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([tests, os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run(
+        [sys.executable, "-c", _OUT_OF_FILES],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=GUARD,
+        check=False,
+    )
+    assert done.stdout == (
+        "Failed to start MCP server 'bad': OSError: [Errno 24] Too many open files (each server takes a "
+        "few file descriptors: allow more open files, `ulimit -n`, or run fewer episodes at once, "
+        "--concurrency)\n"
+    ), done.stderr
 
 
 async def _server_that_ignores_sigterm_and_eof_is_killed() -> None:

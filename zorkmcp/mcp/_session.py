@@ -15,6 +15,7 @@ The building blocks, from low to high:
 
 from __future__ import annotations
 
+import errno
 import importlib
 import math
 import os
@@ -180,6 +181,16 @@ def _reason(exc: BaseException, server: ServerConfig) -> str:
         return f"the server answered with an error: {leaf.message} (code {leaf.code})"
     if isinstance(leaf, MCPServerStartupError):
         return str(leaf)
+    if isinstance(leaf, OSError) and leaf.errno in (errno.EMFILE, errno.ENFILE):
+        return (
+            f"{type(leaf).__name__}: {leaf} (each server takes a few file descriptors: allow more open "
+            "files, `ulimit -n`, or run fewer episodes at once, --concurrency)"
+        )
+    if isinstance(leaf, OSError) and leaf.errno == errno.EAGAIN and server.type == "stdio":
+        return (
+            f"{type(leaf).__name__}: {leaf} (no process could be started: allow more processes, "
+            "`ulimit -u`, or run fewer episodes at once, --concurrency)"
+        )
     return f"{type(leaf).__name__}: {leaf}"
 
 
