@@ -6,6 +6,7 @@ Seeds 000 §3.2 (messages, fallback), 001 properties 2, 15, 46–48, 002 Require
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import engine_servers
@@ -109,6 +110,10 @@ def test_response_schema_is_a_strict_json_schema() -> None:
         '```json\n{"thinking": "t", "action": "open mailbox", "new_objective": "read leaflet"}\n```',
         'Sure!\n{"thinking": "t", "action": "open mailbox", "new_objective": "read leaflet"}\nDone.',
         '{"reasoning": "t", "action": "open mailbox", "new_objective": "read leaflet", "extra": 1}',
+        # What worked before thinking was left out: still works.
+        '<THINK>{}</THINK>\n```json\n{"thinking": "t", "action": "open mailbox", "new_objective": '
+        '"read leaflet"}\n```\nI picked it because {reasons}.',
+        '[{"thinking": "t", "action": "open mailbox", "new_objective": "read leaflet"}]',
     ],
 )
 def test_parse_accepts_the_shapes_models_produce(content: str) -> None:
@@ -123,20 +128,152 @@ def test_a_blank_objective_is_none(objective: str | None) -> None:
     assert parse_agent_response(content).new_objective is None
 
 
+PROBE_THINKING = (
+    "<think>\nI'm North of House... The JSON must look like {\"action\": ...}. I'll open it.\n</think>\n\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("content", "action"),
+    [
+        # DeepSeek-R1 / Qwen3 distills on Ollama: thinking (with braces) in the content, then the answer.
+        (
+            PROBE_THINKING + '{"thinking": "t", "action": "read leaflet", "new_objective": null}',
+            "read leaflet",
+        ),
+        # The chat template opened the thinking: only its "</think>" is in the content.
+        (
+            'I\'ll say {"thinking": "d", "action": "draft"}.\n</think>\n{"thinking": "t", "action": "up"}',
+            "up",
+        ),
+        # A draft in the thinking and nothing valid after it but the answer.
+        ('<think>{"thinking": "d", "action": "draft"}</think>{"action": "west"} {"note": 1}', "west"),
+        # Prose with braces after the answer (JSON then "Extra data" before).
+        ('{"thinking": "t", "action": "n"}\n\nNote: the format was {"thinking", "action"}.', "n"),
+        # An example answer quoted first, the real one last.
+        (
+            'Format: {"thinking": "...", "action": "<one game command>"}. Mine: {"action": "open mailbox"}',
+            "open mailbox",
+        ),
+        # Two answers: the last one is the model's last word.
+        ('{"thinking": "a", "action": "north"}\n{"thinking": "b", "action": "south"}', "south"),
+        # Tags inside the answer's own strings are text, not the end of the thinking.
+        (PROBE_THINKING + '{"thinking": "no </think> or <think> here", "action": "east"}', "east"),
+    ],
+)
+def test_parse_finds_the_last_answer_outside_the_thinking(content: str, action: str) -> None:
+    assert parse_agent_response(content).action == action
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        ("go north", "Expecting value"),
-        ("", "Expecting value"),
-        ('{"thinking": "t"}', "no non-empty 'action' string"),
-        ('{"thinking": "t", "action": "  "}', "no non-empty 'action' string"),
-        ('{"thinking": "t", "action": 3}', "no non-empty 'action' string"),
-        ('["north"]', "expected a JSON object, got list"),
+        ("go north", "no JSON object in the answer: 'go north'"),
+        ("", "the answer is empty"),
+        (" \n ", "the answer is only white space: ' \\n '"),
+        ('{"thinking": "t"}', """the JSON object in the answer has no "action": '{"thinking": "t"}'"""),
+        (
+            '{"thinking": "t", "action": "  "}',
+            'the JSON object in the answer has "action": "  ", not a non-empty string: '
+            """'{"thinking": "t", "action": "  "}'""",
+        ),
+        (
+            '{"thinking": "t", "action": 3}',
+            'the JSON object in the answer has "action": 3, not a non-empty string: '
+            """'{"thinking": "t", "action": 3}'""",
+        ),
+        (
+            '{"a": {"action": "n"}} {"action": null}',
+            'none of the 2 JSON objects in the answer has a usable action (the last has "action": null, '
+            """not a non-empty string): '{"a": {"action": "n"}} {"action": null}'""",
+        ),
+        ('["north"]', """expected a JSON object as the answer, got an array: '["north"]'"""),
+        ("null", "expected a JSON object as the answer, got null: 'null'"),
+        (
+            "{'action': 'north'}",
+            "no JSON object in the answer (Expecting property name enclosed in double quotes at "
+            """"'action': 'north'}"): "{'action': 'north'}\"""",
+        ),
+        (
+            'Sure: {"thinking": "t", "action": "open mail',
+            "no JSON object in the answer (Unterminated string starting at '\"open mail'): "
+            """'Sure: {"thinking": "t", "action": "open mail'""",
+        ),
+        (
+            '<think>I\'d say {"action": "north"} but',
+            "the model sent only thinking (a <think> block), no answer after it: "
+            """'<think>I\\'d say {"action": "north"} but'""",
+        ),
+        (
+            PROBE_THINKING + "I would go north.",
+            "no JSON object in the answer outside its thinking: 'I would go north.'",
+        ),
+        ("x" * 300, f"no JSON object in the answer: '{'x' * 200}'… (300 characters)"),
     ],
 )
-def test_parse_errors_say_what_is_wrong(content: str, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
+def test_parse_errors_say_what_the_model_sent(content: str, message: str) -> None:
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         parse_agent_response(content)
+
+
+NOT_THINK = ANY_TEXT.filter(lambda text: "think>" not in text.lower())
+BRACES = st.sampled_from(
+    [
+        "{",
+        "}",
+        "{reasons}",
+        '{"thinking", "action"}',
+        '{"note": 1}',
+        '{"action": ""}',
+        '{"action": 3}',
+        "[1]",
+        "{{",
+    ]
+)
+DRAFT = st.builds(lambda a: json.dumps({"thinking": "draft", "action": a}), ANY_TEXT.filter(str.strip))
+
+
+def prose(*parts: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    return st.lists(st.one_of(NOT_THINK, *parts), max_size=4).map(" ".join)
+
+
+@settings(max_examples=200)
+@given(
+    answer=st.fixed_dictionaries(
+        {"thinking": ANY_TEXT, "action": ANY_TEXT.filter(str.strip), "new_objective": st.none() | ANY_TEXT}
+    ),
+    thinking=prose(BRACES, DRAFT),
+    before=prose(BRACES, DRAFT),
+    after=prose(BRACES),
+    style=st.sampled_from(["<think>{}</think>", "{}</think>", "<think>{}</think>\n\n", ""]),
+    indent=st.sampled_from([None, 2]),
+)
+def test_the_answer_is_found_after_any_thinking_and_before_any_prose(
+    answer: dict[str, Any], thinking: str, before: str, after: str, style: str, indent: int | None
+) -> None:
+    """Whatever the thinking holds (braces, drafts), an example quoted before the answer, and prose
+    with braces or objects that are not answers after it: the answer is the one the model gave."""
+    opening = style.replace("{}", thinking)
+    content = f"{opening}{before}\n{json.dumps(answer, indent=indent)}\n{after}"
+    objective = answer["new_objective"]
+    assert parse_agent_response(content) == AgentResponse(
+        thinking=answer["thinking"],
+        action=answer["action"],
+        new_objective=objective if objective and objective.strip() else None,
+    )
+
+
+@settings(max_examples=200)
+@given(text=ANY_TEXT.filter(lambda t: t.strip() and "{" not in t and "think>" not in t.lower()))
+def test_an_answer_without_an_object_is_quoted_in_the_error(text: str) -> None:
+    try:
+        json.loads(text)
+    except ValueError:
+        expected = f"no JSON object in the answer: {text.strip()[:200]!r}"
+    else:
+        expected = "expected a JSON object as the answer, got "
+    with pytest.raises(ValueError, match=f"^{re.escape(expected)}"):
+        parse_agent_response(text)
 
 
 @settings(max_examples=100)
@@ -284,34 +421,90 @@ async def test_without_mcp_a_reasoning_model_runs_without_tools(llm_server: LLMS
 
 
 async def test_unparseable_answer_falls_back_to_look(llm_server: LLMServer) -> None:
-    """Seeds 000 §3.2: ``{"action": "look", "reasoning": "Parse error: …"}`` and agent_parse_error."""
+    """Seeds 000 §3.2: ``{"action": "look", "reasoning": "Parse error: …"}`` and agent_parse_error;
+    the error quotes what the model sent."""
     llm_server.script(content_reply("I would go north, I think."))
     events = EventRecorder()
     action = await act(llm_server, {"settings": McpSettings(), "events": events})
-    assert action.action == "look"
-    assert action.reasoning.startswith("Parse error: Expecting value")
-    assert action.reasoning.endswith(". Raw: I would go north, I think.")
-    assert action.new_objective is None
-    (error,) = events.of_type("agent_parse_error")
-    assert error["raw_response"] == "I would go north, I think."
-    assert "Expecting value" in error["error"]
-    assert any(line.startswith("[ERROR] Turn 1: Failed to parse agent response: ") for line in events.lines)
+    assert action.as_dict() == {
+        "action": "look",
+        "reasoning": "Parse error: no JSON object in the answer: 'I would go north, I think.'",
+        "new_objective": None,
+    }
+    why = "no JSON object in the answer: 'I would go north, I think.'"
+    assert [(e["raw_response"], e["error"]) for e in events.of_type("agent_parse_error")] == [
+        ("I would go north, I think.", why)
+    ]
+    assert f"[ERROR] Turn 1: Failed to parse agent response: {why}" in events.lines
     (complete,) = events.of_type("mcp_session_complete")
     assert complete["final_action"] == "look"
 
 
-async def test_turn_deadline_gives_look(
+async def test_an_answer_after_thinking_with_braces_is_played(llm_server: LLMServer) -> None:
+    """What a DeepSeek-R1 or Qwen3 distill on Ollama sends: the thinking in the content, then the answer."""
+    answer = '{"thinking": "The mailbox is right here.", "action": "open mailbox", "new_objective": null}'
+    llm_server.script(content_reply(PROBE_THINKING + answer))
+    events = EventRecorder()
+    action = await act(llm_server, {"settings": McpSettings(), "events": events})
+    assert action.as_dict() == {
+        "action": "open mailbox",
+        "reasoning": "The mailbox is right here.",
+        "new_objective": None,
+    }
+    assert action.parse_error is None
+    assert events.of_type("agent_parse_error") == []
+    assert [line for line in events.lines if line.startswith("[ERROR]")] == []
+
+
+async def test_a_cut_off_answer_says_why_the_model_stopped(llm_server: LLMServer) -> None:
+    llm_server.script(content_reply('{"thinking": "a long plan', finish_reason="length"))
+    events = EventRecorder()
+    action = await act(llm_server, {"settings": McpSettings(), "events": events})
+    why = (
+        "no JSON object in the answer (Unterminated string starting at '\"a long plan'): "
+        """'{"thinking": "a long plan' (the model stopped with finish_reason 'length')"""
+    )
+    assert (action.action, action.reasoning, action.parse_error) == ("look", f"Parse error: {why}", why)
+    assert [e["error"] for e in events.of_type("agent_parse_error")] == [why]
+
+
+@pytest.mark.parametrize(("content", "sent"), [(None, "no content"), ("", "empty content")])
+async def test_no_answer_at_all_is_a_parse_error_that_says_so(
+    llm_server: LLMServer, content: str | None, sent: str
+) -> None:
+    """Nothing to parse, even after the forced final call: still the seeds' fallback and an
+    agent_parse_error (a missing answer is an answer that could not be used), worded as what happened."""
+    llm_server.script(content_reply(content), content_reply(content))
+    events = EventRecorder()
+    action = await act(llm_server, {"settings": McpSettings(), "events": events})
+    why = f"the model sent {sent}, even to the forced final call"
+    assert (action.action, action.reasoning, action.parse_error) == ("look", f"Parse error: {why}", why)
+    assert len(llm_server.requests) == 2
+    assert [(e["raw_response"], e["error"]) for e in events.of_type("agent_parse_error")] == [(content, why)]
+    assert f"[ERROR] Turn 1: No agent response: {why}" in events.lines
+
+
+async def test_turn_deadline_gives_look_and_no_parse_error(
     llm_server: LLMServer, autojump_clock: trio.testing.MockClock
 ) -> None:
+    """The deadline has its own event (turn_deadline_exceeded): no agent_parse_error, no ERROR line."""
     llm_server.script(tool_call_reply(tool_call("p__hang", {"tag": "slow"})), agent_reply("late"))
     events = EventRecorder()
     settings_ = McpSettings(enabled=True, turn_timeout_seconds=2)
     start = trio.current_time()
     action = await act(llm_server, {"settings": settings_, "mcp": manager(events=events), "events": events})
     assert trio.current_time() - start == pytest.approx(2.0, abs=0.05)
-    assert action.action == "look"
-    assert action.reasoning == "Parse error: turn deadline exceeded"
+    assert action.as_dict() == {
+        "action": "look",
+        "reasoning": "No answer: the turn deadline of 2s passed before the model gave one",
+        "new_objective": None,
+    }
+    assert action.parse_error is None
     assert events.of_type("mcp_session_complete")[0]["final_action"] == "look"
+    assert [e["deadline_seconds"] for e in events.of_type("turn_deadline_exceeded")] == [2]
+    assert events.of_type("agent_parse_error") == []
+    assert [line for line in events.lines if line.startswith("[ERROR]")] == []
+    assert "[INFO] Turn 1: Agent action: look" in events.lines
 
 
 async def test_disabled_mcp_falls_back_to_a_turn_without_tools(llm_server: LLMServer) -> None:

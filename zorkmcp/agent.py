@@ -2,8 +2,12 @@
 
 The agent builds the messages (system prompt, game state plus memories), runs one turn through
 :func:`zorkmcp.engine.run_turn` with the turn's MCP tools, and turns the final content into
-``{"action", "reasoning", "new_objective"}``. The action is always a non-empty, single-line game
-command (property 2): anything unparseable becomes ``look`` with the parse error as reasoning.
+``{"action", "reasoning", "new_objective"}``: the last JSON object with an ``action`` outside the
+model's ``<think>`` thinking (:func:`parse_agent_response`). The action is always a non-empty,
+single-line game command (property 2): an answer that is missing or does not parse becomes ``look``
+with the parse error, which quotes what the model sent, as reasoning and an ``agent_parse_error``
+event; a turn cut by its deadline becomes ``look`` too, with no parse error (the engine's
+``turn_deadline_exceeded`` reports it).
 """
 
 from __future__ import annotations
@@ -105,7 +109,6 @@ class AgentAction:
         return {"action": self.action, "reasoning": self.reasoning, "new_objective": self.new_objective}
 
 
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 _PROMPT_PREFIX = re.compile(r"^\s*(?:>+|action:|command:)\s*", re.IGNORECASE)
 
 
@@ -128,47 +131,171 @@ def clean_action(action: str) -> str:
     return text or DEFAULT_ACTION
 
 
-def _candidate_objects(content: str) -> list[str]:
-    candidates = [content.strip()]
-    candidates += [m.group(1).strip() for m in _FENCE.finditer(content)]
-    start, end = content.find("{"), content.rfind("}")
-    if 0 <= start < end:
-        candidates.append(content[start : end + 1])
-    return candidates
+_THINK_TAG = re.compile(r"<(/?)think>", re.IGNORECASE)
+# Where a JSON object may start: "{" then a key or "}" ("{reasons}" or a run of "{{{{" is prose,
+# not worth a decode that raises each time).
+_OBJECT_START = re.compile(r'\{[ \t\n\r]*["}]')
+_DECODER = json.JSONDecoder()
+_EXCERPT = 200
+_JSON_TYPES = {
+    dict: "an object cut by its thinking",
+    list: "an array",
+    str: "a string",
+    int: "a number",
+    float: "a number",
+    bool: "a boolean",
+}
+
+
+@attrs.frozen
+class _Scan:
+    """The JSON objects at the top level of a text, and where its thinking is."""
+
+    objects: tuple[tuple[int, int, dict[str, Any]], ...]
+    """``(start, end, object)`` for each ``{`` that decodes, not counting objects inside another."""
+    failures: tuple[tuple[int, json.JSONDecodeError], ...]
+    """``(start, why)`` for each other ``{`` (those inside decoded objects are not tried)."""
+    thinking: tuple[tuple[int, int], ...]
+    """The ``(start, end)`` of each stretch of thinking."""
+
+    def outside_thinking(self, start: int) -> bool:
+        return not any(low <= start < high for low, high in self.thinking)
+
+
+def _scan(content: str) -> _Scan:
+    objects: list[tuple[int, int, dict[str, Any]]] = []
+    failures: list[tuple[int, json.JSONDecodeError]] = []
+    start = _OBJECT_START.search(content)
+    while start is not None:
+        index = start.start()
+        try:
+            value, end = _DECODER.raw_decode(content, index)
+        except json.JSONDecodeError as exc:
+            failures.append((index, exc))
+            start = _OBJECT_START.search(content, index + 1)
+        except RecursionError:  # thousands of unclosed "{": no object starts here
+            start = _OBJECT_START.search(content, index + 1)
+        else:
+            objects.append((index, end, value))
+            start = _OBJECT_START.search(content, end)
+    return _Scan(tuple(objects), tuple(failures), _thinking(content, objects))
+
+
+def _why_not_json(content: str, failures: list[json.JSONDecodeError]) -> str:
+    """What the decoder said of the attempt that got furthest (the one the model meant as its
+    answer), or of the first "{" when no attempt was worth making ("{'action': 'north'}")."""
+    if failures:
+        exc = max(failures, key=lambda exc: exc.pos)
+    else:
+        try:
+            _DECODER.raw_decode(content, content.index("{"))
+        except json.JSONDecodeError as first:
+            exc = first
+        else:  # only when thinking splits it: "{"a": <think>…</think> 1}"
+            return "an object split by its thinking"
+    reads = content[exc.pos : exc.pos + 30]
+    if not reads.strip():
+        return f"{exc.msg} at the end"
+    return f"{exc.msg} {reads!r}" if exc.msg.endswith(" at") else f"{exc.msg} at {reads!r}"
+
+
+def _thinking(content: str, objects: list[tuple[int, int, dict[str, Any]]]) -> tuple[tuple[int, int], ...]:
+    """The ``<think>…</think>`` blocks of ``content``; a ``</think>`` with no ``<think>`` before it
+    closes thinking that began with the text (the chat template opened it: DeepSeek-R1, Qwen3 on
+    Ollama); a ``<think>`` never closed runs to the end (the model was cut off while thinking).
+    A tag inside a JSON object (the answer's ``thinking`` string may name one) is text, not a tag."""
+    spans: list[tuple[int, int]] = []
+    opened: int | None = None
+    for tag in _THINK_TAG.finditer(content):
+        if any(start <= tag.start() < end for start, end, _ in objects):
+            continue
+        if not tag.group(1):
+            opened = tag.start() if opened is None else opened
+        elif opened is not None:
+            spans.append((opened, tag.end()))
+            opened = None
+        else:
+            spans.append((0, tag.end()))
+    if opened is not None:
+        spans.append((opened, len(content)))
+    return tuple(spans)
+
+
+def _answer_problem(data: dict[str, Any]) -> str | None:
+    """Why ``data`` is not an answer, as "<the object> has …" ends (``None`` when it is one)."""
+    if "action" not in data:
+        return 'no "action"'
+    action = data["action"]
+    if isinstance(action, str) and action.strip():
+        return None
+    return f'"action": {json.dumps(action, ensure_ascii=False)[:_EXCERPT]}, not a non-empty string'
+
+
+def _excerpt(text: str) -> str:
+    text = text.strip()
+    return repr(text[:_EXCERPT]) + (f"… ({len(text)} characters)" if len(text) > _EXCERPT else "")
+
+
+def _no_answer(content: str, scan: _Scan) -> str:
+    """Why no answer was found in ``content``, in terms of what the model sent."""
+    answer, last = "", 0
+    for start, end in sorted(scan.thinking):
+        answer += content[last:start]
+        last = max(last, end)
+    answer += content[last:]
+    where = "the answer outside its thinking" if scan.thinking else "the answer"
+    if not answer.strip():
+        if scan.thinking:
+            return f"the model sent only thinking (a <think> block), no answer after it: {_excerpt(content)}"
+        return f"the answer is only white space: {content!r}" if content else "the answer is empty"
+    objects = [data for start, _, data in scan.objects if scan.outside_thinking(start)]
+    if objects:
+        problem = _answer_problem(objects[-1])
+        if len(objects) == 1:
+            return f"the JSON object in {where} has {problem}: {_excerpt(answer)}"
+        many = f"none of the {len(objects)} JSON objects in {where} has a usable action"
+        return f"{many} (the last has {problem}): {_excerpt(answer)}"
+    try:
+        whole = json.loads(answer)
+    except (ValueError, RecursionError):
+        pass
+    else:
+        kind = "null" if whole is None else _JSON_TYPES.get(type(whole), type(whole).__name__)
+        return f"expected a JSON object as the answer, got {kind}: {_excerpt(answer)}"
+    if "{" in answer:
+        failures = [exc for start, exc in scan.failures if scan.outside_thinking(start)]
+        why = _why_not_json(answer if not failures else content, failures)
+        return f"no JSON object in {where} ({why}): {_excerpt(answer)}"
+    return f"no JSON object in {where}: {_excerpt(answer)}"
 
 
 def parse_agent_response(content: str) -> AgentResponse:
     """Parse the model's final content into an :class:`AgentResponse`.
 
-    Accepts the bare JSON object, one inside a fenced code block, or one embedded in prose.
-    ``reasoning`` is accepted for ``thinking`` (older prompts use it). The strings are returned as
-    the JSON holds them (the agent makes them valid Unicode before it hands them on).
+    The answer is the last JSON object in ``content`` with a non-empty ``action`` string, outside
+    the model's thinking (see below): the bare object, one inside a fenced code block, or one among
+    prose, which may hold braces or quote an example answer before the real one. Objects nested in
+    another are not answers. Thinking is a ``<think>…</think>`` block, everything before a
+    ``</think>`` that no ``<think>`` opened (the chat template opened it), and an unclosed
+    ``<think>`` to the end of the text (the model was cut off while thinking): drafts there are not
+    the answer. ``reasoning`` is accepted for ``thinking`` (older prompts use it). The strings are
+    returned as the JSON holds them (the agent makes them valid Unicode before it hands them on).
 
     Raises:
-        ValueError: no JSON object with a usable ``action`` string.
+        ValueError: no JSON object with a usable ``action`` string; the message says what the
+            model sent instead (an excerpt of its first 200 characters after the thinking).
     """
-    last_error: Exception | None = None
-    for candidate in _candidate_objects(content):
-        try:
-            data = json.loads(candidate)
-        except ValueError as exc:
-            last_error = exc
-            continue
-        if not isinstance(data, dict):
-            last_error = ValueError(f"expected a JSON object, got {type(data).__name__}")
-            continue
-        action = data.get("action")
-        if not isinstance(action, str) or not action.strip():
-            last_error = ValueError("the JSON object has no non-empty 'action' string")
-            continue
-        thinking = data.get("thinking", data.get("reasoning", ""))
-        objective = data.get("new_objective")
-        return AgentResponse(
-            thinking=thinking if isinstance(thinking, str) else json.dumps(thinking),
-            action=action,
-            new_objective=objective if isinstance(objective, str) and objective.strip() else None,
-        )
-    raise ValueError(str(last_error) if last_error else "empty response")
+    scan = _scan(content)
+    for start, _, data in reversed(scan.objects):
+        if scan.outside_thinking(start) and _answer_problem(data) is None:
+            thinking = data.get("thinking", data.get("reasoning", ""))
+            objective = data.get("new_objective")
+            return AgentResponse(
+                thinking=thinking if isinstance(thinking, str) else json.dumps(thinking),
+                action=data["action"],
+                new_objective=objective if isinstance(objective, str) and objective.strip() else None,
+            )
+    raise ValueError(_no_answer(content, scan))
 
 
 def build_messages(
@@ -267,7 +394,15 @@ class ZorkAgent:
         )
         action: AgentAction = attrs.evolve(result.answer, turn=result)
         if result.deadline_exceeded:
-            why = "turn deadline exceeded"
+            # No answer came in time: not a parse error (the engine's turn_deadline_exceeded says so).
+            deadline = self.settings.turn_timeout_seconds
+            action = attrs.evolve(
+                action,
+                reasoning=f"No answer: the turn deadline of {deadline:g}s passed before the model gave one",
+                parse_error=None,
+            )
+        elif action.parse_error is not None and result.finish_reason not in (None, "stop"):
+            why = f"{action.parse_error} (the model stopped with finish_reason {result.finish_reason!r})"
             action = attrs.evolve(action, reasoning=f"Parse error: {why}", parse_error=why)
         self._report_parse_error(action, result, turn_number)
         self.events.log("INFO", f"Turn {turn_number}: Agent action: {action.action}")
@@ -276,21 +411,25 @@ class ZorkAgent:
     @staticmethod
     def _parse(content: str | None) -> AgentAction:
         """The final content as an action, parsed once (the engine calls this; property 2)."""
-        if content is None:
-            why = "no final content from the model"
-            return AgentAction(
-                action=DEFAULT_ACTION, reasoning=f"Parse error: {why}", new_objective=None, parse_error=why
-            )
-        try:
-            response = parse_agent_response(content)
-        except ValueError as exc:
-            # Requirement 15.3: safe defaults with error logging (seeds 000 §3.2 fallback).
-            return AgentAction(
-                action=DEFAULT_ACTION,
-                reasoning=f"Parse error: {exc}. Raw: {content[:100]}",
-                new_objective=None,
-                parse_error=str(exc),
-            )
+        if not content:
+            # The engine made the forced final call and still got nothing: the answer is missing, which
+            # the seeds count as a parse error (a turn deadline is not: see generate_action).
+            sent = "no content" if content is None else "empty content"
+            why = f"the model sent {sent}, even to the forced final call"
+        else:
+            try:
+                response = parse_agent_response(content)
+            except ValueError as exc:
+                why = str(exc)
+            else:
+                return ZorkAgent._action(response)
+        # Requirement 15.3: safe defaults with error logging (seeds 000 §3.2 fallback).
+        return AgentAction(
+            action=DEFAULT_ACTION, reasoning=f"Parse error: {why}", new_objective=None, parse_error=why
+        )
+
+    @staticmethod
+    def _action(response: AgentResponse) -> AgentAction:
         # The answer's JSON is the model's text too: a lone surrogate escape in it ("\\ud800", half an
         # emoji) becomes U+FFFD, as everywhere the model's text comes in (zorkmcp.llm._text), before
         # the answer goes to the game, the logs, the reports and the next prompt.
@@ -306,4 +445,5 @@ class ZorkAgent:
             return
         raw = result.content[:2000] if result.content is not None else None
         self.events.emit("agent_parse_error", raw_response=raw, error=action.parse_error)
-        self.events.log("ERROR", f"Turn {turn}: Failed to parse agent response: {action.parse_error}")
+        what = "Failed to parse agent response" if raw else "No agent response"
+        self.events.log("ERROR", f"Turn {turn}: {what}: {action.parse_error}")
