@@ -11,8 +11,21 @@ A turn (seeds 000 §3.2, with the departures in ``shared/seeds/README.md``)::
                 with "skipped: batch aborted after a timeout" (every tool_call_id must be answered,
                 or real APIs reject the next request — the seeds' pseudo-code forgets this)
             content → done; neither → warning, done
-        no content → the forced final call (tools=None, tool_choice=None, response_format=schema)
+            the only call names no tool and carries the answer (below) → that answer, done
+        no content → the forced final call (tools=None, tool_choice=None, response_format=schema);
+            no content but a call carrying the answer → its arguments are the answer
                                                             # leaving the block ends every server
+
+A call *carries the answer* when its arguments are a JSON object and its name is the answer
+schema's (``final_response_format["json_schema"]["name"]``, e.g. ``AgentResponse``, also with
+gpt-oss's ``functions.`` prefix) or the object holds every key that schema requires: some providers
+implement ``response_format`` through a tool call and leak it, and some models answer that way
+inside the loop. Such a call is the answer, not a tool call: it is not executed, not recorded in
+:attr:`TurnResult.tool_calls`, and the history holds its arguments as the assistant's content.
+
+Two spellings from the wild are mended: a tool name with gpt-oss's ``functions.`` prefix
+(``functions.zork__inventory``) resolves to the tool that the rest names, and arguments encoded
+twice (a JSON string holding a JSON object) are decoded once more.
 
 :func:`run_turn` opens the toolbox itself; :func:`run_tool_loop` runs on a toolbox you opened. Both
 take a :class:`TurnOptions` and are written on anyio: they work under ``trio.run`` (the project's
@@ -39,7 +52,7 @@ from .observability import EventSink, NullSink, OtelTracer, Tracer
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from .llm import ChatModel, LLMResponse
+    from .llm import ChatModel, LLMResponse, ToolCall
     from .mcp import ToolInfo
 
 __all__ = [
@@ -56,7 +69,16 @@ __all__ = [
 ]
 
 FORCE_FINAL_MESSAGE = "Please provide your final action now without calling any more tools."
-"""The user message of the forced final call (seeds 000 §3.2)."""
+"""The user message of the forced final call (seeds 000 §3.2, Requirement 5.7).
+
+Appended as its own user message after a tool result; when the history already ends with a user
+message (the model answered nothing at all), it is added to that message instead (a paragraph of
+its text, or a last text part when its content is a list of parts), so that roles keep alternating:
+strict chat templates (Mistral, Gemma) reject two user messages in a row.
+"""
+
+_FUNCTIONS_PREFIX = "functions."
+"""The namespace gpt-oss-style models put before a tool's name (``functions.zork__inventory``)."""
 
 SKIPPED_AFTER_TIMEOUT = "skipped: batch aborted after a timeout"
 PREVIEW_CHARS = 200
@@ -125,7 +147,8 @@ class TurnOptions:
 
     Attributes:
         final_response_format: the ``response_format`` of the forced final call (a JSON schema
-            mapping), or ``None``.
+            mapping), or ``None``. Its ``json_schema`` name and required keys also tell a tool call
+            that carries the answer (module docstring); with ``None`` no call is taken for one.
         max_tool_iterations: LLM calls with tools before the forced final call (an int >= 1).
         sampling: sampling parameters for every call.
         force_tool_support: skip the model-name compatibility check (Requirement 12.5).
@@ -186,7 +209,8 @@ class TurnResult:
     """What a turn produced."""
 
     content: str | None
-    """The final assistant content (``None`` when the model never gave any)."""
+    """The final answer's text: the assistant's content, or the arguments of a tool call that
+    carried the answer (module docstring); ``None`` when the model gave neither."""
     messages: list[dict[str, Any]]
     """The whole message history, including the final assistant message."""
     iterations: int
@@ -212,16 +236,80 @@ def _preview(result: ToolCallResult) -> str:
     return text[:PREVIEW_CHARS]
 
 
+def _decode_arguments(raw: str) -> tuple[Any, str]:
+    """The JSON value of a tool call's arguments, and the JSON text it was read from.
+
+    Empty arguments are ``{}``. A JSON string whose text is itself a JSON object (arguments
+    encoded twice, ``"\\"{}\\""``) is decoded once more; the text is then that inner string.
+
+    Raises:
+        ValueError: not JSON.
+    """
+    text = raw if raw.strip() else "{}"
+    value = json.loads(text)
+    if isinstance(value, str) and value.lstrip().startswith("{"):
+        try:
+            inner = json.loads(value)
+        except ValueError:
+            return value, text
+        if isinstance(inner, dict):
+            return inner, value
+    return value, text
+
+
 def _parse_arguments(raw: str) -> dict[str, Any]:
-    """Requirement 5.3: the JSON arguments are parsed before execution.
+    """Requirement 5.3: the JSON arguments are parsed before execution (see :func:`_decode_arguments`).
 
     Raises:
         ValueError: not JSON, or not a JSON object.
     """
-    arguments = json.loads(raw) if raw.strip() else {}
+    arguments, _ = _decode_arguments(raw)
     if not isinstance(arguments, dict):
         raise ValueError(f"expected a JSON object, got {type(arguments).__name__}")
     return arguments
+
+
+def _answer_schema(response_format: Mapping[str, Any] | None) -> tuple[str | None, frozenset[str]]:
+    """The answer schema's name and required keys, from a ``json_schema`` response_format."""
+    spec = response_format.get("json_schema") if response_format is not None else None
+    if not isinstance(spec, Mapping):
+        return None, frozenset()
+    name = spec.get("name")
+    schema = spec.get("schema")
+    required = schema.get("required") if isinstance(schema, Mapping) else None
+    keys = frozenset(k for k in required if isinstance(k, str)) if isinstance(required, list) else frozenset()
+    return (name if isinstance(name, str) and name else None), keys
+
+
+def _carried_answer(call: ToolCall, response_format: Mapping[str, Any] | None) -> str | None:
+    """The answer's JSON text when ``call`` carries the answer (see the module docstring), else ``None``."""
+    name, required = _answer_schema(response_format)
+    if name is None and not required:
+        return None
+    try:
+        value, text = _decode_arguments(call.function.arguments)
+    except ValueError:
+        return None
+    if not isinstance(value, dict):
+        return None
+    if call.function.name.removeprefix(_FUNCTIONS_PREFIX) == name or (required and required <= value.keys()):
+        return text
+    return None
+
+
+def _with_final_request(message: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``message`` (a user message) with :data:`FORCE_FINAL_MESSAGE` added to its content.
+
+    ``None`` when its content is neither text nor a list of parts. The parts already there are kept
+    as they are (a ``cache_control`` marker on one keeps the cached prefix); a new text part is added.
+    """
+    content = message.get("content")
+    if content is None or isinstance(content, str):
+        text = f"{content}\n\n{FORCE_FINAL_MESSAGE}" if content else FORCE_FINAL_MESSAGE
+        return {**message, "content": text}
+    if isinstance(content, list):
+        return {**message, "content": [*content, {"type": "text", "text": FORCE_FINAL_MESSAGE}]}
+    return None
 
 
 @attrs.define
@@ -257,6 +345,8 @@ class _Loop:
     requests: int = 0
     forced_final: bool = False
     last: LLMResponse | None = None
+    content: str | None = None
+    """The final answer's text: the content, or the arguments of a call carrying the answer."""
 
     @property
     def prefix(self) -> str:
@@ -288,15 +378,45 @@ class _Loop:
                 tools = self.toolbox.openai_tools()
             response = await self._complete(tools=tools or None, tool_choice="auto" if tools else None)
             if response.tool_calls:
+                self.content = self._answer_in_loop(response.tool_calls)
+                if self.content is not None:
+                    break
                 await self._run_batch(response)
                 continue
             if not response.content:
                 self._unexpected(response)
+            self.content = response.content
             break
-        if self.last is None or not self.last.content:
+        if not self.content:
             await self._force_final()
-        if self.last is not None and self.last.content:
-            self.messages.append({"role": "assistant", "content": self.last.content})
+        if self.content:
+            self.messages.append({"role": "assistant", "content": self.content})
+
+    def _resolve(self, name: str) -> tuple[ToolInfo | None, str]:
+        """The tool ``name`` names and the name to call it by; gpt-oss's ``functions.`` prefix is dropped
+        when the name names no tool and the rest does."""
+        if self.toolbox is None:
+            return None, name
+        info = self.toolbox.resolve(name)
+        if info is None and name.startswith(_FUNCTIONS_PREFIX):
+            rest = name.removeprefix(_FUNCTIONS_PREFIX)
+            stripped = self.toolbox.resolve(rest)
+            if stripped is not None:
+                return stripped, rest
+        return info, name
+
+    def _answer_in_loop(self, calls: Sequence[ToolCall]) -> str | None:
+        """The answer, when the response's only call names no tool and carries the answer."""
+        if len(calls) != 1 or self._resolve(calls[0].function.name)[0] is not None:
+            return None
+        answer = _carried_answer(calls[0], self.options.final_response_format)
+        if answer is not None:
+            self.events.log(
+                "INFO",
+                f"{self.prefix}: The model answered through a call to '{calls[0].function.name}' "
+                "(no such tool); its arguments are the final answer",
+            )
+        return answer
 
     def _unexpected(self, response: LLMResponse) -> None:
         self.events.emit(
@@ -315,9 +435,28 @@ class _Loop:
             f"Turn {self.options.turn}: Agent exited tool loop without content after {self.iterations} "
             "iterations; forcing final action",
         )
-        self.messages.append({"role": "user", "content": FORCE_FINAL_MESSAGE})
+        last = self.messages[-1] if self.messages else None
+        merged = _with_final_request(last) if last is not None and last.get("role") == "user" else None
+        if merged is not None:  # roles keep alternating (see FORCE_FINAL_MESSAGE)
+            self.messages[-1] = merged
+        else:
+            self.messages.append({"role": "user", "content": FORCE_FINAL_MESSAGE})
         self.forced_final = True
-        await self._complete(response_format=self.options.final_response_format)
+        response = await self._complete(response_format=self.options.final_response_format)
+        self.content = response.content
+        if not response.content and response.tool_calls:
+            # No tools were offered: a call here is the answer leaking through the provider's
+            # tool-based response_format, or nothing usable.
+            for call in response.tool_calls:
+                answer = _carried_answer(call, self.options.final_response_format)
+                if answer is not None:
+                    self.events.log(
+                        "INFO",
+                        f"Turn {self.options.turn}: The forced final answer came as a call to "
+                        f"'{call.function.name}'; its arguments are the final answer",
+                    )
+                    self.content = answer
+                    break
 
     async def _run_batch(self, response: LLMResponse) -> None:
         """Run the calls one after another; after a timeout every remaining call is skipped."""
@@ -337,10 +476,10 @@ class _Loop:
         )
         aborted = False
         for tc in response.tool_calls:
-            info = self.toolbox.resolve(tc.function.name) if self.toolbox is not None else None
+            info, name = self._resolve(tc.function.name)
             call = _Call(
                 id=tc.id,
-                name=tc.function.name,
+                name=name,
                 canonical=info.name if info else tc.function.name,
                 server=info.server if info else None,
                 raw_arguments=tc.function.arguments,
@@ -534,7 +673,7 @@ async def _session(loop: _Loop, deadline: float, *, expired: bool = False) -> Tu
             with anyio.CancelScope(deadline=deadline) as scope:
                 await loop.run()
             exceeded = scope.cancelled_caught
-        content = loop.last.content if (loop.last is not None and not exceeded) else None
+        content = None if exceeded else loop.content
         answer = options.parse_answer(content) if options.parse_answer is not None else None
         final_action = _final_action(answer, content)
         session_span.update(
