@@ -62,6 +62,7 @@ __all__ = [
     "rendezvous",
     "serve_llm",
     "server_error",
+    "sse_reply",
     "tool_call",
     "tool_call_reply",
 ]
@@ -258,6 +259,19 @@ def provider_error_reply(
     if code is not None:
         error["code"] = code
     return json_reply({"error": error}, delay=delay)
+
+
+def sse_reply(*chunks: Any, done: bool = True, content_type: str = "text/event-stream") -> Reply:
+    """A streamed answer (server-sent events), as a server that streams whatever was asked sends it.
+
+    Each chunk is one ``data:`` event: a mapping is JSON-encoded, a string is sent as it is;
+    ``data: [DONE]`` ends the stream when ``done``.
+    """
+    events = [c if isinstance(c, str) else json.dumps(c) for c in chunks]
+    if done:
+        events.append("[DONE]")
+    body = "".join(f"data: {event}\n\n" for event in events).encode()
+    return Reply(body=body, headers=(("content-type", content_type),))
 
 
 def drop_connection(*, delay: float = 0.0) -> Reply:

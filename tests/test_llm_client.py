@@ -65,8 +65,9 @@ async def test_posts_model_and_messages_and_nothing_else(llm_server: LLMServer) 
     (request,) = llm_server.requests
     assert (request.method, request.path) == ("POST", "/v1/chat/completions")
     assert request.headers["content-type"] == "application/json"
-    assert set(request.json) == {"model", "messages"}
+    assert set(request.json) == {"model", "messages", "stream"}
     assert request.json["model"] == "test/model"
+    assert request.json["stream"] is False  # said, not left to the server's default
     assert request.messages == [
         {**system, "cache_control": {"type": "ephemeral"}},
         {**USER[0], "cache_control": {"type": "ephemeral"}},
@@ -404,11 +405,20 @@ async def test_garbage_is_not_json(llm_server: LLMServer) -> None:
     assert len(llm_server.requests) == 2  # not retried
 
 
-@pytest.mark.parametrize("body", [{"id": "x", "object": "chat.completion"}, {"choices": []}])
-async def test_missing_or_empty_choices(llm_server: LLMServer, body: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("body", "match"),
+    [
+        ({"id": "x", "object": "chat.completion"}, r"answered HTTP 200, but the answer has no choices$"),
+        ({"id": "x", "choices": None}, r"answered HTTP 200, but the answer has no choices$"),
+        ({"id": "x", "choices": {"0": {}}}, r"answered HTTP 200, but choices is not a list$"),
+    ],
+)
+async def test_missing_choices_are_not_a_completion(
+    llm_server: LLMServer, body: dict[str, Any], match: str
+) -> None:
     llm_server.script(json_reply(body))
     async with _client(llm_server) as client:
-        with pytest.raises(LLMResponseError, match=r"the answer has no choices"):
+        with pytest.raises(LLMResponseError, match=match):
             await client.complete(CompletionRequest(USER))
 
 

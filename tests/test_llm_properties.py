@@ -13,7 +13,7 @@ import trio.testing
 from backends import AUTOJUMP_THRESHOLD
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from llm_server import LLMServer, Reply, completion, content_reply, json_reply, serve_llm
+from llm_server import LLMServer, Reply, completion, content_reply, json_reply, serve_llm, tool_call
 
 from zorkmcp.config import RetrySettings, SamplingSettings
 from zorkmcp.llm import (
@@ -107,6 +107,24 @@ assistant_messages = st.fixed_dictionaries(
 )
 
 
+def expected_ids(raw: list[dict[str, Any]], taken: frozenset[str] = frozenset()) -> list[str]:
+    """The provider's id when the conversation (``taken``) and the answer do not hold it yet; else
+    ``call_1_<index>`` (answer 1, the call's index), with ``_2``, ``_3``… after it if the conversation
+    or the answer holds that too (a provider's own id in the answer is never taken from it)."""
+    ids: list[str] = []
+    provider_ids = {item["id"] for item in raw if item.get("id")}
+    for index, item in enumerate(raw):
+        given = item.get("id")
+        if given and given not in ids and given not in taken:
+            ids.append(given)
+            continue
+        fresh, suffix = f"call_1_{index}", 2
+        while fresh in ids or fresh in taken or fresh in provider_ids:
+            fresh, suffix = f"call_1_{index}_{suffix}", suffix + 1
+        ids.append(fresh)
+    return ids
+
+
 def expected_calls(raw: list[dict[str, Any]]) -> tuple[ToolCall, ...]:
     calls = []
     for index, item in enumerate(raw):
@@ -118,7 +136,7 @@ def expected_calls(raw: list[dict[str, Any]]) -> tuple[ToolCall, ...]:
             arguments = json.dumps(arguments)
         calls.append(
             ToolCall(
-                id=item.get("id") or f"call_1_{index}",
+                id=expected_ids(raw)[index],
                 type=item.get("type", "function"),
                 function=FunctionCall(name=function["name"], arguments=arguments),
             )
@@ -188,9 +206,47 @@ def test_property_11_tool_calls_are_parsed(calls: list[dict[str, Any]], content:
     assert isinstance(response, LLMResponse)
     assert response.tool_calls == expected_calls(calls)
     assert response.finish_reason == "tool_calls"
-    for index, (raw, call) in enumerate(zip(calls, response.tool_calls, strict=True)):
-        assert call.id == (raw.get("id") or f"call_1_{index}")  # a missing id: answer 1, call index
+    for raw, call in zip(calls, response.tool_calls, strict=True):
+        if raw.get("id") and [c.get("id") for c in calls].count(raw["id"]) == 1:
+            assert call.id == raw["id"]  # a provider's id that is new is kept, always
         assert call.type == "function"
+    assert len({call.id for call in response.tool_calls}) == len(calls)  # never twice in one answer
+
+
+# Ids from a tiny alphabet, so that answers repeat each other's and the conversation's.
+small_ids = st.text(alphabet="01", max_size=2) | st.sampled_from(["call_1_0", "call_1_1", "call_1_1_2"])
+
+
+@PROPERTY
+@given(
+    history=st.lists(small_ids.filter(bool), max_size=4),
+    calls=st.lists(
+        st.fixed_dictionaries({"function": st.just({"name": "game__look"})}, optional={"id": small_ids}),
+        min_size=1,
+        max_size=5,
+    ),
+)
+def test_property_11_tool_call_ids_never_repeat_within_a_conversation(
+    history: list[str], calls: list[dict[str, Any]]
+) -> None:
+    """A provider's id is kept when new; one the conversation or the answer already holds (llama.cpp
+    answers "0" every time, some providers give two calls one id) gets a fresh one."""
+    conversation = [*USER]
+    for call_id in history:
+        conversation.append(
+            {"role": "assistant", "content": None, "tool_calls": [tool_call("game__look", id=call_id)]}
+        )
+        conversation.append({"role": "tool", "tool_call_id": call_id, "content": "{}"})
+    message = {"role": "assistant", "content": None, "tool_calls": calls}
+    response, _ = exchange(
+        json_reply(completion(message, finish_reason="tool_calls")),
+        lambda c: c.complete(CompletionRequest(conversation)),
+    )
+    assert response.tool_calls is not None
+    ids = [call.id for call in response.tool_calls]
+    assert ids == expected_ids(calls, frozenset(history))
+    assert len(set(ids)) == len(ids)
+    assert not set(ids) & set(history)
 
 
 @PROPERTY
@@ -333,7 +389,8 @@ def test_property_14_response_format_passes_through_exactly(
     if response_format is not None:
         given_keys.add("response_format")
         assert body["response_format"] == response_format
-    assert set(body) == {"model", "messages"} | given_keys
+    assert set(body) == {"model", "messages", "stream"} | given_keys
+    assert body["stream"] is False
     for key in given_keys - {"response_format"}:
         assert body[key] == (list(params[key]) if isinstance(params[key], list) else params[key])
 

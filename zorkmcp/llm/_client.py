@@ -4,6 +4,11 @@
 for as long as the caller's context lives. Requests are retried with exponential backoff
 on 429, 5xx and transport failures; the waits are ``anyio.sleep`` calls, so they run on
 the event loop's clock (trio's is virtual in tests) and a cancelled caller stops waiting at once.
+
+Two refusals are not retried that way. An endpoint that refuses ``response_format`` (the forced
+final call's JSON schema, Requirement 4.6) gets the request again at once without it, and never
+again from that client; one that refuses ``tools`` raises :class:`~zorkmcp.errors.ModelCompatibilityError`
+(Requirement 4.5) saying how to play without them.
 """
 
 from __future__ import annotations
@@ -21,8 +26,15 @@ from attrs import frozen
 
 from .._urls import safe_url, url_problem
 from ..config import RetrySettings
-from ..errors import LLMError, LLMProviderError, LLMResponseError, LLMTransportError
+from ..errors import (
+    LLMError,
+    LLMProviderError,
+    LLMResponseError,
+    LLMTransportError,
+    ModelCompatibilityError,
+)
 from ..observability import EventSink, NullSink
+from ._compat import refuses_response_format, refuses_tools, tools_remedy
 from ._messages import check_tools, with_cache_control
 from ._models import CompletionRequest, LLMResponse
 from ._parse import Scrubber, http_error, make_scrubber, parse_completion
@@ -44,6 +56,7 @@ OPENROUTER_HEADERS: Mapping[str, str] = {"HTTP-Referer": "https://zorkgpt.com", 
 """App attribution headers sent by default when the base URL is OpenRouter's."""
 
 _RetryKind = Literal["rate_limit", "server_error", "transport"]
+_Refused = Literal["response_format", "tools"]
 
 
 @functools.cache
@@ -80,12 +93,16 @@ def new_http_client(base_url: str, *, keepalive: int | None = None) -> httpx2.As
 
 @frozen
 class _Failure:
-    """One failed attempt: the error to raise if no retry follows, and whether one may."""
+    """One failed attempt: the error to raise if no retry follows, and whether one may.
+
+    ``refused``: the request parameter the endpoint's error names as one it does not take.
+    """
 
     error: LLMError
     kind: _RetryKind | None
     retry_after: float | None = None
     cause: BaseException | None = None
+    refused: _Refused | None = None
 
 
 def _kind_for_status(status: int | None) -> _RetryKind | None:
@@ -94,6 +111,31 @@ def _kind_for_status(status: int | None) -> _RetryKind | None:
     if status is not None and 500 <= status <= 599:
         return "server_error"
     return None  # never retry other 4xx
+
+
+def _refused(error: LLMError, payload: Mapping[str, Any]) -> _Refused | None:
+    """Which parameter the request sent that an error answer (not a 429) says the endpoint refuses."""
+    if error.status is None or error.status < 400 or error.status == 429:
+        return None
+    text = error.provider_message or error.body_excerpt
+    if "response_format" in payload and refuses_response_format(text):
+        return "response_format"
+    if "tools" in payload and refuses_tools(text):
+        return "tools"
+    return None
+
+
+def _taken_ids(messages: list[dict[str, Any]]) -> frozenset[str]:
+    """The tool call ids a conversation holds: its assistant messages' calls and the tools' answers."""
+    taken: set[str] = set()
+    for message in messages:
+        calls = message.get("tool_calls")
+        for call in calls if isinstance(calls, list) else ():
+            if isinstance(call, dict) and isinstance(call.get("id"), str):
+                taken.add(call["id"])
+        if isinstance(message.get("tool_call_id"), str):
+            taken.add(message["tool_call_id"])
+    return frozenset(taken)
 
 
 class LLMClient:
@@ -110,7 +152,8 @@ class LLMClient:
         retry: backoff and timeout settings (``[tool.zorkgpt.retry]``).
         extra_headers: headers sent with every request.
         rng: the jitter source (tests pin it); the module's own ``random.Random`` by default.
-        events: where retries are reported (``llm_retry`` events and episode-log lines).
+        events: where retries are reported (``llm_retry`` events and episode-log lines), and an
+            endpoint that refuses ``response_format`` (``llm_response_format_dropped``, once).
         cache_control: mark system and user messages for prompt caching (Requirement 4.7).
     """
 
@@ -142,6 +185,7 @@ class LLMClient:
         self._cache_control = cache_control
         self._scrub: Scrubber = make_scrubber([self._api_key])
         self._answers = 0  # 2xx answers parsed: makes generated tool call ids unique per client
+        self._response_format = True  # False once the endpoint refused it: never sent again
 
     @property
     def model(self) -> str:
@@ -168,6 +212,11 @@ class LLMClient:
         """The retry settings in force."""
         return self._retry
 
+    @property
+    def sends_response_format(self) -> bool:
+        """Whether ``response_format`` is sent: ``False`` once the endpoint refused it (Requirement 4.6)."""
+        return self._response_format
+
     def __repr__(self) -> str:
         key = "<set>" if self._api_key else None
         return f"LLMClient(model={self._model!r}, base_url={safe_url(self._base_url)!r}, api_key={key})"
@@ -175,8 +224,15 @@ class LLMClient:
     async def complete(self, request: CompletionRequest, /) -> LLMResponse:
         """Send one chat completion request, retrying as ``[tool.zorkgpt.retry]`` allows.
 
-        Fields left ``None`` are not sent; ``response_format`` is sent exactly as given. This
-        client owns prompt caching: with ``cache_control`` on, system and user messages get
+        Fields left ``None`` are not sent; ``"stream": false`` always is (a server that streams
+        anyway is read whole and its deltas joined). ``response_format`` is sent exactly as given
+        until the endpoint refuses it: an error answer naming it (``response_format type
+        json_schema is not supported``) is followed at once by the same request without it, not
+        counted as a retry, and it is not sent again by this client (an
+        ``llm_response_format_dropped`` event and a warning say so, once); the answer's content is
+        then the caller's to parse. Tool call ids never repeat within the conversation: a provider's
+        id that the request's messages (or the same answer) already hold is replaced by a fresh one.
+        This client owns prompt caching: with ``cache_control`` on, system and user messages get
         ``cache_control`` (Requirement 4.7); with it off, none is sent. Cancelling the caller's
         scope aborts the request (and any backoff wait) at once.
 
@@ -188,8 +244,11 @@ class LLMClient:
 
         Raises:
             ValueError: a tool schema is not in OpenAI format (checked before anything is sent).
+            ModelCompatibilityError: the endpoint refused the request's ``tools`` (Requirement 4.5:
+                Ollama's ``does not support tools``, vLLM without ``--enable-auto-tool-choice``…);
+                the message says what to do; the endpoint's error is its ``__cause__``.
             LLMHTTPError: a non-2xx answer (after retries for 429 and 5xx).
-            LLMResponseError: HTML, non-JSON, no ``choices`` or a malformed message.
+            LLMResponseError: HTML, non-JSON, no ``choices`` list, or a malformed message or stream.
             LLMProviderError: a provider error object inside a 200.
             LLMTransportError: connect errors, dropped connections and timeouts, after retries.
         """
@@ -202,6 +261,15 @@ class LLMClient:
             outcome = await self._attempt(payload, headers)
             if isinstance(outcome, LLMResponse):
                 return outcome
+            if outcome.refused == "response_format":
+                self._drop_response_format(outcome.error)
+                payload = {key: value for key, value in payload.items() if key != "response_format"}
+                continue
+            if outcome.refused == "tools":
+                raise ModelCompatibilityError(
+                    f"the endpoint refused tools for model '{self._model}' "
+                    f"({outcome.error.provider_message or outcome.error}): {tools_remedy(str(outcome.error))}"
+                ) from outcome.error
             if not self._may_retry(outcome.kind) or retries >= self._retry.max_retries:
                 raise self._final_error(outcome.error, retries + 1) from outcome.cause
             if outcome.retry_after is not None:
@@ -218,13 +286,14 @@ class LLMClient:
             sent = with_cache_control(messages)
         else:
             sent = [{k: v for k, v in m.items() if k != "cache_control"} for m in messages]
-        payload: dict[str, Any] = {"model": self._model, "messages": sent}
+        payload: dict[str, Any] = {"model": self._model, "messages": sent, "stream": False}
         stop = request.stop
         optional: dict[str, Any] = {
             **attrs.asdict(request.sampling),
             "stop": stop if stop is None or isinstance(stop, str) else list(stop),
             "tool_choice": request.tool_choice,
-            "response_format": request.response_format,  # seeds 000 §3.2: only the forced final call
+            # seeds 000 §3.2: only the forced final call; never to an endpoint that refused it
+            "response_format": request.response_format if self._response_format else None,
         }
         if request.tools:
             check_tools(request.tools)
@@ -239,11 +308,13 @@ class LLMClient:
             return response
         content_type = response.headers.get("content-type", "")
         if not response.is_success:
-            return self._http_failure(response, content_type)
+            failure = self._http_failure(response, content_type)
+            return attrs.evolve(failure, refused=_refused(failure.error, payload))
         self._answers += 1
         try:
             return parse_completion(
                 id_prefix=f"call_{self._answers}",
+                taken_ids=_taken_ids(payload["messages"]),
                 status=response.status_code,
                 body=response.content,
                 content_type=content_type,
@@ -253,7 +324,7 @@ class LLMClient:
                 scrub=self._scrub,
             )
         except LLMProviderError as error:  # OpenRouter reports upstream 429/5xx inside a 200
-            return _Failure(error, _kind_for_status(error.status))
+            return _Failure(error, _kind_for_status(error.status), refused=_refused(error, payload))
         except LLMResponseError as error:
             return _Failure(error, None)
 
@@ -329,6 +400,16 @@ class LLMClient:
             body_excerpt=error.body_excerpt,
         )
 
+    def _drop_response_format(self, error: LLMError) -> None:
+        self._response_format = False
+        said = error.provider_message or str(error)
+        self._events.emit("llm_response_format_dropped", status=error.status, error=said)
+        self._events.log(
+            "WARNING",
+            f"The model endpoint does not take response_format (HTTP {error.status}: {said}); the "
+            "request is sent again without it, and so are later ones: the answer is read from its text",
+        )
+
     def _report_retry(self, failure: _Failure, retry: int, delay: float) -> None:
         line = (
             f"LLM request failed ({failure.error}); retry {retry}/{self._retry.max_retries} in {delay:.2f}s"
@@ -372,7 +453,8 @@ async def open_llm_client(
         retry: ``[tool.zorkgpt.retry]``.
         extra_headers: headers sent with every request.
         rng: the jitter source (tests pin it).
-        events: where retries are reported (``llm_retry``).
+        events: where retries (``llm_retry``) and a refused ``response_format``
+            (``llm_response_format_dropped``) are reported.
         cache_control: mark system and user messages for prompt caching.
 
     Yields:

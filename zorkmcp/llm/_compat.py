@@ -1,8 +1,19 @@
-"""Which models can call tools: the seeds' name heuristic (seeds 000 §2.4, Requirement 12)."""
+"""Which models can call tools and take a JSON schema: the seeds' name heuristic (seeds 000 §2.4,
+Requirement 12), and what endpoints answer when they do not (Requirements 4.5 and 4.6).
+"""
 
 from __future__ import annotations
 
-__all__ = ["NO_TOOL_PATTERNS", "TOOL_PATTERNS", "supports_tool_calling"]
+import re
+
+__all__ = [
+    "NO_TOOL_PATTERNS",
+    "TOOL_PATTERNS",
+    "refuses_response_format",
+    "refuses_tools",
+    "supports_tool_calling",
+    "tools_remedy",
+]
 
 # seeds 000 §2.4: reasoning models explicitly don't support tools.
 NO_TOOL_PATTERNS: tuple[str, ...] = (
@@ -55,3 +66,54 @@ def supports_tool_calling(model: str, force: bool = False) -> bool:
         return True
     # seeds 000 §2.4: default is to assume support and fail at run time if wrong.
     return True
+
+
+# Requirement 4.5: what an endpoint answers when the model or the server cannot take ``tools``.
+_TOOLS_REFUSED = re.compile(
+    r"does(?: not|n'?t) support (?:tools|tool[ _-]?(?:calling|calls|use)|function[ _-]?calling)"  # Ollama
+    r"|(?:tools|tool[ _-]?(?:calling|calls|use|choice)|function[ _-]?calling)"
+    r" (?:is|are) not (?:supported|enabled|available)"  # Gemini, Mistral, generic
+    r"|tool choice requires --enable-auto-tool-choice"  # vLLM without the flag
+    r"|tools param requires --jinja"  # llama.cpp without --jinja
+    r"|no endpoints found that support (?:tool use|the provided 'tool_choice')",  # OpenRouter
+    re.IGNORECASE,
+)
+
+# Requirement 4.6: an error that names the structured-output feature (llama.cpp before json_schema,
+# OpenAI and Groq for models without it, DeepSeek, vLLM's guided decoding, TGI's serde error).
+_RESPONSE_FORMAT_NAMED = re.compile(
+    r"response[ _]?format|json[ _]?schema|structured[ _]outputs?|guided[ _](?:decoding|json)", re.IGNORECASE
+)
+
+
+def refuses_tools(text: str) -> bool:
+    """Whether an endpoint's error text says the model or the server cannot take ``tools``.
+
+    Matches what real servers answer (Ollama: ``… does not support tools``; vLLM: ``"auto" tool
+    choice requires --enable-auto-tool-choice …``; llama.cpp: ``tools param requires --jinja flag``;
+    OpenRouter: ``No endpoints found that support tool use``) and plain English to the same effect.
+    """
+    return _TOOLS_REFUSED.search(text) is not None
+
+
+def refuses_response_format(text: str) -> bool:
+    """Whether an endpoint's error text names ``response_format`` or structured output.
+
+    Meant for an error answer to a request that sent ``response_format`` (the forced final call,
+    Requirement 4.6): such an error is about it (``response_format type json_schema is not
+    supported``, ``response_format type must be one of "text" or "json_object"``, ``This
+    response_format type is unavailable now``, ``unknown variant `json_schema` ``).
+    """
+    return _RESPONSE_FORMAT_NAMED.search(text) is not None
+
+
+def tools_remedy(text: str) -> str:
+    """What to do when an endpoint refuses tools, for the error text it gave (one line)."""
+    lowered = text.lower()
+    if "enable-auto-tool-choice" in lowered:
+        server = "start vLLM with --enable-auto-tool-choice --tool-call-parser <the model's parser>"
+    elif "--jinja" in lowered:
+        server = "start llama-server with --jinja"
+    else:
+        server = "use a model that can call tools"
+    return f"play without tools (--no-mcp, or [tool.zorkgpt.mcp] enabled = false), or {server}"

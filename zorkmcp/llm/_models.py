@@ -136,5 +136,6 @@ class ChatModel(Protocol):
 
         Raises:
             LLMError: the endpoint did not give a usable completion.
+            ModelCompatibilityError: the endpoint refused the request's tools (Requirement 4.5).
         """
         ...

@@ -7,11 +7,13 @@ never appears in a message or a body excerpt, even when a provider echoes it bac
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+import re
+from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any
 
 from ..errors import LLMHTTPError, LLMProviderError, LLMResponseError
 from ._models import FunctionCall, LLMResponse, ToolCall
+from ._text import valid_text
 
 __all__ = [
     "EXCERPT_CHARS",
@@ -155,14 +157,39 @@ def _content_text(raw: Any, where: str, fail: Callable[[str], LLMResponseError])
     raise fail(f"{where}.content must be a string, a list of parts or null, got {type(raw).__name__}")
 
 
+def _fresh_id(prefix: str, index: int, used: Collection[str]) -> str:
+    """``<prefix>_<index>``, or with ``_2``, ``_3``… after it when a provider already used that id."""
+    candidate = f"{prefix}_{index}"
+    suffix = 2
+    while candidate in used:
+        candidate = f"{prefix}_{index}_{suffix}"
+        suffix += 1
+    return candidate
+
+
+def _given_id(item: dict[str, Any]) -> str | None:
+    """The provider's id of a tool call as :class:`ToolCall` stores it (a number as text), if any."""
+    call_id = item.get("id")
+    if isinstance(call_id, int) and not isinstance(call_id, bool):
+        call_id = str(call_id)
+    return valid_text(call_id) if isinstance(call_id, str) and call_id else None
+
+
 def _tool_calls(
-    raw: Any, where: str, fail: Callable[[str], LLMResponseError], id_prefix: str = "call"
+    raw: Any,
+    where: str,
+    fail: Callable[[str], LLMResponseError],
+    id_prefix: str = "call",
+    taken_ids: Collection[str] = (),
 ) -> tuple[ToolCall, ...] | None:
     if raw is None:
         return None
     if not isinstance(raw, list):
         raise fail(f"{where}.tool_calls must be a list, got {type(raw).__name__}")
     calls: list[ToolCall] = []
+    used = set(taken_ids)  # the ids given out so far
+    # a fresh id avoids the provider's own ids in this answer too, so that a new one is always kept
+    given = {call_id for item in raw if isinstance(item, dict) and (call_id := _given_id(item))}
     for index, item in enumerate(raw):
         here = f"{where}.tool_calls[{index}]"
         if not isinstance(item, dict):
@@ -178,11 +205,12 @@ def _tool_calls(
             arguments = "{}"
         elif not isinstance(arguments, str):  # some providers send an object
             arguments = json.dumps(arguments)
-        call_id = item.get("id")
-        if isinstance(call_id, int) and not isinstance(call_id, bool):
-            call_id = str(call_id)
-        if not isinstance(call_id, str) or not call_id:
-            call_id = f"{id_prefix}_{index}"
+        call_id = _given_id(item)
+        if call_id is None or call_id in used:
+            # none, or one this conversation already holds (llama.cpp's "0" every answer, or twice
+            # in one answer): strict endpoints reject a history with two calls of one id
+            call_id = _fresh_id(id_prefix, index, used | given)
+        used.add(call_id)
         kind = item.get("type")
         calls.append(
             ToolCall(
@@ -192,6 +220,102 @@ def _tool_calls(
             )
         )
     return tuple(calls) or None  # an empty list counts as none (property 12)
+
+
+def _is_event_stream(body: bytes, content_type: str) -> bool:
+    return "text/event-stream" in content_type.lower() or body.lstrip()[:5] == b"data:"
+
+
+def _event_data(body: bytes) -> Iterator[str]:
+    """The ``data`` of each server-sent event: its ``data:`` lines joined by newlines (WHATWG HTML)."""
+    lines: list[str] = []
+    for line in re.split(r"\r\n|\r|\n", body.decode("utf-8", errors="replace")):
+        if not line:  # a blank line ends the event
+            if lines:
+                yield "\n".join(lines)
+            lines = []
+            continue
+        field, _, value = line.partition(":")
+        if field == "data":
+            lines.append(value.removeprefix(" "))
+    if lines:
+        yield "\n".join(lines)
+
+
+def _merge_delta(delta: dict[str, Any], text: list[str], calls: dict[int, dict[str, Any]]) -> None:
+    content = delta.get("content")
+    if isinstance(content, str):
+        text.append(content)
+    elif isinstance(content, list):
+        text.extend(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    pieces = delta.get("tool_calls")
+    for position, piece in enumerate(pieces if isinstance(pieces, list) else ()):
+        if not isinstance(piece, dict):
+            continue
+        index = piece.get("index")
+        key = index if isinstance(index, int) and not isinstance(index, bool) else position
+        call = calls.setdefault(key, {"type": "function", "function": {"name": "", "arguments": ""}})
+        if piece.get("id") and "id" not in call:  # the first chunk of a call carries its id and name
+            call["id"] = piece["id"]
+        if isinstance(piece.get("type"), str) and piece["type"]:
+            call["type"] = piece["type"]
+        function = piece.get("function")
+        if not isinstance(function, dict):
+            continue
+        name = function.get("name")
+        if isinstance(name, str) and name and not call["function"]["name"]:
+            call["function"]["name"] = name
+        arguments = function.get("arguments")
+        if isinstance(arguments, str):
+            call["function"]["arguments"] += arguments
+        elif arguments is not None:  # an object, whole
+            call["function"]["arguments"] = json.dumps(arguments)
+
+
+def _assembled(body: bytes, fail: Callable[[str], LLMResponseError]) -> dict[str, Any]:
+    """A streamed answer (``text/event-stream``) as the one body a non-streamed answer would be.
+
+    The deltas of choice 0 are joined: content in order, tool calls by their ``index`` (id, type and
+    name from their first chunk, the arguments' pieces joined). The model, the last ``usage`` and the
+    last ``finish_reason`` are kept; ``data: [DONE]`` ends it. An ``error`` chunk becomes the body's
+    ``error``, so it is reported as a provider error like one inside a 200.
+    """
+    text: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    answer: dict[str, Any] = {}
+    choice: dict[str, Any] | None = None
+    for data in _event_data(body):
+        if data.strip() == "[DONE]":
+            break
+        chunk = _loads(data.encode("utf-8", errors="replace"))
+        if not isinstance(chunk, dict):
+            raise fail(
+                f"the event stream (text/event-stream) holds a chunk that is not a JSON object: {data[:80]!r}"
+            )
+        if chunk.get("error") is not None:
+            return {"error": chunk["error"]}
+        for key in ("model", "usage"):
+            if chunk.get(key) is not None:
+                answer[key] = chunk[key]
+        parts = chunk.get("choices")
+        for part in parts if isinstance(parts, list) else ():
+            if not isinstance(part, dict) or part.get("index", 0) != 0:
+                continue
+            if part.get("error") is not None:
+                return {"error": part["error"]}
+            choice = choice if choice is not None else {"index": 0, "finish_reason": None}
+            if isinstance(part.get("finish_reason"), str):
+                choice["finish_reason"] = part["finish_reason"]
+            delta = part.get("delta", part.get("message"))
+            if isinstance(delta, dict):
+                _merge_delta(delta, text, calls)
+    if choice is not None:
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(text) if text else None}
+        if calls:
+            message["tool_calls"] = [calls[key] for key in sorted(calls)]
+        choice["message"] = message
+    answer["choices"] = [choice] if choice is not None else []
+    return answer
 
 
 def parse_completion(
@@ -204,8 +328,14 @@ def parse_completion(
     model: str,
     scrub: Scrubber,
     id_prefix: str = "call",
+    taken_ids: Collection[str] = (),
 ) -> LLMResponse:
     """Parse a 2xx chat-completions answer (seeds 000 §2.3; properties 11 and 12).
+
+    A streamed answer (``text/event-stream``, from a server that streams although the request said
+    ``"stream": false``) is assembled from its deltas first. An empty ``choices`` list (what some
+    providers send when they filter the answer) is an empty answer, as a choice without a message is:
+    neither content nor tool calls (the engine's Requirement 5.10 handles it).
 
     Args:
         status: the HTTP status (2xx).
@@ -215,37 +345,45 @@ def parse_completion(
         base_url: the configured base URL (for hints).
         model: the model that was asked (used when the answer names none).
         scrub: hides the API key.
-        id_prefix: a tool call that came without an id gets ``<id_prefix>_<index>``; the client
-            makes the prefix unique per answer, so ids never repeat within a conversation.
+        id_prefix: a tool call whose id is missing, or already taken, gets ``<id_prefix>_<index>``
+            (with ``_2``, ``_3``… after it if a provider used that too); the client makes the prefix
+            unique per answer.
+        taken_ids: the tool call ids the conversation already holds; with them, ids never repeat
+            within a conversation (a provider's id that is new is kept).
 
     Returns:
         The response; with tool calls its ``content`` is ``None``.
 
     Raises:
-        LLMResponseError: HTML, not JSON, no ``choices``, or a malformed message.
-        LLMProviderError: an ``error`` object inside the answer (OpenRouter does this);
-            its ``status`` is the provider's numeric code when it gave one.
+        LLMResponseError: HTML, not JSON, no ``choices``, or a malformed message or stream chunk.
+        LLMProviderError: an ``error`` object inside the answer (OpenRouter does this, in a stream
+            too); its ``status`` is the provider's numeric code when it gave one.
     """
     body_excerpt = excerpt(body, scrub)
 
     def fail(detail: str) -> LLMResponseError:
         return LLMResponseError(
-            f"POST {url} answered HTTP {status}, but {detail}", status=status, body_excerpt=body_excerpt
+            scrub(f"POST {url} answered HTTP {status}, but {detail}"),
+            status=status,
+            body_excerpt=body_excerpt,
         )
 
     if _looks_like_html(body, content_type):
         raise fail(_html_hint(base_url))
-    data = _loads(body)
-    if data is None and body.strip() != b"null":
-        raise fail("the body is not JSON")
+    if _is_event_stream(body, content_type):
+        data = _assembled(body, fail)
+    else:
+        data = _loads(body)
+        if data is None and body.strip() != b"null":
+            raise fail("the body is not JSON")
     if not isinstance(data, dict):
         raise fail(f"the body is JSON {type(data).__name__}, not an object")
     if data.get("error") is not None:
         raise _provider_error(data["error"], status, url, body_excerpt, scrub)
     choices = data.get("choices")
-    if not isinstance(choices, list) or not choices:
-        raise fail("the answer has no choices" if not choices else "choices is not a list")
-    choice = choices[0]
+    if not isinstance(choices, list):
+        raise fail("the answer has no choices" if choices is None else "choices is not a list")
+    choice = choices[0] if choices else {}  # none: the provider gave no answer (filtered)
     if not isinstance(choice, dict):
         raise fail(f"choices[0] is {type(choice).__name__}, not an object")
     if choice.get("error") is not None:
@@ -255,7 +393,7 @@ def parse_completion(
         message = {}
     if not isinstance(message, dict):
         raise fail(f"choices[0].message is {type(message).__name__}, not an object")
-    tool_calls = _tool_calls(message.get("tool_calls"), "choices[0].message", fail, id_prefix)
+    tool_calls = _tool_calls(message.get("tool_calls"), "choices[0].message", fail, id_prefix, taken_ids)
     content = None if tool_calls else _content_text(message.get("content"), "choices[0].message", fail)
     usage = data.get("usage")
     answered_by = data.get("model")

@@ -161,7 +161,8 @@ class ModelChoice:
         """Yield the chat model: the scripted model, or an :class:`LLMClient` on its own HTTP client.
 
         Args:
-            events: where the client reports retries (``llm_retry``).
+            events: where the client reports retries (``llm_retry``) and a refused
+                ``response_format`` (``llm_response_format_dropped``).
         """
         if self.scripted is not None:
             yield self.scripted
