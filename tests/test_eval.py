@@ -53,7 +53,7 @@ EPISODE_KEYS = {
     "arm", "seed", "score", "max_score", "moves", "turns", "victory", "game_over", "deaths", "tool_calls",
     "tool_errors", "tool_timeouts", "llm_requests", "prompt_tokens", "completion_tokens", "wall_seconds",
     "scores", "runner", "pid", "host", "model", "scripted", "mcp", "servers", "max_turns", "game", "sampling",
-    "stopped", "tools",
+    "stopped", "tools", "parse_errors", "deadlines",
 }  # fmt: skip
 
 

@@ -277,6 +277,9 @@ def episode_line(record: dict[str, Any]) -> str:
     )
     if record.get("victory"):
         line += " victory=true"
+    for key in ("parse_errors", "deadlines"):  # turns that played the agent's fallback action
+        if record.get(key):
+            line += f" {key}={record[key]}"
     if record.get("error"):
         line += f" error={json_quote(record['error'])}"
     return line
@@ -451,6 +454,25 @@ def summary_table(summary: dict[str, Any]) -> Table:
     return table
 
 
+def fallback_lines(summary: dict[str, Any]) -> list[str]:
+    """A line per arm some of whose turns played the agent's fallback action instead of the model's.
+
+    ``mcp: 4 turn(s) (100%) played the fallback action: the model's final answer did not parse``;
+    the same for turns whose deadline passed. Nothing for an arm whose records do not count them.
+    """
+    lines = []
+    for name, arm in summary.get("arms", {}).items():
+        for key, rate_key, why in (
+            ("parse_errors", "parse_error_rate", "the model's final answer did not parse"),
+            ("deadlines", "deadline_rate", "the turn deadline passed"),
+        ):
+            count, rate = arm.get(key), arm.get(rate_key)
+            if isinstance(count, int) and count > 0:
+                share = f" ({rate:.0%})" if isinstance(rate, float) else ""
+                lines.append(f"{escape(name)}: {count} turn(s){share} played the fallback action: {why}")
+    return lines
+
+
 _OUTPUTS = ("episodes", "summary.json", "summary.csv", "report.html")
 
 
@@ -478,9 +500,12 @@ def comparison_line(c: dict[str, Any]) -> str:
 
 
 def print_outcome(console: Console, outcome: EvalOutcome) -> None:
-    """The summary table, the comparisons, and the files the run left (only those it wrote)."""
+    """The summary table, the arms' turns that played the fallback action, the comparisons, and the
+    files the run left (only those it wrote)."""
     if outcome.summary.get("arms"):
         console.print(summary_table(outcome.summary))
+        for line in fallback_lines(outcome.summary):
+            console.print(f"[yellow]{line}[/]", highlight=False, soft_wrap=True)
     else:
         console.print("No episode has finished: nothing to summarize.", highlight=False)
     for c in outcome.summary.get("comparisons", []):

@@ -189,7 +189,7 @@ def _arm_table(summary: dict[str, Any]) -> str:
     head = (
         "<tr><th>arm</th><th>episodes</th><th>failed</th><th>mean score ± se</th><th>min–max</th>"
         "<th>win rate</th><th>mean moves</th><th>tool calls / turn</th><th>tool errors / timeouts</th>"
-        "<th>tokens in / out</th><th>mean wall s</th></tr>"
+        "<th>answers not parsed / deadlines</th><th>tokens in / out</th><th>mean wall s</th></tr>"
     )
     rows = []
     for name, arm in summary["arms"].items():
@@ -203,10 +203,43 @@ def _arm_table(summary: dict[str, Any]) -> str:
             f"<td class=n>{_fmt(arm['mean_moves'], 1)}</td>"
             f"<td class=n>{_fmt(arm['tool_calls_per_turn'])}</td>"
             f"<td class=n>{_fmt(arm['tool_errors'])} / {_fmt(arm['tool_timeouts'])}</td>"
+            f"<td class=n>{_per_turn(arm.get('parse_errors'), arm.get('parse_error_rate'))} / "
+            f"{_per_turn(arm.get('deadlines'), arm.get('deadline_rate'))}</td>"
             f"<td class=n>{arm['prompt_tokens']:,} / {arm['completion_tokens']:,}</td>"
             f"<td class=n>{_fmt(arm['mean_wall_seconds'], 1)}</td></tr>"
         )
     return f"<table>{head}{''.join(rows)}</table>"
+
+
+def _per_turn(count: Any, rate: Any) -> str:
+    """``4 (100%)``: a count of turns and its share of the turns played; ``–`` when the records lack it."""
+    if not isinstance(count, int):
+        return "–"
+    return f"{count:,}" + (f" ({rate:.0%})" if isinstance(rate, float) else "")
+
+
+def _fallback_note(summary: dict[str, Any]) -> str:
+    """A warning per arm some of whose turns played the agent's fallback action ("": none)."""
+    lines = []
+    for name, arm in summary["arms"].items():
+        parts = []
+        if arm.get("parse_errors"):
+            share = _per_turn(arm["parse_errors"], arm.get("parse_error_rate"))
+            parts.append(f"on {share} of its turns the model's final answer did not parse")
+        if arm.get("deadlines"):
+            share = _per_turn(arm["deadlines"], arm.get("deadline_rate"))
+            parts.append(f"on {share} the turn deadline passed")
+        if parts:
+            lines.append(f"{escape(name)}: {'; '.join(parts)}.")
+    if not lines:
+        return ""
+    return (
+        "<p class=warn>"
+        + " ".join(lines)
+        + " On those turns the agent played its fallback action, not the model's: the arm's scores "
+        "say less about its model (see agent_parse_error and turn_deadline_exceeded in the episodes' "
+        "events).</p>"
+    )
 
 
 def _tool_section(summary: dict[str, Any]) -> str:
@@ -397,8 +430,12 @@ def render_eval_report(
         + "<h2>Arms</h2>"
         + _arm_setup_table(summary)
         + _arm_table(summary)
+        + _fallback_note(summary)
         + "<p class=note>Failed episodes (with an error) are counted but excluded from score statistics. "
-        "se = sample standard deviation / √n.</p><h2>Comparisons</h2>"
+        "se = sample standard deviation / √n. Answers not parsed / deadlines: the turns on which the "
+        "agent played its fallback action because the model's final answer did not parse, or the "
+        "turn's deadline passed, and their share of the turns played (– : the records, of an older "
+        "zorkmcp, do not count them).</p><h2>Comparisons</h2>"
         + _comparison_table(summary)
         + "<p class=note>Welch's t interval takes the arms as two samples (Welch–Satterthwaite degrees of "
         "freedom, Student t quantile). The paired t interval takes the score differences seed by seed, "

@@ -210,6 +210,8 @@ RECORD_FIELDS: Final[dict[str, tuple[Callable[[Any], bool], str, bool]]] = {
     "tool_errors": (*_COUNT, False),
     "tool_timeouts": (*_COUNT, False),
     "tools": (_is_tools, "an object of tools, each with counts and seconds", False),
+    "parse_errors": (*_COUNT, False),
+    "deadlines": (*_COUNT, False),
     "llm_requests": (*_COUNT, False),
     "prompt_tokens": (*_COUNT, False),
     "completion_tokens": (*_COUNT, False),

@@ -19,7 +19,7 @@ import socket
 import time
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager, nullcontext
 from functools import partial
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 import anyio
 import attrs
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 
     from ..config import ServerConfig
     from ..engine import ToolCallRecord, TurnResult
-    from ..llm import ChatModel
+    from ..llm import ChatModel, CompletionRequest, LLMResponse
     from ._ray import RayPlacement
     from ._spec import EpisodeSpec, EvalPlan
 
@@ -204,6 +204,49 @@ def _chat_model(spec: EpisodeSpec, pools: HttpPools, events: EventRecorder) -> t
     return client, choice
 
 
+_Fallback = Literal["parse error", "deadline"]
+"""Why a turn played the agent's fallback action: its final answer did not parse, or its deadline passed."""
+
+
+class _Metered:
+    """The episode's model, counting the completions it answers and their tokens into the tally.
+
+    A turn's :class:`~zorkmcp.engine.TurnResult` counts them too, but a turn that an error ends
+    (a 400 after two answers) returns none: what its answered requests cost would be lost.
+    """
+
+    def __init__(self, model: ChatModel, tally: _Tally) -> None:
+        self._model = model
+        self._tally = tally
+
+    @property
+    def model(self) -> str:
+        return self._model.model
+
+    @property
+    def scripted(self) -> bool:
+        return self._model.scripted
+
+    async def complete(self, request: CompletionRequest, /) -> LLMResponse:
+        response = await self._model.complete(request)
+        tally = self._tally
+        tally.requests += 1
+        for key, value in (response.usage or {}).items():  # as the engine sums a turn's
+            if isinstance(value, int):
+                tally.usage[key] = tally.usage.get(key, 0) + value
+        return response
+
+
+def _fallback(action: AgentAction) -> _Fallback | None:
+    """Whether the agent played its fallback action, and why (``None``: the model's own answer).
+
+    A deadline comes first: the agent may report it as a parse error too, it is none of the model's.
+    """
+    if action.turn is not None and action.turn.deadline_exceeded:
+        return "deadline"
+    return "parse error" if action.parse_error is not None else None
+
+
 def endpoint_of(spec: EpisodeSpec) -> str | None:
     """The base URL an episode's model talks to (``None``: the offline scripted model)."""
     choice = spec.model_choice()
@@ -212,11 +255,21 @@ def endpoint_of(spec: EpisodeSpec) -> str | None:
 
 @attrs.define
 class _Tally:
-    """What the episode record adds up beyond the summary: turns, tokens, deaths, scores."""
+    """What the episode record adds up beyond the summary: turns, tokens, deaths, scores, fallbacks."""
 
     turns: list[TurnResult] = attrs.Factory(list)
     scores: list[int] = attrs.Factory(list)
     deaths: int = 0
+    requests: int = 0
+    """Model requests answered with a completion, in every turn: the one an error ended too."""
+    usage: dict[str, int] = attrs.Factory(dict)
+    """Their token counts (``prompt_tokens``, ``completion_tokens``, …), summed."""
+    parse_errors: int = 0
+    """Played turns whose final answer did not parse: the agent played its fallback action."""
+    deadlines: int = 0
+    """Played turns whose turn deadline passed: the agent played its fallback action."""
+    fallback: _Fallback | None = None
+    """Why the answer of the turn being played was the fallback action, until the turn is played."""
     events: list[dict[str, Any]] = attrs.Factory(list)
     start_seconds: float | None = None
     servers: list[str] | None = None
@@ -265,6 +318,9 @@ async def play_episode(
 
     def on_turn(record: Any) -> None:
         tally.scores.append(record.score)
+        tally.parse_errors += tally.fallback == "parse error"  # counted once the turn is played
+        tally.deadlines += tally.fallback == "deadline"
+        tally.fallback = None
         tally.deaths += bool(episode.status is not None and episode.status.died)
         tally.events.extend(recorder.drain()[0])  # the recorder is bounded: hand over every turn
         if turned is not None:
@@ -303,7 +359,7 @@ async def _run_loop(
         reasoning = await anyio.to_thread.run_sync(_reasoning, spec)  # reads the arm's mcp_config.json
     tally.servers = _server_names(reasoning)
     servers, mcp_on = _servers(spec, reasoning)
-    model, _ = _chat_model(spec, pools, recorder)
+    model: ChatModel = _Metered(_chat_model(spec, pools, recorder)[0], tally)
     episode.model_name, episode.scripted = model.model, model.scripted  # also when the servers fail
     manager = McpManager(servers, spec.settings.mcp, events=recorder)
     agent = ZorkAgent(
@@ -351,6 +407,7 @@ def _answerer(
             )
             if action.turn is not None:
                 tally.turns.append(action.turn)
+            tally.fallback = _fallback(action)
             return action
         return await live.call_tool(step.name, dict(step.arguments))
 
@@ -373,9 +430,11 @@ def _record(spec: EpisodeSpec, summary: Any, tally: _Tally, *, runner: Runner, w
         "tool_errors": sum(use["errors"] for use in tools.values()),
         "tool_timeouts": sum(use["timeouts"] for use in tools.values()),
         "tools": tools,
-        "llm_requests": sum(t.llm_requests for t in tally.turns),
-        "prompt_tokens": sum(t.usage.get("prompt_tokens", 0) for t in tally.turns),
-        "completion_tokens": sum(t.usage.get("completion_tokens", 0) for t in tally.turns),
+        "parse_errors": tally.parse_errors,
+        "deadlines": tally.deadlines,
+        "llm_requests": tally.requests,
+        "prompt_tokens": tally.usage.get("prompt_tokens", 0),
+        "completion_tokens": tally.usage.get("completion_tokens", 0),
         "wall_seconds": round(wall, 3),
         "start_seconds": tally.start_seconds,
         "scores": list(tally.scores),

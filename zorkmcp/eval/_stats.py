@@ -64,8 +64,11 @@ CSV_COLUMNS = (
     "model",
     "scripted",
     "error",
+    "parse_errors",
+    "deadlines",
 )
-"""The columns of ``summary.csv``, one row per episode, in this order."""
+"""The columns of ``summary.csv``, one row per episode, in this order (blank: the record lacks it).
+Columns added later go last, so that a column keeps its place from one zorkmcp to the next."""
 
 
 def mean(values: Sequence[float]) -> float | None:
@@ -208,11 +211,27 @@ def _numbers(records: Iterable[dict[str, Any]], key: str) -> list[float]:
     return [float(r[key]) for r in records if isinstance(r.get(key), int | float)]
 
 
+def _counted(records: Iterable[dict[str, Any]], key: str) -> tuple[int | None, float | None]:
+    """The total of a per-turn count over the records that have it, and per turn played in them.
+
+    Records of an older zorkmcp lack the count: they are left out of both, as unknown, not as 0;
+    ``(None, None)`` when no record has it. Failed episodes count: their turns were played.
+    """
+    known = [r for r in records if isinstance(r.get(key), int) and not isinstance(r.get(key), bool)]
+    if not known:
+        return None, None
+    total = sum(int(r[key]) for r in known)
+    turns = sum(_numbers(known, "turns"))
+    return total, total / turns if turns else None
+
+
 def _arm_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
     ok = [r for r in records if not r.get("error")]
     scores = _numbers(ok, "score")
     turns = sum(_numbers(ok, "turns"))
     known = [r["servers"] for r in records if isinstance(r.get("servers"), list)]  # older records lack it
+    parse_errors, parse_error_rate = _counted(records, "parse_errors")
+    deadlines, deadline_rate = _counted(records, "deadlines")
     return {
         "models": sorted({str(r["model"]) for r in records if r.get("model")}),
         "servers": sorted({str(name) for names in known for name in names}) if known else None,
@@ -233,6 +252,10 @@ def _arm_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
         "tool_errors": int(sum(_numbers(records, "tool_errors"))),
         "tool_timeouts": int(sum(_numbers(records, "tool_timeouts"))),
         "tools": _tool_summary(ok),
+        "parse_errors": parse_errors,
+        "parse_error_rate": parse_error_rate,
+        "deadlines": deadlines,
+        "deadline_rate": deadline_rate,
         "llm_requests": int(sum(_numbers(records, "llm_requests"))),
         "prompt_tokens": int(sum(_numbers(records, "prompt_tokens"))),
         "completion_tokens": int(sum(_numbers(records, "completion_tokens"))),
@@ -294,8 +317,10 @@ def summarize(episodes: Iterable[dict[str, Any]]) -> dict[str, Any]:
     Arms come in the order they first appear in ``episodes``; each comparison's ``a`` is the
     earlier arm. Each arm's ``seeds`` lists the seeds of its episodes, in order: the episodes the
     summary covers, which a report of its run folder draws. Failed episodes (with ``error``) count
-    in ``episodes``, ``seeds`` and ``failed`` and in the token and tool-error totals, never in
-    score, win-rate, moves or tool-calls-per-turn figures.
+    in ``episodes``, ``seeds`` and ``failed``, in the token and tool-error totals and in the parse
+    errors and deadlines (and their rates per turn played), never in score, win-rate, moves or
+    tool-calls-per-turn figures. ``parse_errors``/``deadlines`` and their rates are ``null`` when no
+    record of the arm counts them (an older zorkmcp's), and leave such records out otherwise.
     ``se_score`` and ``ci95`` are ``null`` below two scored episodes. Each comparison's ``paired``
     holds the paired interval over the seeds both arms scored (``ci95`` ``null`` below two pairs).
     """
