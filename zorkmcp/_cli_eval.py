@@ -3,7 +3,8 @@
 Exit codes: 0 every episode played; 1 some episode failed (its file has ``error``; the others and
 the summary are written), or a file of the run could not be written (a full disk: the run stopped,
 the files written before stay valid); 2 a bad eval file, setting, flag or game file, a run folder
-that cannot be made or (without ``--resume``) holds another run's episodes, a ``summary.json``,
+that cannot be made, that another ``zorkmcp eval`` is writing to (it holds the folder for its whole
+run) or (without ``--resume``) holds another run's episodes, a ``summary.json``,
 ``summary.csv`` or ``report.html`` in it that zorkmcp did not write, a model endpoint that gives no HTTP
 answer, or a ``--resume`` whose finished episodes had other settings (nothing started); 130
 interrupted (Ctrl-C: the finished episodes and the summary of them are written); 143 the same, by
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import re
 import time
 from contextlib import ExitStack, contextmanager, suppress
 from datetime import UTC, datetime
@@ -22,9 +24,18 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 from rich import box
+from rich.console import Group
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
-from rich.table import Table
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Column, Table
 from rich.text import Text
 
 from ._argtypes import MAX_SEED, game_seed, http_url, positive_int
@@ -49,6 +60,7 @@ __all__ = [
     "build_plan",
     "cmd_eval",
     "episode_line",
+    "failed_line",
 ]
 
 EXIT_OK = 0
@@ -70,19 +82,20 @@ Relative paths in it are relative to its folder. Flags override the file.
 
 written to --out (default runs/<UTC timestamp>): episodes/<arm>/seed-<N>.json (atomically, when
 the episode ends) and seed-<N>.events.jsonl, then summary.json, summary.csv and (once an episode
-has finished) report.html. Each arm's mcp_config.json is read once, when the run starts.
+has finished) report.html. Each arm's mcp_config.json is read once, when the run starts. A run
+holds its folder until it ends (.zorkmcp-eval.lock, removed then): a second run into it is refused.
 --resume plays only the episodes whose file is missing or does not parse, and stops (exit 2) if a
 finished one was played with another model, turn limit, game, sampling or tools setting, or other
 servers; --retry-failed also plays again the episodes that failed.
 
 exit status: 0 every episode played; 1 some episode failed (recorded with its error, the run went
 on), or a file of the run could not be written (a full disk: the run stopped, the files written
-before stay); 2 a bad eval file, setting or flag, a run folder that cannot be made (or that holds
-another run's episodes, without --resume, or a summary.json, summary.csv or report.html that zorkmcp
-did not write), a model endpoint that gives no HTTP answer, or a resume with other settings (nothing
-started); 130 interrupted (Ctrl-C: episodes in flight are stopped, finished files stay, the summary
-covers them); 143 the same, by SIGTERM; 129 by SIGHUP (a terminal that closed); 141 when the reader
-of the output went away (| head)."""
+before stay); 2 a bad eval file, setting or flag, a run folder that cannot be made (or that another
+zorkmcp eval is writing to, or that holds another run's episodes, without --resume, or a
+summary.json, summary.csv or report.html that zorkmcp did not write), a model endpoint that gives
+no HTTP answer, or a resume with other settings (nothing started); 130 interrupted (Ctrl-C: episodes
+in flight are stopped, finished files stay, the summary covers them); 143 the same, by SIGTERM; 129
+by SIGHUP (a terminal that closed); 141 when the reader of the output went away (| head)."""
 
 
 def add_eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -177,18 +190,25 @@ def _reserve(folder: Path) -> Path:
     raise ConfigError(f"{folder.parent}: every run folder named {folder.name}[-N] is taken; pass --out DIR")
 
 
-def build_plan(args: argparse.Namespace, settings: Settings) -> EvalPlan:
+def build_plan(args: argparse.Namespace, settings: Settings, *, claims: ExitStack | None = None) -> EvalPlan:
     """The plan from the flags, the eval file and the settings; every file is checked here.
 
+    Args:
+        args: the parsed flags.
+        settings: the ``[tool.zorkgpt]`` settings.
+        claims: where the claim on the run's folder is kept until the run ends
+            (:func:`~zorkmcp.eval._spec.claim_run_folder`: no other ``zorkmcp eval`` writes to it
+            meanwhile); ``None``: the folder is not claimed (a plan that is only looked at).
+
     Raises:
-        ConfigError: a bad eval file, flag combination or ``mcp_config.json`` of an arm, or a run
-            folder that cannot be made.
+        ConfigError: a bad eval file, flag combination or ``mcp_config.json`` of an arm, a run
+            folder that cannot be made, or one another ``zorkmcp eval`` is writing to.
         GameError: the story file cannot be played.
     """
     from .cli import DEFAULT_SEED
     from .config import McpConfig
     from .eval import EvalPlan, load_eval_file
-    from .eval._spec import DEFAULT_CONCURRENCY, DEFAULT_EPISODES, check_run_folder
+    from .eval._spec import DEFAULT_CONCURRENCY, DEFAULT_EPISODES, check_run_folder, claim_run_folder
     from .game import check_game_file, resolve_game_path
 
     file = load_eval_file(Path(args.file)) if args.file else None
@@ -220,7 +240,13 @@ def build_plan(args: argparse.Namespace, settings: Settings) -> EvalPlan:
         named = f"{args.file}: out"
     else:
         named = f"the default --out ({out})"
-    check_run_folder(Path(out).expanduser(), named, resuming=bool(args.resume or args.retry_failed))
+    default = named.startswith("the default")  # claimed once reserved, below
+    check_run_folder(
+        Path(out).expanduser(),
+        named,
+        resuming=bool(args.resume or args.retry_failed),
+        claims=None if default else claims,
+    )
     arms = _arms(args, settings, file)
     for index, arm in enumerate(arms):  # a bad mcp_config.json stops the run before anything starts
         arm_settings = arm.settings_for(settings)
@@ -249,9 +275,11 @@ def build_plan(args: argparse.Namespace, settings: Settings) -> EvalPlan:
             f"seeds {seed}…{seed + episodes - 1}: the last is past {MAX_SEED} (2**31 - 1), the largest "
             "game seed; pass a lower --seed or fewer --episodes"
         )
-    if named.startswith("the default"):  # last: every check above has passed
+    if default:  # last: every check above has passed
         args.reserved_parent = None if Path(out).parent.exists() else Path(out).parent
         out = args.reserved_out = _reserve(Path(out))
+        if claims is not None:
+            claims.enter_context(claim_run_folder(out, f"the default --out ({out})"))
     return EvalPlan(
         arms=arms,
         episodes=episodes,
@@ -307,6 +335,16 @@ class ArmTally:
     task: TaskID | None = None
 
 
+_STATS_WIDTH = 48
+"""An arm's figures, at their usual widest: ``2 running  1 failed  mean score 12.5  3.1 turns/s``."""
+_PART_WIDTH = 16
+"""The widest part of them: ``mean score 123.4``."""
+_ELAPSED = 7
+"""``0:01:23``, the time elapsed."""
+_BAR_MIN = 5
+"""The narrowest bar drawn: below it, the figures go one under the other instead."""
+
+
 class LiveProgress:
     """Per arm: episodes done and running, running mean score, turns per second (rich); or one line each.
 
@@ -322,24 +360,44 @@ class LiveProgress:
         self.counted: dict[tuple[str, int], int] = {}
         """Turns already counted of each episode in flight."""
         self.bar: Progress | None = None
+        self.figures_width: int | None = None
+        """The cells an arm's figures may take on a line: set when the terminal is too narrow for a bar."""
         self._terminal = ExitStack()
 
     def __enter__(self) -> LiveProgress:
         if self.mode == "live":
-            self.bar = Progress(
-                TextColumn("[bold]{task.fields[arm]}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("{task.fields[stats]}"),
-                TimeElapsedColumn(),
-                console=self.console,
-                transient=False,
-            )
+            self.bar = Progress(*self._columns(), console=self.console, transient=False)
             for name, tally in self.arms.items():
                 tally.task = self.bar.add_task(name, total=tally.total, arm=name, stats="")
             self._terminal.enter_context(keys_not_echoed(self.console))
             self.bar.start()
         return self
+
+    def _columns(self) -> list[ProgressColumn]:
+        """The bars' columns for the terminal's width: an arm's name and figures always whole.
+
+        Where an arm's figures fit on its line beside a bar of at least :data:`_BAR_MIN` cells (80
+        columns, short arm names), one line per arm with the widest bar that fits (at most 40);
+        else no bar, and the figures on as many lines as they need, a part never split (the time
+        elapsed beside them once it fits too).
+        """
+        arm = max(len(name) for name in self.arms)
+        done = len(f"{max(t.total for t in self.arms.values())}") * 2 + 1  # 12/12
+        room = self.console.width - (arm + 1 + done + 1)  # for the figures, the bar and the time
+        columns: list[ProgressColumn] = [
+            TextColumn("[bold]{task.fields[arm]}", table_column=Column(no_wrap=True, min_width=arm)),
+        ]
+        bar = room - (_STATS_WIDTH + 1 + _ELAPSED + 1)
+        if bar >= _BAR_MIN:
+            columns.append(BarColumn(bar_width=min(bar, 40)))
+        else:
+            self.figures_width = room - (_ELAPSED + 1 if room >= _PART_WIDTH + 1 + _ELAPSED else 0)
+        columns.append(MofNCompleteColumn(table_column=Column(no_wrap=True)))
+        # past its usual width, it wraps between words rather than being cut
+        columns.append(TextColumn("{task.fields[stats]}", table_column=Column()))
+        if self.figures_width is None or room >= _PART_WIDTH + 1 + _ELAPSED:
+            columns.append(TimeElapsedColumn(table_column=Column(no_wrap=True)))
+        return columns
 
     def __exit__(self, *exc: object) -> None:
         for tally in self.arms.values():  # the last picture says what was cut off, not "2 running"
@@ -396,16 +454,17 @@ class LiveProgress:
 
     def _show(self, tally: ArmTally) -> None:
         if self.bar is not None and tally.task is not None:
-            stats = arm_stats(tally, time.monotonic() - self.started_at)
+            stats = arm_stats(tally, time.monotonic() - self.started_at, width=self.figures_width)
             self.bar.update(tally.task, completed=tally.done, stats=stats)
 
 
-def arm_stats(tally: ArmTally, elapsed: float) -> str:
+def arm_stats(tally: ArmTally, elapsed: float, *, width: int | None = None) -> str:
     """``2 running  1 failed  mean score 12.5  3.1 turns/s``: each part once it means something.
 
     ``2 stopped`` instead of ``2 running`` once the run has stopped with episodes in flight.
 
-    The mean is over the episodes that did not fail, as in ``summary.json``.
+    The mean is over the episodes that did not fail, as in ``summary.json``. Given a ``width`` (a
+    narrow terminal), a part that would pass it starts a new line: a part is never split.
     """
     parts = [f"{tally.running} running"] if tally.running else []
     if tally.stopped:
@@ -416,7 +475,16 @@ def arm_stats(tally: ArmTally, elapsed: float) -> str:
         parts.append(f"mean score {tally.score / (tally.done - tally.failed):.1f}")
     if tally.turns and elapsed > 0:
         parts.append(f"{tally.turns / elapsed:.1f} turns/s")
-    return "  ".join(parts)
+    text, line = "", 0  # what is on the last line, in cells
+    for part in parts:
+        cells = Text.from_markup(part).cell_len
+        if not text:
+            text, line = part, cells
+        elif width is not None and line + 2 + cells > width:
+            text, line = f"{text}\n{part}", cells
+        else:
+            text, line = f"{text}  {part}", line + 2 + cells
+    return text
 
 
 # -- the command ------------------------------------------------------------------------------------
@@ -430,28 +498,82 @@ def _fmt(value: Any, digits: int = 2) -> str:
     return str(value)
 
 
-def summary_table(summary: dict[str, Any]) -> Table:
-    """The per-arm table printed at the end (from ``summary.json``'s object).
+_SUMMARY_COLUMNS = ("episodes", "failed", "score ± se", "win rate", "moves", "tools/turn", "tokens in/out")
+"""The figures of an arm in the closing table, by their short headers."""
 
-    Compact enough for an 80-column terminal or log (one space between columns, short headers):
-    the figures never wrap, a long arm name folds onto a second line.
+
+def _summary_cells(arm: dict[str, Any]) -> list[str]:
+    """An arm's figures, in the order of :data:`_SUMMARY_COLUMNS`."""
+    return [
+        _fmt(arm.get("episodes")),
+        _fmt(arm.get("failed")),
+        f"{_fmt(arm.get('mean_score'))} ± {_fmt(arm.get('se_score'))}",
+        _fmt(arm.get("win_rate")),
+        _fmt(arm.get("mean_moves"), 1),
+        _fmt(arm.get("tool_calls_per_turn")),
+        f"{_fmt(arm.get('prompt_tokens'))} / {_fmt(arm.get('completion_tokens'))}",
+    ]
+
+
+_ARM_MIN = 6
+"""The least width of the ``arm`` column (``no-mcp``)."""
+
+
+def summary_table(summary: dict[str, Any], *, width: int | None = None) -> Table | Group:
+    """The per-arm table printed at the end (from ``summary.json``'s object), for ``width`` columns.
+
+    One row per arm (one space between columns, short headers) when that fits ``width``, as it
+    does in an 80-column terminal or log for short arm names and figures; otherwise, turned: the
+    figures down the side and the arms across, as many arms side by side as fit (at least one, in
+    28 columns), the next ones in a table below. Either way an arm's name and every figure stay
+    whole: the figures never wrap nor are cut, and only a name wider than its column folds onto a
+    second line.
+
+    Args:
+        summary: ``summary.json``'s object.
+        width: the columns there are (``None``: one row per arm, whatever its width).
     """
-    table = Table(title="Eval summary", box=box.SIMPLE_HEAD, padding=0, pad_edge=False, show_edge=False)
-    table.add_column("arm", min_width=6, overflow="fold")
-    for column in ("episodes", "failed", "score ± se", "win rate", "moves", "tools/turn", "tokens in/out"):
-        table.add_column(column, justify="right", no_wrap=True)
-    for name, arm in summary.get("arms", {}).items():
-        table.add_row(
-            escape(name),
-            _fmt(arm.get("episodes")),
-            _fmt(arm.get("failed")),
-            f"{_fmt(arm.get('mean_score'))} ± {_fmt(arm.get('se_score'))}",
-            _fmt(arm.get("win_rate")),
-            _fmt(arm.get("mean_moves"), 1),
-            _fmt(arm.get("tool_calls_per_turn")),
-            f"{_fmt(arm.get('prompt_tokens'))} / {_fmt(arm.get('completion_tokens'))}",
+    arms = {name: _summary_cells(arm) for name, arm in summary.get("arms", {}).items()}
+    widths = [
+        max(len(column), *(len(cells[i]) for cells in arms.values()))
+        for i, column in enumerate(_SUMMARY_COLUMNS)
+    ]
+    names = max((len(name) for name in arms), default=0)
+    if width is None or max(names, _ARM_MIN) + sum(widths) + len(widths) <= width:
+        table = Table(title="Eval summary", box=box.SIMPLE_HEAD, padding=0, pad_edge=False, show_edge=False)
+        table.add_column("arm", min_width=_ARM_MIN, overflow="fold")
+        for column in _SUMMARY_COLUMNS:
+            table.add_column(column, justify="right", no_wrap=True)
+        for name, cells in arms.items():
+            table.add_row(escape(name), *cells)
+        return table
+    label = max(len(column) for column in _SUMMARY_COLUMNS)
+    groups: list[list[tuple[str, int]]] = [[]]
+    used = label
+    for name, cells in arms.items():
+        figures = max(len(cell) for cell in cells)
+        room = max(figures, min(len(name), width - label - 1))  # a longer name folds
+        if groups[-1] and used + 1 + room > width:
+            groups.append([])
+            used = label
+        groups[-1].append((name, room))
+        used += 1 + room
+    tables = []
+    for index, group in enumerate(groups):
+        table = Table(
+            title="Eval summary" if index == 0 else None,
+            box=box.SIMPLE_HEAD,
+            padding=0,
+            pad_edge=False,
+            show_edge=False,
         )
-    return table
+        table.add_column("", no_wrap=True)
+        for name, room in group:
+            table.add_column(escape(name), justify="right", min_width=room, overflow="fold")
+        for row, figure in enumerate(_SUMMARY_COLUMNS):
+            table.add_row(figure, *(arms[name][row] for name, _ in group))
+        tables.append(table)
+    return Group(*tables)
 
 
 def fallback_lines(summary: dict[str, Any]) -> list[str]:
@@ -503,7 +625,7 @@ def print_outcome(console: Console, outcome: EvalOutcome) -> None:
     """The summary table, the arms' turns that played the fallback action, the comparisons, and the
     files the run left (only those it wrote)."""
     if outcome.summary.get("arms"):
-        console.print(summary_table(outcome.summary))
+        console.print(summary_table(outcome.summary, width=console.width))
         for line in fallback_lines(outcome.summary):
             console.print(f"[yellow]{line}[/]", highlight=False, soft_wrap=True)
     else:
@@ -520,6 +642,34 @@ def print_outcome(console: Console, outcome: EvalOutcome) -> None:
         highlight=False,
         soft_wrap=True,
     )
+
+
+_OUT_OF_FILES = re.compile(r"Too many open files|\[Errno (?:23|24)\]")
+"""How an episode's error says it ran out of file descriptors (EMFILE, ENFILE): ``OSError: [Errno 24]
+Too many open files``, inside a server's start-up error or a model's connection error."""
+
+
+def failed_line(failed: list[dict[str, Any]], run_dir: Path) -> str:
+    """The run's last line when episodes failed (rich markup): how many, the first error, what to do.
+
+    ``zorkmcp eval: 3 episode(s) failed, e.g. mcp seed 12: …; to play them again, run the same command
+    with --retry-failed --out runs/x``. When some ran out of open files, which playing them again
+    at once would repeat, it says so first and what to change: more open files, or fewer at once.
+    """
+    short = [r for r in failed if _OUT_OF_FILES.search(str(r["error"]))]
+    first = short[0] if short else failed[0]
+    line = (
+        f"[bold red]zorkmcp eval: {len(failed)} episode(s) failed[/], e.g. {escape(first['arm'])} seed "
+        f"{first['seed']}: {escape(' '.join(str(first['error']).split()))}; "
+    )
+    if short:
+        line += (
+            f"{len(short)} of them ran out of open files: allow more open files (ulimit -n) or pass a "
+            "lower --concurrency, then"
+        )
+    else:
+        line += "to play them again,"
+    return f"{line} run the same command with --retry-failed --out {escape(str(run_dir))}"
 
 
 def arm_lines(plan: EvalPlan, *, cluster: bool = False) -> list[str]:
@@ -636,9 +786,10 @@ def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
     if pyproject is not None:
         check_settings_file(pyproject)
     settings = Settings.load(pyproject)  # what zorkmcp play uses: the file's, or the embedded defaults
-    plan = build_plan(args, settings)
     try:
-        return _play_plan(args, settings, plan, console, err)
+        with ExitStack() as claims:  # the run's folder is this run's until it ends
+            plan = build_plan(args, settings, claims=claims)
+            return _play_plan(args, settings, plan, console, err)
     finally:
         if (reserved := getattr(args, "reserved_out", None)) is not None:
             # the default folder (and runs/, if made for it), if the run wrote nothing there
@@ -719,14 +870,7 @@ def _play_plan(
         )
         return EXIT_INTERRUPTED
     if failed:
-        first = failed[0]
-        err.print(
-            f"[bold red]zorkmcp eval: {len(failed)} episode(s) failed[/], e.g. {escape(first['arm'])} seed "
-            f"{first['seed']}: {escape(' '.join(str(first['error']).split()))}; to play them again, run the "
-            f"same command with --retry-failed --out {escape(str(outcome.run_dir))}",
-            highlight=False,
-            soft_wrap=True,
-        )
+        err.print(failed_line(failed, outcome.run_dir), highlight=False, soft_wrap=True)
         return EXIT_FAILED
     return EXIT_OK
 

@@ -21,6 +21,7 @@ from .errors import ConfigError, RunWriteError
 __all__ = [
     "append_whole",
     "check_output",
+    "utf8",
     "write_atomically",
     "write_error",
     "write_remedy",
@@ -106,24 +107,47 @@ def write_atomically(path: Path, text: str) -> None:
     names (``/dev/stdout``, ``/dev/null``, a named pipe) is appended to as it is: a rename would put
     a file in place of the device or the pipe (as root, in place of ``/dev/null`` itself), and their
     reader would never see the text; appending keeps what a shell's ``>>`` asked for. A symbolic
-    link keeps pointing where it did: the file it points to is replaced.
+    link keeps pointing where it did: the file it points to is replaced. The text is written as
+    UTF-8, a lone surrogate in it (a name from a path that is not UTF-8) as its escape (:func:`utf8`).
 
     Raises:
         OSError: it cannot be written (a full disk); the temporary file is removed (on any way out).
     """
+    data = utf8(text)
     if written_in_place(path):
-        with open(path, "a", encoding="utf-8") as stream:
-            stream.write(text)
+        with open(path, "ab") as stream:
+            stream.write(data)
         return
     target = Path(os.path.realpath(path))  # a link's file (made if the link dangles), not the link
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
-        tmp.write_text(text, encoding="utf-8")
+        tmp.write_bytes(data)
         os.replace(tmp, target)
     except BaseException:  # a full disk, or Ctrl-C in the middle: no temporary file is left
         with suppress(OSError):
             tmp.unlink(missing_ok=True)
         raise
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def utf8(text: str) -> bytes:
+    """``text`` in UTF-8, each lone surrogate in it shown as an escape rather than failing the write.
+
+    A name read from a path that is not valid UTF-8 (``runs/bad\\xffout``: Linux paths are bytes)
+    holds the byte as a surrogate (``"\\udcff"``, Python's ``surrogateescape``), which UTF-8 cannot
+    encode: such a byte is written as ``\\xff``, any other lone surrogate as U+FFFD.
+    """
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+
+        def shown(match: re.Match[str]) -> str:
+            code = ord(match.group())
+            return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else "\ufffd"
+
+        return _LONE_SURROGATE.sub(shown, text).encode("utf-8")
 
 
 def append_whole(path: Path, data: bytes, *, keep: int | None = None) -> int:

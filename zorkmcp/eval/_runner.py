@@ -76,6 +76,8 @@ __all__ = [
 ]
 
 Runner = str  # "local" or "ray"
+EPISODE_ERRORS: Final = (GameError, MCPError, LLMError, OSError, ValueError)
+"""The errors that end an episode, and are recorded as its ``error``: the run goes on."""
 STARTS_PER_CPU = 8
 """Episodes per CPU that may start their servers at once. Starting a server is CPU-bound: when each
 episode's game server was a process forked from a zygote (about 12 ms of CPU each,
@@ -334,8 +336,17 @@ async def play_episode(
     stopped, error = "turn limit", None
     try:
         await _run_loop(spec, pools, recorder, episode, tally, starting, zygotes, configs)
-    except (GameError, MCPError, LLMError, OSError, ValueError) as exc:
+    except EPISODE_ERRORS as exc:
         stopped, error = "error", f"{type(exc).__name__}: {exc}"
+    except BaseExceptionGroup as group:
+        # The episode's servers start in a task group: one that fails (out of open files) while the
+        # run is being stopped comes out in a group. Its first error is the episode's, unless the
+        # group holds anything else (a cancellation, Ctrl-C, a bug): that goes on up as it is.
+        leaves = exception_leaves(group)
+        if not all(isinstance(leaf, EPISODE_ERRORS) for leaf in leaves):
+            raise
+        stopped, error = "error", f"{type(leaves[0]).__name__}: {leaves[0]}"
+    if error is not None:
         recorder.log("ERROR", f"Episode stopped: {error}")
     summary = episode.finish(stopped, error)
     tally.events.extend(recorder.drain()[0])
@@ -584,8 +595,15 @@ async def play_episodes(
                 await anyio.to_thread.run_sync(preload_game)
             for _ in range(min(concurrency, len(specs))):
                 tg.start_soon(worker, pools, zygotes)
-    except* RunWriteError as group:  # the first one: the others (several workers at once) say the same
-        first = exception_leaves(group)[0]
+    except BaseExceptionGroup as group:
+        writes, rest = group.split(RunWriteError)
+        if writes is None:
+            raise
+        if rest is not None and rest.split(EPISODE_ERRORS)[1] is not None:
+            raise  # Ctrl-C or a bug besides: not hidden behind the write error
+        # The first write error: the others (several workers at once) say the same, and an episode's
+        # error beside it (a server that failed to start as the run was stopped) is its consequence.
+        first = exception_leaves(writes)[0]
         raise first from first.__cause__  # the OSError, without the group around it
 
 

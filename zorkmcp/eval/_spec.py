@@ -24,9 +24,12 @@ Example::
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import re
 import tomllib
+from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -41,7 +44,7 @@ from .._urls import url_problem
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterator, Sequence
 
     from ..config import ServerConfig, Settings
     from ..llm import ModelChoice
@@ -49,11 +52,14 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_CONCURRENCY",
     "DEFAULT_EPISODES",
+    "RUN_LOCK",
     "ArmSpec",
     "EpisodeSpec",
     "EvalFile",
     "EvalPlan",
     "EvalTable",
+    "check_run_folder",
+    "claim_run_folder",
     "load_eval_file",
 ]
 
@@ -371,26 +377,33 @@ its header, its title). A page zorkmcp drew can be drawn again from the files it
 other file of these names is the user's, not the run's to replace."""
 
 
-def check_run_folder(out: Path, named: str, *, resuming: bool) -> None:
+def check_run_folder(out: Path, named: str, *, resuming: bool, claims: ExitStack | None = None) -> None:
     """Before anything starts: can the run's folder be made and written to, without losing a run?
 
-    The folder is made only when the first episode ends (a cluster that cannot be joined leaves
-    none); a path it cannot be made at would otherwise be found then, with an episode played for
-    nothing. A folder that already holds finished episodes is another run's: without ``--resume``
-    its episodes would be played again and their files replaced (with a real model, paid for twice).
-    A ``summary.json``, ``summary.csv`` or ``report.html`` in it that zorkmcp did not write (a
-    ``pytest-html`` page, ``--out .`` in a project) is the user's: the run would replace it.
+    A path the folder cannot be made at would otherwise be found when the first episode ends, with
+    an episode played for nothing. A folder another ``zorkmcp eval`` is writing to is its run's
+    until it ends (:func:`claim_run_folder`): two runs would play every episode twice and write
+    over each other's files. A folder that already holds finished episodes is another run's:
+    without ``--resume`` its episodes would be played again and their files replaced (with a real
+    model, paid for twice). A ``summary.json``, ``summary.csv`` or ``report.html`` in it that
+    zorkmcp did not write (a ``pytest-html`` page, ``--out .`` in a project) is the user's: the run
+    would replace it.
 
     Args:
         out: the run's folder.
         named: how the user gave it, for the message (``--out runs/x``, ``eval.toml: out``).
         resuming: ``--resume`` or ``--retry-failed``: the folder's episodes are this run's.
+        claims: where the claim on the folder is kept (:func:`claim_run_folder`) until the run
+            ends; ``None``: the folder is not claimed (a plan that is only looked at).
 
     Raises:
         ConfigError: a part of the path is a file, the folder (or the one it would be made in) is
-            not writable, it holds a file of a run's name that zorkmcp did not write, or, unless
-            ``resuming``, it holds finished episodes.
+            not writable, another run is writing to it, it holds a file of a run's name that zorkmcp
+            did not write, or, unless ``resuming``, it holds finished episodes.
     """
+    check_output(out, named, "pass another --out", folder=True, what="the run's folder")
+    if claims is not None:
+        claims.enter_context(claim_run_folder(out, named))
     if not resuming and (found := sorted(out.glob("episodes/*/seed-*.json"))):
         raise ConfigError(
             f"{named}: {out} already holds {len(found)} episode file(s) of a run, such as {found[0]}; "
@@ -404,4 +417,113 @@ def check_run_folder(out: Path, named: str, *, resuming: bool) -> None:
                 f"writes {', '.join(_RUN_FILES)} in its folder); move it, or pass another --out "
                 "(nothing was played or replaced)"
             )
-    check_output(out, named, "pass another --out", folder=True, what="the run's folder")
+
+
+RUN_LOCK: Final = ".zorkmcp-eval.lock"
+"""The file in a run's folder that the run holding the folder keeps locked (``flock``), holding its
+process id. It is removed when the run ends; one a killed run left is not held by anyone."""
+
+
+@contextmanager
+def claim_run_folder(out: Path, named: str) -> Iterator[None]:
+    """Hold the run's folder for this process until the context is left; make it, if missing.
+
+    The claim is an exclusive ``flock`` on :data:`RUN_LOCK` in the folder: the system lets it go
+    when the process ends, however it ends (``kill -9`` too), so a claim is never left stale. On
+    leaving, the lock file is removed, and the folders made here too if the run wrote nothing in
+    them (a cluster that could not be joined leaves no folder).
+
+    Args:
+        out: the run's folder.
+        named: how the user gave it, for the message (``--out runs/x``, ``eval.toml: out``).
+
+    Raises:
+        ConfigError: another process holds the folder (the message names its process id), or the
+            folder cannot be made.
+    """
+    made = _make_folders(out, named)
+    try:
+        fd = _lock(out / RUN_LOCK, named, out)
+    except BaseException:
+        _remove_empty(made)
+        raise
+    try:
+        yield
+    finally:
+        if fd is not None:
+            with suppress(OSError):  # while still held: a run waiting on this file takes a fresh one
+                os.unlink(out / RUN_LOCK)
+            os.close(fd)
+        _remove_empty(made)
+
+
+def _make_folders(out: Path, named: str) -> list[Path]:
+    """Make ``out`` and the folders above it that are missing; the ones made here, outermost first."""
+    missing = [folder for folder in (out, *out.parents) if not folder.exists()][::-1]
+    made: list[Path] = []
+    for folder in missing:
+        try:
+            folder.mkdir()
+        except FileExistsError:  # another run made it meanwhile: it is not ours to remove
+            continue
+        except OSError as exc:
+            _remove_empty(made)
+            raise ConfigError(
+                f"{named}: the run's folder {out} cannot be made ({exc.strerror or exc}); pass another --out"
+            ) from exc
+        made.append(folder)
+    return made
+
+
+def _remove_empty(made: list[Path]) -> None:
+    for folder in reversed(made):
+        with suppress(OSError):  # not empty: it stays, and so do the folders above it
+            folder.rmdir()
+
+
+def _lock(path: Path, named: str, out: Path) -> int | None:
+    """Lock ``path`` (made if missing) and write this process's id in it; its descriptor.
+
+    ``None`` on a file system that does not lock files (the run goes on unclaimed, as before).
+    """
+    while True:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+        except OSError as exc:
+            raise ConfigError(
+                f"{named}: {path} cannot be opened ({exc.strerror or exc}), so the run cannot hold its "
+                "folder; pass another --out"
+            ) from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(fd)
+            os.close(fd)
+            pid = f" (pid {holder})" if holder is not None else ""
+            raise ConfigError(
+                f"{named}: another zorkmcp eval{pid} is writing to {out}; wait for it to end, or pass "
+                "another --out (nothing was played or replaced)"
+            ) from None
+        except OSError:  # no locks here (ENOLCK, EOPNOTSUPP)
+            os.close(fd)
+            return None
+        try:
+            still = os.stat(path, follow_symlinks=False)
+        except FileNotFoundError:
+            still = None
+        mine = os.fstat(fd)
+        if still is not None and (still.st_dev, still.st_ino) == (mine.st_dev, mine.st_ino):
+            break
+        os.close(fd)  # the run that held it ended and removed it meanwhile: lock the new one
+    text = f"{os.getpid()}\n".encode()
+    os.pwrite(fd, text, 0)  # over a killed run's id: a reader sees one id or the other, never none
+    os.ftruncate(fd, len(text))
+    return fd
+
+
+def _holder(fd: int) -> int | None:
+    """The process id in a lock file (its first line), if it holds one."""
+    with suppress(OSError, ValueError):
+        first = os.pread(fd, 32, 0).split(b"\n", 1)[0]
+        return int(first) if first.strip() else None
+    return None
