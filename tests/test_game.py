@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -450,3 +452,50 @@ def test_checking_a_version_3_story_does_not_import_jericho() -> None:
     # only a version 4+ story needs Jericho's list.
     statement = f"from zorkmcp.game import check_game_file; check_game_file({str(ZORK1_Z3)!r})"
     assert modules_loaded_by(statement, ("jericho", "numpy")) == []
+
+
+_OUT_OF_FILES = """
+import os, resource
+from zorkmcp.errors import GameError
+from zorkmcp.game import PACKAGED_GAME
+from zorkmcp.game._jericho import ZorkGame
+
+ZorkGame.open(PACKAGED_GAME, seed=12)  # every import done
+resource.setrlimit(resource.RLIMIT_NOFILE, (128, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+held = []
+try:
+    while True:
+        held.append(os.open(os.devnull, os.O_RDONLY))
+except OSError:
+    pass
+os.close(held.pop())  # one descriptor free: Jericho's copy of its interpreter gets it, fopen does not
+try:
+    ZorkGame.open(PACKAGED_GAME, seed=12)
+    print("opened")
+except GameError as exc:
+    print(f"GameError: {exc}")
+"""
+
+
+def test_a_game_opened_without_spare_file_descriptors_is_a_game_error_not_the_end_of_the_process() -> None:
+    # Jericho's interpreter exits the whole process ("Fatal error: Cannot open story file") when its
+    # own fopen of the story file fails: a zorkmcp eval out of open files ended without its summary.
+    done = subprocess.run(
+        [sys.executable, "-c", _OUT_OF_FILES], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert (done.returncode, done.stdout) == (
+        0,
+        "GameError: zork1.z3 cannot be opened: [Errno 24] Too many open files: '/dev/null'\n",
+    ), done.stderr
+
+
+def test_a_story_path_that_is_not_utf8_is_a_game_error_that_says_what_to_do(tmp_path: Path) -> None:
+    # Jericho encodes the path as UTF-8: the game server died of a UnicodeEncodeError traceback.
+    story = tmp_path / os.fsdecode(b"bad\xffname.z3")
+    story.write_bytes(zorkmcp.game.PACKAGED_GAME.read_bytes())
+    with pytest.raises(GameError) as caught:
+        check_game_file(story)
+    assert str(caught.value) == (
+        f"game file {tmp_path}/bad\\xffname.z3: its path is not valid UTF-8, which the interpreter (Jericho) "
+        "needs; rename the file or its folder, or copy it to a path that is"
+    )

@@ -27,6 +27,7 @@ When the game is over (decided here, the same way for both kinds):
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import threading
 import warnings
@@ -41,7 +42,6 @@ from ._actions import validate_action
 from ._zmachine import StoryMemory, check_story_bytes
 
 if TYPE_CHECKING:
-    import os
     from collections.abc import Mapping
     from types import TracebackType
 
@@ -65,6 +65,31 @@ _GAME_ENDED = re.compile(
     r"\(Type RESTART, RESTORE,? or QUIT\)|Would you like to restart the game", re.IGNORECASE
 )
 _OPENING = threading.Lock()
+SPARE_DESCRIPTORS = 8
+"""File descriptors that must be free before the interpreter opens a game
+(:func:`_check_spare_descriptors`)."""
+
+
+def _check_spare_descriptors(story_path: Path) -> None:
+    """Fail with a :class:`GameError` when the process has no file descriptors to spare.
+
+    Jericho's interpreter opens the story file itself (C ``fopen``) and ends the whole process with
+    ``Fatal error: Cannot open story file`` when it cannot: a ``zorkmcp eval`` out of open files
+    lost its summary that way. :data:`SPARE_DESCRIPTORS` are opened and closed again just before, so
+    that the shortage is an episode's error here instead. (Another thread may still take the last
+    ones in between; this makes the crash rare, not impossible.)
+    """
+    held: list[int] = []
+    try:
+        for _ in range(SPARE_DESCRIPTORS):
+            held.append(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
+    except OSError as exc:
+        raise GameError(f"{story_path.name} cannot be opened: {exc}") from None
+    finally:
+        for fd in held:
+            os.close(fd)
+
+
 _PLAYER_NAMES = ("cretin", "adventurer", "yourself", "you", "player", "me")
 
 
@@ -188,6 +213,14 @@ at every open: an edited file is checked again."""
 
 def _checked_story(story_path: Path) -> bytes:
     try:
+        str(story_path).encode("utf-8")
+    except UnicodeEncodeError:  # a byte Python kept as a surrogate: Jericho encodes the path as UTF-8
+        shown = str(story_path).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        raise GameError(
+            f"game file {shown}: its path is not valid UTF-8, which the interpreter (Jericho) needs; "
+            "rename the file or its folder, or copy it to a path that is"
+        ) from None
+    try:
         story = story_path.read_bytes()
     except FileNotFoundError:
         raise GameError(
@@ -286,6 +319,7 @@ class ZorkGame:
         with _OPENING, warnings.catch_warnings():
             # The z3 is unsupported on purpose: this adapter supplies what Jericho lacks.
             warnings.simplefilter("ignore", UnsupportedGameWarning)
+            _check_spare_descriptors(story_path)
             env = FrotzEnv(str(story_path), seed=seed)
         if seed == 0:
             env._seed = 0  # Jericho's seed() reads 0 as "no seed" (`seed or default`)
