@@ -62,7 +62,7 @@ def _write_run(run: Path) -> list[dict[str, Any]]:
 
 def _row(arm: str, episodes: int, failed: int, score: str, low_high: str) -> str:
     return (
-        f"<tr><td>{arm}</td><td class=n>{episodes}</td><td class=n>{failed}</td>"
+        f"<tr><td class=nw>{arm}</td><td class=n>{episodes}</td><td class=n>{failed}</td>"
         f"<td class=n>{score}</td><td class=n>{low_high}</td>"
     )
 

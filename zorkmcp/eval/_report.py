@@ -195,7 +195,7 @@ def _arm_table(summary: dict[str, Any]) -> str:
     for name, arm in summary["arms"].items():
         win = arm.get("win_rate")
         rows.append(
-            f"<tr><td>{escape(name)}</td><td class=n>{_fmt(arm['episodes'])}</td>"
+            f"<tr><td class=nw>{escape(name)}</td><td class=n>{_fmt(arm['episodes'])}</td>"
             f"<td class=n>{_fmt(arm['failed'])}</td>"
             f"<td class=n>{_fmt(arm['mean_score'])} ± {_fmt(arm['se_score'])}</td>"
             f"<td class=n>{_fmt(arm['min_score'], 0)}–{_fmt(arm['max_score'], 0)}</td>"
