@@ -765,3 +765,19 @@ def test_the_sdks_own_log_records_do_not_reach_the_terminal() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=SAFETY_TIMEOUT, check=False
     )
     assert (result.returncode, result.stderr) == (0, "a warning of zorkmcp's own\n")
+
+
+def test_eval_with_a_home_that_cannot_hold_matplotlib_s_cache_says_nothing_of_it(tmp_path: Path) -> None:
+    # A read-only home on a cluster node: matplotlib warned on stderr that it made a temporary cache
+    # folder and asked for MPLCONFIGDIR; the report is drawn all the same.
+    env = offline_env(HOME=os.devnull)
+    for name in ("MPLCONFIGDIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"):
+        env.pop(name, None)
+    done = subprocess.run(
+        [sys.executable, "-m", "zorkmcp.cli", "eval", "--game", str(zork1_path()), "--episodes", "1",
+         "--turns", "1", "--no-mcp", "--quiet", "--out", str(tmp_path / "run")],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "matplotlib" not in done.stderr.lower()
+    assert (tmp_path / "run" / "report.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")

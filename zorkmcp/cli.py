@@ -456,7 +456,7 @@ def main(
         The exit status (see ``zorkmcp play --help``).
     """
     _tolerant_streams()
-    _quiet_sdk_logs()
+    _quiet_library_logs()
     parser = build_parser()
     args = parser.parse_args(argv)
     with stops_as_ctrl_c():  # SIGTERM, SIGHUP and a reader gone take the Ctrl-C path (exit 143, 129, 141)
@@ -492,18 +492,22 @@ def _cwd_exists() -> bool:
     return True
 
 
-def _quiet_sdk_logs() -> None:
-    """The MCP SDK's own log records do not reach the terminal as tracebacks.
+def _quiet_library_logs() -> None:
+    """The MCP SDK's and matplotlib's own log records do not reach the terminal.
 
     With no logging configured, Python prints a warning or an error of any logger on stderr: the
     SDK logs ``Error in sse_reader`` with a 60-line traceback when a remote server goes away, and
     ``Session termination failed: 400`` at the end of a session. zorkmcp says each of these once, in
     its own words (the error result of the call, the server's restart); the SDK's records add
-    nothing a user can act on. A program that configures logging itself still gets them.
+    nothing a user can act on. matplotlib (``zorkmcp eval``'s report) warns that it made a temporary
+    cache folder when the home folder cannot take one (a read-only home on a cluster node), and asks
+    for ``MPLCONFIGDIR``: the report is drawn all the same. A program that configures logging itself
+    still gets them.
     """
-    sdk = logging.getLogger("mcp")
-    if not any(isinstance(handler, logging.NullHandler) for handler in sdk.handlers):
-        sdk.addHandler(logging.NullHandler())
+    for name in ("mcp", "matplotlib"):
+        library = logging.getLogger(name)
+        if not any(isinstance(handler, logging.NullHandler) for handler in library.handlers):
+            library.addHandler(logging.NullHandler())
 
 
 def _tolerant_streams() -> None:
