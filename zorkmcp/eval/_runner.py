@@ -242,7 +242,7 @@ class _Metered:
 def _fallback(action: AgentAction) -> _Fallback | None:
     """Whether the agent played its fallback action, and why (``None``: the model's own answer).
 
-    A deadline comes first: the agent may report it as a parse error too, it is none of the model's.
+    A deadline comes first: it is none of the model's (the agent reports no parse error for it).
     """
     if action.turn is not None and action.turn.deadline_exceeded:
         return "deadline"
