@@ -485,7 +485,8 @@ def test_a_game_opened_without_spare_file_descriptors_is_a_game_error_not_the_en
     )
     assert (done.returncode, done.stdout) == (
         0,
-        "GameError: zork1.z3 cannot be opened: [Errno 24] Too many open files: '/dev/null'\n",
+        "GameError: zork1.z3 cannot be opened: Too many open files (the interpreter needs a few file "
+        "descriptors: allow more open files, ulimit -n, or run fewer episodes at once, --concurrency)\n",
     ), done.stderr
 
 

@@ -371,3 +371,13 @@ async def test_servers_start_concurrently_with_distinct_names() -> None:
     assert wire == ["a__pid", "b__pid", "c_d__pid"]
     assert len(set(pids)) == 3
     assert not any(is_alive(pid) for pid in pids)
+
+
+def test_a_non_json_line_is_cut_at_200_characters_not_bytes() -> None:
+    from zorkmcp.mcp._stdio import NotJsonRpc, ProcessInfo, _parse_line
+
+    info = ProcessInfo(command=("server",))
+    item = _parse_line(("é" * 150 + "X" * 200).encode(), info)
+    assert isinstance(item, NotJsonRpc)
+    assert (item.line, item.count) == ("é" * 150 + "X" * 50, 1)
+    assert info.stderr_tail == ("[stdout, not JSON-RPC] " + "é" * 150 + "X" * 50,)

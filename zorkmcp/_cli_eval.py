@@ -84,7 +84,8 @@ written to --out (default runs/<UTC timestamp>): episodes/<arm>/seed-<N>.json (a
 the episode ends) and seed-<N>.events.jsonl, then summary.json, summary.csv and (once an episode
 has finished) report.html. Each arm's mcp_config.json is read once, when the run starts. A run
 holds its folder until it ends (.zorkmcp-eval.lock, removed then): a second run into it is refused.
---resume plays only the episodes whose file is missing or does not parse, and stops (exit 2) if a
+--resume plays only the episodes whose file is missing or is not that episode's record (it does
+not parse, a field is not of the kind zorkmcp writes, its arm or seed differ), and stops (exit 2) if a
 finished one was played with another model, turn limit, game, sampling or tools setting, or other
 servers; --retry-failed also plays again the episodes that failed.
 

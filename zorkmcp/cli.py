@@ -73,7 +73,8 @@ Relative game_file_path and config_file ARE relative to the pyproject's folder.
 
 exit status: 0 the episode ended (victory, game over or turn limit); 1 a server or the model
 failed, or a log, the cassette (--record) or --summary-json could not be written (a full disk); 2 a
-configuration, usage or game-file error, or a file play would write (a log, --summary-json,
+configuration, usage or game-file error, a model that cannot call tools while MCP is on
+(ModelCompatibilityError), or a file play would write (a log, --summary-json,
 --record) that cannot be made there, or that is another of them or a file play reads (checked
 before the episode starts); 130 interrupted (Ctrl-C; the summary is still printed and every server
 is stopped); 143 the same, by SIGTERM; 129 by SIGHUP (a terminal that closed); 141 when the reader of

@@ -84,7 +84,10 @@ def _check_spare_descriptors(story_path: Path) -> None:
         for _ in range(SPARE_DESCRIPTORS):
             held.append(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
     except OSError as exc:
-        raise GameError(f"{story_path.name} cannot be opened: {exc}") from None
+        raise GameError(
+            f"{story_path.name} cannot be opened: {exc.strerror or exc} (the interpreter needs a few file "
+            "descriptors: allow more open files, ulimit -n, or run fewer episodes at once, --concurrency)"
+        ) from None
     finally:
         for fd in held:
             os.close(fd)

@@ -252,7 +252,7 @@ def _parse_line(line: bytes, info: ProcessInfo) -> SessionMessage | Exception | 
     try:
         message = mcp_types.jsonrpc_message_adapter.validate_json(text, by_name=False)
     except ValueError:
-        shown = text[:NOT_JSON_SHOWN].decode("utf-8", "replace")
+        shown = text[: 4 * NOT_JSON_SHOWN].decode("utf-8", "replace")[:NOT_JSON_SHOWN]  # characters
         info.note(f"[stdout, not JSON-RPC] {shown}")
         info.non_json_lines += 1
         first = info.command_line not in _NOISY_COMMANDS
