@@ -189,6 +189,42 @@ async def test_forced_final_answer_leaked_as_a_tool_call_is_the_answer(
     assert complete["final_action"] == ANSWER[:100]
 
 
+async def test_forced_final_text_beside_a_stray_call_is_the_answer(llm_server: LLMServer) -> None:
+    """Some vLLM builds add a call to a plain answer; no tools were offered, so the text is the answer.
+    The client keeps content None beside calls (Requirement 4.3): the text comes as text_beside_calls."""
+    llm_server.script(
+        content_reply(""),
+        tool_call_reply(tool_call("tools__echo", {"text": "stray"}, id="stray"), content=ANSWER),
+    )
+    events = EventRecorder()
+    result = await turn(
+        llm_server, [{"role": "user", "content": "West of House"}], events=events, parse_answer=json.loads
+    )
+    assert result.forced_final
+    assert (result.content, result.answer) == (
+        ANSWER,
+        {"thinking": "the mailbox is here", "action": "open mailbox"},
+    )
+    assert result.tool_calls == ()
+    assert result.messages == [{"role": "user", "content": JOINED}, {"role": "assistant", "content": ANSWER}]
+    assert (
+        "[INFO] Turn 0: The forced final answer came as text beside a call to 'tools__echo' (no tools were "
+        "offered); the text is the final answer"
+    ) in events.lines
+
+
+async def test_text_beside_calls_in_the_loop_is_not_an_answer(llm_server: LLMServer) -> None:
+    """With tools offered, text beside a call is the model thinking aloud: the call runs."""
+    llm_server.script(
+        tool_call_reply(tool_call("tools__counter", {}, id="a"), content=ANSWER),
+        content_reply('{"thinking": "counted", "action": "north"}'),
+    )
+    result = await turn(llm_server, [{"role": "user", "content": "West of House"}], parse_answer=json.loads)
+    assert not result.forced_final
+    assert [(call.name, call.outcome) for call in result.tool_calls] == [("tools.counter", "ok")]
+    assert result.answer == {"thinking": "counted", "action": "north"}
+
+
 async def test_a_call_to_the_answer_schema_in_the_loop_ends_the_loop(llm_server: LLMServer) -> None:
     """Not counted as a tool call; the same call next to a real one is an unknown tool as before."""
     llm_server.script(

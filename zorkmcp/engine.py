@@ -13,7 +13,8 @@ A turn (seeds 000 §3.2, with the departures in ``shared/seeds/README.md``)::
             content → done; neither → warning, done
             the only call names no tool and carries the answer (below) → that answer, done
         no content → the forced final call (tools=None, tool_choice=None, response_format=schema);
-            no content but a call carrying the answer → its arguments are the answer
+            no content but a call carrying the answer → its arguments are the answer;
+            else text beside the (stray) calls → that text is the answer
                                                             # leaving the block ends every server
 
 A call *carries the answer* when its arguments are a JSON object and its name is the answer
@@ -457,6 +458,16 @@ class _Loop:
                     )
                     self.content = answer
                     break
+            else:
+                if response.text_beside_calls:
+                    # No tools were offered: text beside a stray call (some vLLM builds) is the answer.
+                    self.events.log(
+                        "INFO",
+                        f"Turn {self.options.turn}: The forced final answer came as text beside a call "
+                        f"to '{response.tool_calls[0].function.name}' (no tools were offered); the text is "
+                        "the final answer",
+                    )
+                    self.content = response.text_beside_calls
 
     async def _run_batch(self, response: LLMResponse) -> None:
         """Run the calls one after another; after a timeout every remaining call is skipped."""

@@ -98,6 +98,7 @@ def _response_of(data: Mapping[str, Any]) -> LLMResponse:
             ToolCall(id=c["id"], type=c["type"], function=FunctionCall(**c["function"])) for c in calls
         ),
         finish_reason=data.get("finish_reason"),
+        text_beside_calls=data.get("text_beside_calls"),  # absent from older cassettes
     )
 
 

@@ -70,6 +70,10 @@ class LLMResponse:
         usage: integer token counts (``prompt_tokens``, ``completion_tokens``, ...).
         tool_calls: the requested tool calls in order, or ``None``.
         finish_reason: ``"stop"``, ``"tool_calls"``, ``"length"``, ... as reported.
+        text_beside_calls: text the assistant sent beside its tool calls, which is not its
+            ``content`` (Requirement 4.3); ``None`` without tool calls or without such text. The
+            engine reads an answer there only on the forced final call, where no tools were
+            offered (some vLLM builds add a stray call to a plain answer).
     """
 
     content: str | None = field(converter=_optional_text)
@@ -77,6 +81,7 @@ class LLMResponse:
     usage: dict[str, int] | None = None
     tool_calls: tuple[ToolCall, ...] | None = None
     finish_reason: str | None = field(default=None, converter=_optional_text)
+    text_beside_calls: str | None = field(default=None, converter=_optional_text)
 
 
 def _messages(value: Sequence[Mapping[str, Any]]) -> tuple[Mapping[str, Any], ...]:

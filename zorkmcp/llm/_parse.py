@@ -394,7 +394,9 @@ def parse_completion(
     if not isinstance(message, dict):
         raise fail(f"choices[0].message is {type(message).__name__}, not an object")
     tool_calls = _tool_calls(message.get("tool_calls"), "choices[0].message", fail, id_prefix, taken_ids)
-    content = None if tool_calls else _content_text(message.get("content"), "choices[0].message", fail)
+    text = _content_text(message.get("content"), "choices[0].message", fail)
+    content = None if tool_calls else text
+    beside = text if tool_calls and text and text.strip() else None
     usage = data.get("usage")
     answered_by = data.get("model")
     finish_reason = choice.get("finish_reason")
@@ -408,6 +410,7 @@ def parse_completion(
         ),
         tool_calls=tool_calls,
         finish_reason=finish_reason if isinstance(finish_reason, str) else None,
+        text_beside_calls=beside,
     )
 
 
