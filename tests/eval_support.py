@@ -1,4 +1,5 @@
-"""In-process game servers for the eval tests: ``eval_support:seed_<N>`` is Zork I seeded with N.
+"""For the eval tests: in-process game servers (``eval_support:seed_<N>`` is Zork I seeded with N),
+and a run folder's records (:func:`episode_records`).
 
 An in-process server does no real I/O, so ``MockClock(autojump_threshold=0)`` measures exactly the
 virtual time the loopback model spends (a stdio game server would let the clock jump while it boots).
@@ -6,6 +7,7 @@ virtual time the loopback model spends (a stdio game server would let the clock 
 
 from __future__ import annotations
 
+import json
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -16,8 +18,19 @@ from zorkmcp.episode import GAME_SERVER_NAME, GAME_TOOLS_FOR_AGENT
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from pathlib import Path
 
-__all__ = ["inprocess_game", "prebuild"]
+__all__ = ["episode_records", "inprocess_game", "prebuild"]
+
+
+def episode_records(run: Path) -> dict[tuple[str, int], dict[str, Any]]:
+    """The episode records of a run folder, by (arm, seed)."""
+    found = {}
+    for path in sorted((run / "episodes").glob("*/seed-*.json")):
+        record = json.loads(path.read_text())
+        found[(record["arm"], record["seed"])] = record
+    return found
+
 
 _BUILT: dict[int, Any] = {}
 

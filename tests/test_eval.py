@@ -25,7 +25,7 @@ import attrs
 import eval_support
 import pytest
 import trio
-from eval_support import inprocess_game
+from eval_support import episode_records, inprocess_game
 from llm_server import agent_reply, rendezvous, server_error, tool_call, tool_call_reply
 from play_support import (
     INPROCESS_THINKING,
@@ -232,14 +232,6 @@ def _eval(tmp_path: Path, *args: str, capsys: pytest.CaptureFixture[str]) -> tup
     return code, out, err
 
 
-def _records(run: Path) -> dict[tuple[str, int], dict[str, Any]]:
-    found = {}
-    for path in sorted((run / "episodes").glob("*/seed-*.json")):
-        record = json.loads(path.read_text())
-        found[(record["arm"], record["seed"])] = record
-    return found
-
-
 def test_resume_plays_only_what_is_missing_or_broken(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -248,7 +240,8 @@ def test_resume_plays_only_what_is_missing_or_broken(
     code, out, _ = _eval(tmp_path, "--episodes", "2", *common, capsys=capsys)
     assert code == 0, out
     run = tmp_path / "run"
-    first = {key: (run / "episodes" / "no-mcp" / f"seed-{key[1]}.json").read_bytes() for key in _records(run)}
+    played = episode_records(run)
+    first = {key: (run / "episodes" / "no-mcp" / f"seed-{key[1]}.json").read_bytes() for key in played}
     assert sorted(first) == [("no-mcp", 12), ("no-mcp", 13)]
     (run / "episodes" / "no-mcp" / "seed-13.json").write_text('{"arm": "no-mcp", "seed": 13, "sco')
     code, out, _ = _eval(tmp_path, "--episodes", "3", "--resume", *common, capsys=capsys)
@@ -260,7 +253,7 @@ def test_resume_plays_only_what_is_missing_or_broken(
         )
     )
     assert (run / "episodes" / "no-mcp" / "seed-12.json").read_bytes() == first[("no-mcp", 12)]
-    records = _records(run)
+    records = episode_records(run)
     assert sorted(records) == [("no-mcp", 12), ("no-mcp", 13), ("no-mcp", 14)]
     assert all(r["turns"] == 2 and r["scripted"] and r["runner"] == "local" for r in records.values())
     summary = json.loads((run / "summary.json").read_text())
@@ -375,7 +368,7 @@ def test_an_arm_whose_server_cannot_start_fails_its_episodes_and_the_run_goes_on
     assert f"to play them again, run the same command with --retry-failed --out {tmp_path / 'run'}" in (
         " ".join(err.split())
     )
-    records = _records(tmp_path / "run")
+    records = episode_records(tmp_path / "run")
     assert sorted(records) == [("broken", 12), ("broken", 13), ("plain", 12), ("plain", 13)]
     for seed in (12, 13):
         assert "error" not in records["plain", seed]
@@ -403,7 +396,7 @@ def test_an_arm_whose_server_cannot_start_fails_its_episodes_and_the_run_goes_on
     assert (code, err) == (0, "")
     assert "2 episode(s) played, 2 resumed" in " ".join(out.split())
     assert {seed: episode_paths(run, "plain", seed)[0].read_bytes() for seed in (12, 13)} == plain
-    records = _records(run)
+    records = episode_records(run)
     for seed in (12, 13):
         assert "error" not in records["broken", seed]
         assert records["broken", seed]["turns"] == 2
@@ -660,7 +653,7 @@ def test_the_files_of_a_run_whose_episodes_are_gone_are_written_again(
     )
     code, out, _ = _eval(tmp_path, *flags, "--seed", "40", capsys=capsys)
     assert code == 0, out
-    assert sorted(_records(run)) == [("no-mcp", 40)]
+    assert sorted(episode_records(run)) == [("no-mcp", 40)]
     assert json.loads((run / "summary.json").read_text())["arms"]["no-mcp"]["episodes"] == 1
     assert (run / "summary.csv").read_text().splitlines()[1].startswith("no-mcp,40,")
     assert "<title>zorkmcp eval run</title>" in (run / "report.html").read_text()
@@ -680,7 +673,7 @@ def test_a_summary_the_run_cannot_write_is_one_line_and_resume_writes_it(
         f"written: mend the folder, then run the same command with --resume --out {run} "
         "to write the summary"
     ]
-    assert sorted(_records(run)) == [("no-mcp", 12), ("no-mcp", 13)]
+    assert sorted(episode_records(run)) == [("no-mcp", 12), ("no-mcp", 13)]
     assert sorted(p.name for p in run.iterdir()) == ["episodes", "summary.json"]  # no temporary file
     (run / "summary.json").rmdir()  # mended
     code, out, _ = _eval(tmp_path, *flags, "--resume", capsys=capsys)
@@ -719,7 +712,7 @@ async def test_more_episodes_at_once_than_the_soft_open_file_limit_allows_play_a
         )  # fmt: skip
     assert done.returncode == 0, done.stderr.decode()[-2000:]
     assert everyone.is_set()
-    records = _records(run)
+    records = episode_records(run)
     assert len(records) == k
     assert [r["error"] for r in records.values() if r.get("error")] == []
 
@@ -839,7 +832,7 @@ def test_an_episode_file_the_run_cannot_write_stops_the_run_with_one_line_and_re
         [*command, "--resume"], cwd=tmp_path, env=offline_env(), capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stderr
-    assert sorted(_records(run)) == [("mcp", 12), ("mcp", 13), ("mcp", 14)]
+    assert sorted(episode_records(run)) == [("mcp", 12), ("mcp", 13), ("mcp", 14)]
 
 
 # -- a model endpoint that cannot be reached stops the run before it starts ---------------------------
@@ -1038,7 +1031,7 @@ async def test_an_endpoint_that_answers_any_status_lets_the_run_play_against_it(
     assert [(r.method, r.path) for r in llm_server.requests] == [
         ("GET", "/v1/models"), ("POST", "/v1/chat/completions"), ("POST", "/v1/chat/completions"),
     ]  # fmt: skip
-    records = _records(tmp_path / "run")
+    records = episode_records(tmp_path / "run")
     assert [(r["model"], r["scripted"], r["turns"]) for r in records.values()] == [("m", False, 1)] * 2
     assert f"\n  no-mcp  m at {llm_server.base_url}; no tools\n" in out
     assert "scripted" not in out
@@ -1352,7 +1345,7 @@ def test_ctrl_c_sigterm_or_sighup_stops_the_episodes_in_flight_keeps_finished_fi
         "zorkmcp eval: interrupted; the summary covers the finished episodes; to play the rest, run the "
         f"same command with --resume --out {run}"
     )
-    records = _records(run)
+    records = episode_records(run)
     assert 1 <= len(records) < 6
     for path in (run / "episodes" / "no-mcp").iterdir():
         assert not path.name.endswith(".tmp")
@@ -1390,7 +1383,7 @@ def test_a_reader_that_goes_away_stops_the_run_as_ctrl_c_does(tmp_path: Path) ->
         "zorkmcp eval: interrupted; the summary covers the finished episodes; to play the rest, run the "
         f"same command with --resume --out {run}"
     )
-    records = _records(run)
+    records = episode_records(run)
     assert 1 <= len(records) < 8
     summary = json.loads((run / "summary.json").read_text())
     assert sum(arm["episodes"] for arm in summary["arms"].values()) == len(records)

@@ -6,7 +6,6 @@ because the first one's model holds its answers until the test has seen the seco
 
 from __future__ import annotations
 
-import json
 import signal
 import socket
 import sys
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 from attrs import evolve
+from eval_support import episode_records
 from llm_server import Reply, agent_reply
 from play_support import offline_env, zork1_path
 
@@ -58,14 +58,6 @@ async def _run(command: list[str], cwd: Path) -> trio.CompletedProcess[bytes]:
         )
 
 
-def _records(run: Path) -> dict[tuple[str, int], dict[str, Any]]:
-    found = {}
-    for path in sorted((run / "episodes").glob("*/seed-*.json")):
-        record = json.loads(path.read_text())
-        found[(record["arm"], record["seed"])] = record
-    return found
-
-
 async def test_a_second_run_into_a_folder_another_run_writes_to_is_refused_naming_its_pid(
     llm_server: LLMServer, tmp_path: Path, nursery: trio.Nursery
 ) -> None:
@@ -89,12 +81,12 @@ async def test_a_second_run_into_a_folder_another_run_writes_to_is_refused_namin
     for flags in ((), ("--resume",), ("--retry-failed",), ("--resume", "--ray")):
         second = await _run(_eval_command(llm_server, run, *flags), tmp_path)
         assert (second.returncode, second.stdout, second.stderr.decode().splitlines()) == (2, b"", [refused])
-    assert not _records(run)  # nothing of the second runs: no episode had ended
+    assert not episode_records(run)  # nothing of the second runs: no episode had ended
     release.set()
     with trio.fail_after(120):
         await done.wait()
     assert outcome["first"].returncode == 0, outcome["first"].stderr.decode()[-2000:]
-    records = _records(run)
+    records = episode_records(run)
     assert sorted(records) == [("no-mcp", 12), ("no-mcp", 13), ("no-mcp", 14)]
     assert {r["pid"] for r in records.values()} == {pid}
     assert sorted(p.name for p in run.iterdir()) == ["episodes", "report.html", "summary.csv", "summary.json"]
@@ -128,7 +120,7 @@ async def test_a_run_killed_with_sigkill_leaves_no_claim_behind(
     release.set()
     resumed = await _run(_eval_command(llm_server, run, "--resume"), tmp_path)
     assert resumed.returncode == 0, resumed.stderr.decode()[-2000:]
-    assert sorted(_records(run)) == [("no-mcp", 12), ("no-mcp", 13), ("no-mcp", 14)]
+    assert sorted(episode_records(run)) == [("no-mcp", 12), ("no-mcp", 13), ("no-mcp", 14)]
     assert sorted(p.name for p in run.iterdir()) == ["episodes", "report.html", "summary.csv", "summary.json"]
     # a run that writes nothing (its endpoint does not answer) leaves neither its folder nor its lock
     with socket.socket() as closed:
