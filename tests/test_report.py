@@ -379,7 +379,14 @@ def test_sigterm_while_the_page_is_written_exits_143_and_writes_nothing(
 
     write_run(tmp_path, seeds=2, failed=False)
     monkeypatch.setattr(zorkmcp.eval._report, "write_atomically", stopped_here)
-    assert main(["report", str(tmp_path)]) == 143
+    # pytest started in the background of a script (`pytest &`) inherits SIGINT ignored, and then
+    # zorkmcp keeps SIGTERM's default (README, the fault table): the signal would end pytest itself.
+    ignored = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        code = main(["report", str(tmp_path)])
+    finally:
+        signal.signal(signal.SIGINT, ignored)
+    assert code == 143
     assert capsys.readouterr().err == "zorkmcp report: interrupted; nothing written\n"
     assert not (tmp_path / "report.html").exists()
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # put back after the command
