@@ -16,6 +16,7 @@ import stat
 from contextlib import suppress
 from pathlib import Path
 
+from ._surrogates import SURROGATE
 from .errors import ConfigError, RunWriteError
 
 __all__ = [
@@ -129,9 +130,6 @@ def write_atomically(path: Path, text: str) -> None:
         raise
 
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def utf8(text: str) -> bytes:
     """``text`` in UTF-8, each lone surrogate in it shown as an escape rather than failing the write.
 
@@ -147,7 +145,7 @@ def utf8(text: str) -> bytes:
             code = ord(match.group())
             return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else "\ufffd"
 
-        return _LONE_SURROGATE.sub(shown, text).encode("utf-8")
+        return SURROGATE.sub(shown, text).encode("utf-8")
 
 
 def append_whole(path: Path, data: bytes, *, keep: int | None = None) -> int:
