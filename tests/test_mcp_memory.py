@@ -239,7 +239,7 @@ async def test_unknown_tool_is_an_error_result_listing_the_tools() -> None:
         ("json_text", {"a": [1, 2], "b": None}),
         ("json_scalar", "42"),
         ("multi", ["one", [2]]),
-        ("structured", {"x": 1}),
+        ("structured", "x is 1"),  # the content blocks are the result, not structuredContent
         ("image", "[image: image/png, 1234 bytes]"),
         ("audio", "[audio: audio/wav, 300 bytes]"),
         (

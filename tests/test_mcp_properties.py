@@ -170,8 +170,8 @@ def test_call_results_convert_to_tool_call_results(
         assert result.error_message  # property 42: a message, even when the server sent none
     else:
         assert result.error_message is None  # property 41
-        if structured is not None:
-            assert result.content == structured
+        if not blocks:  # structuredContent only stands in for missing content blocks
+            assert result.content == ("" if structured is None else structured)
         elif len(blocks) > 1:
             assert isinstance(result.content, list)
             assert len(result.content) == len(blocks)
