@@ -144,9 +144,9 @@ EXAMPLES: list[tuple[str, Any, dict[str, Any]]] = [
             "type": "object",
             "properties": {
                 "thought": {"type": "string", "description": "Your current thinking step"},
-                "nextThoughtNeeded": {
+                "nextThoughtNeeded": {  # a type list keeps every type (Requirement 8.4)
                     "description": "Whether another thought step is needed",
-                    "type": "boolean",
+                    "anyOf": [{"type": "boolean"}, {"type": "string"}],
                 },
                 "thoughtNumber": {
                     "type": "integer",

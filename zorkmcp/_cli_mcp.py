@@ -9,11 +9,12 @@ away (``| head``: the rest of the output is dropped, with no message, as ``zorkm
 
 ``zorkmcp tools`` also shows, on stderr, the warnings ``zorkmcp play`` shows for the same servers (a
 ``tools`` allow-list naming a tool the server lacks, a tool left out for its input schema, an
-ambiguous name), in the engine's words. It lists the tools of every server that started, and says on
-stderr, one line each, which did not and why (then exits 1). ``zorkmcp call SERVER.TOOL`` (or
-``SERVER__TOOL``) starts only that server when the name can belong to no other configured server.
-Control characters a server puts in names and descriptions are shown escaped (``\\x1b``), except in
-JSON output.
+ambiguous name, more tools than OpenAI's API takes in one request), in the engine's words. It lists
+the tools of every server that started, and says on stderr, one line each, which did not and why
+(then exits 1); a server that started with no tools capability (prompts or resources only) is a
+``note:`` line there, with 0 tools. ``zorkmcp call SERVER.TOOL`` (or ``SERVER__TOOL``) starts only
+that server when the name can belong to no other configured server. Control characters a server
+puts in names and descriptions are shown escaped (``\\x1b``), except in JSON output.
 """
 
 from __future__ import annotations
@@ -225,6 +226,19 @@ def _listed_schemas(toolbox: Toolbox) -> list[_Listed]:
     return listed
 
 
+def _without_tools(toolbox: Toolbox) -> list[str]:
+    """One line per server that started but offers no tools at all, saying why."""
+    notes = []
+    for server in toolbox.servers:
+        session = toolbox.session(server)
+        if session is not None and not session.offers_tools:
+            notes.append(
+                f"MCP server '{server}' started with 0 tools: its initialize answer declares no tools "
+                "capability (a server of prompts or resources only)"
+            )
+    return notes
+
+
 def cmd_tools(config_path: Path | None, pyproject: Path | None, as_json: bool, *, lint: bool = False) -> int:
     """Start the configured servers, print the tools of those that started, shut them down.
 
@@ -246,13 +260,18 @@ def cmd_tools(config_path: Path | None, pyproject: Path | None, as_json: bool, *
     from ._cli_lint import lint_report, render_lint_report
 
     def tools(settings: Settings, config: McpConfig) -> int:
-        async def main() -> tuple[list[ToolInfo], list[_Listed], list[str]]:
+        async def main() -> tuple[list[ToolInfo], list[_Listed], list[str], list[str]]:
             async with _open_servers(config.enabled_servers, settings.mcp) as (toolbox, failed):
-                return list(toolbox.tools), _listed_schemas(toolbox), [str(exc) for exc in failed.values()]
+                failures = [str(exc) for exc in failed.values()]
+                return list(toolbox.tools), _listed_schemas(toolbox), failures, _without_tools(toolbox)
 
-        infos, schemas, failures = run_trio(main)
+        infos, schemas, failures, notes = run_trio(main)
         for failure in failures:
             _error(failure)
+        for note in notes:
+            _error(f"note: {note}")
+        if (warning := _too_many_tools(infos, config)) is not None:
+            _error(f"warning: {warning}")
         if lint:
             report = lint_report(schemas)
             if as_json:
@@ -266,6 +285,29 @@ def cmd_tools(config_path: Path | None, pyproject: Path | None, as_json: bool, *
         return EXIT_FAILED if failures else EXIT_OK
 
     return _run(tools, config_path, pyproject)
+
+
+def _too_many_tools(infos: Sequence[ToolInfo], config: McpConfig) -> str | None:
+    """The warning when ``zorkmcp play`` would offer the model more tools than OpenAI's API takes.
+
+    ``play`` offers the game's tools (``memory``, ``get_map``, ``inventory``) beside these servers'
+    (a configuration with a server named like the game's is refused there, and counted as it is here).
+    """
+    from .episode import GAME_SERVER_NAME, GAME_TOOLS_FOR_AGENT
+    from .mcp._manager import MAX_OPENAI_TOOLS, too_many_tools_advice, tools_per_server
+
+    game = (
+        0 if any(server.name == GAME_SERVER_NAME for server in config.servers) else len(GAME_TOOLS_FOR_AGENT)
+    )
+    if len(infos) + game <= MAX_OPENAI_TOOLS:
+        return None
+    counts = ", ".join(
+        f"{server}: {count}" for server, count in tools_per_server(i.server for i in infos).items()
+    )
+    offered = f"these servers offer {len(infos)} tools ({counts})"
+    if game:
+        offered += f", and zorkmcp play adds the game's {game}: {len(infos) + game} in all"
+    return f"{offered}; {too_many_tools_advice()}"
 
 
 def cmd_call(

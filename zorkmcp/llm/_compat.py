@@ -9,7 +9,9 @@ import re
 __all__ = [
     "NO_TOOL_PATTERNS",
     "TOOL_PATTERNS",
+    "TOO_MANY_TOOLS_REMEDY",
     "refuses_response_format",
+    "refuses_tool_count",
     "refuses_tools",
     "supports_tool_calling",
     "tools_remedy",
@@ -84,6 +86,33 @@ _TOOLS_REFUSED = re.compile(
 _RESPONSE_FORMAT_NAMED = re.compile(
     r"response[ _]?format|json[ _]?schema|structured[ _]outputs?|guided[ _](?:decoding|json)", re.IGNORECASE
 )
+
+
+# What an endpoint answers when a request offers more tools than it takes (OpenAI, Azure OpenAI:
+# 128; GitHub Copilot's API: 128; Gemini: 512 function declarations).
+_TOOL_COUNT_REFUSED = re.compile(
+    r"'tools'\W+array too long"  # OpenAI: Invalid 'tools': array too long. Expected … maximum length 128
+    r"|more than \d+ tools"  # GitHub Copilot: You may not include more than 128 tools in your request.
+    r"|at most \d+ function declarations"  # Gemini: At most 512 function declarations can be specified.
+    r"|too many (?:tools|functions)",
+    re.IGNORECASE,
+)
+
+TOO_MANY_TOOLS_REMEDY = (
+    'the endpoint takes fewer tools in one request: offer fewer with a "tools" allow-list per server in '
+    "mcp_config.json (zorkmcp tools lists them)"
+)
+"""What to do when an endpoint refuses the number of tools (see :func:`refuses_tool_count`)."""
+
+
+def refuses_tool_count(text: str) -> bool:
+    """Whether an endpoint's error text says the request offered more tools than it takes.
+
+    OpenAI: ``Invalid 'tools': array too long. Expected an array with maximum length 128, but got an
+    array with length 160 instead.``; GitHub Copilot's API: ``You may not include more than 128 tools
+    in your request.``; Gemini: ``At most 512 function declarations can be specified.``
+    """
+    return _TOOL_COUNT_REFUSED.search(text) is not None
 
 
 def refuses_tools(text: str) -> bool:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any
 
 from ..errors import LLMHTTPError, LLMProviderError, LLMResponseError
+from ._compat import TOO_MANY_TOOLS_REMEDY, refuses_tool_count
 from ._models import FunctionCall, LLMResponse, ToolCall
 from ._text import valid_text
 
@@ -139,6 +140,8 @@ def http_error(
         hint = (
             " — this endpoint does not accept cache_control: set cache_control = false in [tool.zorkgpt.llm]"
         )
+    elif status in (400, 413, 422) and refuses_tool_count(provider or detail):
+        hint = f" — {TOO_MANY_TOOLS_REMEDY}"  # OpenAI takes 128 tools; the engine offers them all
     return LLMHTTPError(
         f"POST {url} answered {status_text}: {detail}{hint}",
         status=status,

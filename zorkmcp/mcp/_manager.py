@@ -12,6 +12,12 @@ properties 26–27), applied per server:
 * A ``per_episode`` server whose process died mid-episode gives error results for the rest of that
   turn; the next turn restarts it under the same rule (start, retry once, else disable).
 
+Two things the manager says once per episode, however many toolboxes it builds (one per turn, one
+more whenever a tool list changes, and one for the program's own calls): each tool left out for its
+schema (``mcp_tool_excluded`` and its warning), and, when the tools offered to the model are more
+than OpenAI's API takes in one request (:data:`MAX_OPENAI_TOOLS`), a warning and an
+``mcp_too_many_tools`` event. The tools are offered all the same: other endpoints take more.
+
 The manager is a plain object: it holds configuration and per-server health, no async resources,
 so it survives between ``trio.run`` calls (the plain ``get_action()`` path). Servers are owned by
 the nurseries inside :meth:`McpManager.open_turn` and :meth:`McpManager.open_episode`.
@@ -57,7 +63,15 @@ if TYPE_CHECKING:
 
     from ._results import ToolCallResult
 
-__all__ = ["SPARE_CLOSE_WAIT", "EpisodeServers", "McpManager", "open_toolbox", "open_zygotes"]
+__all__ = [
+    "MAX_OPENAI_TOOLS",
+    "SPARE_CLOSE_WAIT",
+    "EpisodeServers",
+    "McpManager",
+    "open_toolbox",
+    "open_zygotes",
+    "too_many_tools_advice",
+]
 
 _T = TypeVar("_T")
 
@@ -67,6 +81,34 @@ _OWN_CALLS_RESULT_BYTES = 1 << 30
 """The result cap of the program's own calls (:meth:`EpisodeServers.toolbox`): the largest
 ``max_result_bytes`` allows, so never reached. ``max_result_bytes`` caps what the model is shown;
 the engine reads the game's ``status`` JSON and its text whole."""
+
+
+MAX_OPENAI_TOOLS = 128
+"""The most tools OpenAI's chat completions take in one request: more are refused with HTTP 400
+(``Invalid 'tools': array too long. Expected an array with maximum length 128``). Other endpoints
+take more, so the engine offers every tool and only warns (Requirement 8.5: all tools are made
+available)."""
+
+
+def too_many_tools_advice() -> str:
+    """What the warnings about more than :data:`MAX_OPENAI_TOOLS` tools say after the count."""
+    return (
+        f"OpenAI's API takes at most {MAX_OPENAI_TOOLS} tools in one request and refuses more "
+        "(HTTP 400, \"Invalid 'tools': array too long\"); to offer fewer, give a server a "
+        '"tools" allow-list in mcp_config.json'
+    )
+
+
+def tools_per_server(servers: Iterable[str]) -> dict[str, int]:
+    """How many of ``servers`` (one name per tool) each server has, the most first (then in order)."""
+    counts: dict[str, int] = {}
+    for server in servers:
+        counts[server] = counts.get(server, 0) + 1
+    return dict(sorted(counts.items(), key=lambda item: -item[1]))
+
+
+def _shown_counts(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{server}: {count}" for server, count in counts.items())
 
 
 @contextmanager
@@ -178,11 +220,19 @@ class EpisodeServers:
     """
 
     def __init__(
-        self, nursery: anyio.abc.TaskGroup, settings: McpSettings, events: EventSink, *, prewarm: bool = False
+        self,
+        nursery: anyio.abc.TaskGroup,
+        settings: McpSettings,
+        events: EventSink,
+        *,
+        prewarm: bool = False,
+        reported: set[tuple[str, str]] | None = None,
     ) -> None:
         self._nursery = nursery
         self._settings = settings
         self._events = events
+        self._reported = reported if reported is not None else set()
+        """The tools left out already reported this episode (shared with the manager's toolboxes)."""
         self._handles: dict[str, ServerHandle] = {}
         self._prewarm = prewarm
         self._spares: dict[str, Spare] = {}
@@ -320,6 +370,7 @@ class EpisodeServers:
             evolve(self._settings, max_result_bytes=_OWN_CALLS_RESULT_BYTES),
             events=self._events,
             apply_allow_list=False,
+            reported=self._reported,
         )
         self._own_toolbox = (key, toolbox)
         return toolbox
@@ -395,14 +446,22 @@ class McpManager:
         self.config = config
         self.settings = settings
         self._events = events if events is not None else NullSink()
+        self._excluded: set[tuple[str, str]] = set()
+        """The tools left out (``mcp_tool_excluded``) already reported this episode: each toolbox
+        (one per turn, one more when a tool list changes, one for the program's own calls) leaves
+        them out again, and reports each once."""
         self.turn = 0
         self._health: dict[str, _Health] = {}
+        self._told_tool_count = False
         self.reset()
 
     def reset(self) -> None:
-        """Start a new episode: turn counter, retry state and disabled servers are cleared."""
+        """Start a new episode: turn counter, retry state and disabled servers are cleared, and what is
+        said once per episode (a tool left out, too many tools) will be said again."""
         self.turn = 0
         self._health = {server.name: _Health() for server in self.config.enabled_servers}
+        self._excluded = set()
+        self._told_tool_count = False
 
     @property
     def is_disabled(self) -> bool:
@@ -486,7 +545,9 @@ class McpManager:
                         open_zygotes(active, self._events, lifecycles=("per_turn",))
                     )
                 async with anyio.create_task_group() as nursery:
-                    episode = EpisodeServers(nursery, self.settings, self._events, prewarm=prewarm)
+                    episode = EpisodeServers(
+                        nursery, self.settings, self._events, prewarm=prewarm, reported=self._excluded
+                    )
                     episode.pools.update(pools)
                     episode.zygote = zygotes if zygotes.zygotes else None
                     try:
@@ -528,6 +589,7 @@ class McpManager:
                         await self._start_turn(plan, episode, nursery, handles, taken)
                         toolbox = self._turn_toolbox(plan, episode, handles, taken)
                         toolbox.startup_seconds = anyio.current_time() - start
+                        self._check_tool_count(toolbox)
                         yield toolbox
                     finally:
                         closing_at = anyio.current_time()
@@ -577,7 +639,26 @@ class McpManager:
                 session = spare.session
             if session is not None:
                 sessions.append(session)
-        return Toolbox(sessions, self.settings, events=self._events)
+        return Toolbox(sessions, self.settings, events=self._events, reported=self._excluded)
+
+    def _check_tool_count(self, toolbox: Toolbox) -> None:
+        """Warn, once per episode, when the model is offered more tools than OpenAI's API takes."""
+        if self._told_tool_count or len(toolbox.tools) <= MAX_OPENAI_TOOLS:
+            return
+        self._told_tool_count = True
+        counts = tools_per_server(info.server for info in toolbox.tools)
+        self._events.log(
+            "WARNING",
+            f"Turn {self.turn}: {len(toolbox.tools)} MCP tools are offered to the model "
+            f"({_shown_counts(counts)}); {too_many_tools_advice()}",
+        )
+        self._events.emit(
+            "mcp_too_many_tools",
+            turn=self.turn,
+            tools=len(toolbox.tools),
+            limit=MAX_OPENAI_TOOLS,
+            servers=counts,
+        )
 
     def _report_teardown(self, toolbox: Toolbox, closing_at: float, own: Sequence[ServerConfig]) -> None:
         toolbox.teardown_seconds = anyio.current_time() - closing_at

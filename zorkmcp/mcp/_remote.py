@@ -26,6 +26,11 @@ What the SDK (mcp 2.3) does, which the error messages decode:
   lost, so the response hook keeps it. 404 on a request that carried a session id is
   ``MCPError(-32600, "Session terminated")`` (or the server's own JSON-RPC error, e.g. the SDK
   server's ``-32600 "Session not found"``); ``status.session_expired`` tells it apart.
+* Streamable HTTP, an answer's event stream that ends (or fails) before the answer: the request fails
+  with ``MCPError(-32000, "SSE stream ended without a response")`` (or ``"SSE stream failed: …"``,
+  ``"SSE stream ended and reconnection attempts were exhausted"``): the SDK's stand-in, written into
+  the session's read stream like a server's answer. -32000 is also the code servers send as their
+  own error, so :func:`remote_stream_lost` reads the SDK's words.
 * SSE: the opening GET raises ``httpx2.HTTPStatusError`` with the status.
 * Connection refused / unknown host: ``httpx2.ConnectError``, nested in exception groups.
 """
@@ -41,6 +46,7 @@ from typing import TYPE_CHECKING, Final
 
 import anyio.to_thread
 import httpx2
+import mcp_types
 from attrs import define
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
@@ -69,6 +75,7 @@ __all__ = [
     "remote_call_error",
     "remote_kind",
     "remote_startup_error",
+    "remote_stream_lost",
     "safe_url",
 ]
 
@@ -308,6 +315,28 @@ def _explain_leaf(leaf: BaseException, url: str, status: RemoteStatus) -> str:
 
 _SDK_STATUS_LOST: Final = "Server returned an error response"
 """The SDK's message for a non-2xx answer whose body is not a JSON-RPC error (the status is lost)."""
+_SDK_STREAM_LOST: Final = (
+    "SSE stream ended without a response",
+    "SSE stream failed: ",
+    "SSE stream ended and reconnection attempts were exhausted",
+)
+"""How the SDK's Streamable HTTP client (mcp 2.3, ``_resolve_abandoned_request``) words the -32000 it
+makes up for a request whose answer can no longer come: the answer's event stream ended first."""
+
+
+def remote_stream_lost(exc: SdkMCPError) -> bool:
+    """Whether the SDK's Streamable HTTP client made ``exc`` up because the answer's stream was lost.
+
+    Not an error the server sent: the connection that was to carry the answer ended (the server died
+    or was cut off mid-call). The SDK hands both to the session alike, with the same code (-32000,
+    which servers also send as their own error, JSON-RPC 2.0's first "Server error" code) and no
+    ``data``; only its words tell them apart.
+    """
+    return (
+        exc.code == mcp_types.CONNECTION_CLOSED
+        and exc.data is None
+        and exc.message.startswith(_SDK_STREAM_LOST)
+    )
 
 
 def remote_call_error(exc: SdkMCPError, status: RemoteStatus | None) -> str:

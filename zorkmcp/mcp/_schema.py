@@ -23,11 +23,18 @@ nested objects and arrays with their items) and nothing a strict endpoint refuse
   ``$ref`` leaves the tool out (cutting it at some depth would describe a different schema);
   ``$schema``, ``$id``, ``$comment``, ``$defs`` go.
 - ``allOf`` is merged into one schema (branches that disagree leave the tool out); ``oneOf``
-  becomes ``anyOf``; a ``{"type": "null"}`` alternative and ``"null"`` in a ``type`` array are
-  dropped (``Optional[X]`` → ``X``: the one form every endpoint accepts; a ``type`` array or a
-  ``nullable`` flag each break one provider); of a ``type`` array of several types the first is kept
-  (a single type is what every endpoint takes, and whatever the model sends then is still valid for
-  the server; a nested ``anyOf`` is refused by older Gemini versions).
+  becomes ``anyOf`` (an ``anyOf`` alternative that is itself only an ``anyOf`` is spliced in); a
+  ``{"type": "null"}`` alternative and ``"null"`` in a ``type`` array are dropped (``Optional[X]`` →
+  ``X``: the one form every endpoint accepts; a ``type`` array or a ``nullable`` flag each break one
+  provider), and so is ``"default": null`` (the argument is omitted instead).
+- A ``type`` array of several types becomes an ``anyOf`` of one schema per type, the form the
+  translator keeps for ``oneOf``/``anyOf`` (narrowing it to one type would tell the model never to
+  send the others, which the server accepts): each branch takes the keywords that apply to its type
+  (``items``, ``minItems``/``maxItems`` to ``"array"``; ``properties``, ``required`` to
+  ``"object"``; ``minLength``/``maxLength``, ``pattern``, ``format`` to ``"string"``;
+  ``minimum``/``maximum`` to ``"number"`` and ``"integer"``) and the ``enum`` values of its type (a
+  type none of them has is dropped); ``description`` and ``title`` stay beside the ``anyOf``. At the
+  top level the arguments are always an object, so a ``type`` array there keeps ``"object"``.
 - A top-level ``anyOf``/``oneOf`` of objects becomes one object: properties are the union,
   ``required`` the intersection, and the description lists the argument sets; anything else
   leaves the tool out.
@@ -79,6 +86,16 @@ _JSON_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "ar
 _NUMBERS = ("minimum", "maximum")
 _COUNTS = ("minLength", "maxLength", "minItems", "maxItems")
 _OBJECT_KEYS = frozenset({"type", "properties", "required", "description", "title"})
+_TYPE_KEYWORDS: dict[str, frozenset[str]] = {
+    "string": frozenset({"minLength", "maxLength", "pattern", "format"}),
+    "integer": frozenset(_NUMBERS),
+    "number": frozenset(_NUMBERS),
+    "array": frozenset({"items", "minItems", "maxItems"}),
+    "object": frozenset({"properties", "required"}),
+}
+"""The kept keywords that constrain only values of one JSON type: where each goes when a ``type``
+array is split into one schema per type."""
+_TYPED_KEYWORDS = frozenset().union(*_TYPE_KEYWORDS.values())
 _SCALARS = (str, int, float, bool, type(None))
 _EMPTY_OBJECT: dict[str, Any] = {"type": "object", "properties": {}}
 
@@ -151,6 +168,19 @@ def _small_json(value: object) -> bool:
 
 def _objectish(branch: Mapping[str, Any]) -> bool:
     return branch.get("type", "object") == "object" and set(branch) <= _OBJECT_KEYS
+
+
+def _is_of_type(value: object, kind: str) -> bool:
+    """Whether an ``enum`` value (a JSON scalar) is an instance of JSON type ``kind``."""
+    if isinstance(value, bool):
+        return kind == "boolean"
+    if isinstance(value, int):
+        return kind in ("integer", "number")
+    if isinstance(value, float):
+        return kind == "number" or (kind == "integer" and value.is_integer())
+    if isinstance(value, str):
+        return kind == "string"
+    return value is None and kind == "null"
 
 
 class _Translator:
@@ -306,11 +336,18 @@ class _Translator:
             return outside
         branches: list[dict[str, Any]] = []
         for index, branch in enumerate(alternatives):
-            translated = self.node(branch, f"{path}.{key}[{index}]", depth + 1)
-            if translated == {"type": "null"}:
-                self.note(path, "dropped the null alternative (omit the argument instead)")
-            elif translated is not None and translated not in branches:
-                branches.append(translated)
+            where = f"{path}.{key}[{index}]"
+            translated = self.node(branch, where, depth + 1)
+            if translated is not None and set(translated) == {"anyOf"}:
+                self.note(where, "spliced its anyOf alternatives into the enclosing anyOf")
+                nested: list[dict[str, Any]] = translated["anyOf"]
+            else:
+                nested = [translated] if translated is not None else []
+            for alternative in nested:
+                if alternative == {"type": "null"}:
+                    self.note(path, "dropped the null alternative (omit the argument instead)")
+                elif alternative not in branches:
+                    branches.append(alternative)
         if not branches:
             return None if alternatives and all(b is False for b in alternatives) else outside
         if len(branches) == 1:
@@ -363,13 +400,60 @@ class _Translator:
             elif key != "required":
                 self.note(path, f"dropped unsupported keyword {key!r}")
         self.required(out, schema.get("required"), path)
-        if out.get("type") == "array" and "items" not in out:
-            out["items"] = {}
-            self.note(path, "array without items: added items {}")
         if suffixes:
             text = " ".join(suffixes)
             out["description"] = f"{out['description']} {text}" if "description" in out else text
+        if isinstance(out.get("type"), list):
+            return self.split_types(out, path)
+        self.add_items(out, path)
         return out
+
+    def add_items(self, out: dict[str, Any], path: str) -> None:
+        if out.get("type") == "array" and "items" not in out:
+            out["items"] = {}
+            self.note(path, "array without items: added items {}")
+
+    def split_types(self, out: dict[str, Any], path: str) -> dict[str, Any]:
+        """A schema whose ``type`` is a list of several types → ``anyOf`` of one schema per type.
+
+        Each branch gets the keywords of its type (:data:`_TYPE_KEYWORDS`) and the ``enum`` values
+        of its type; ``description`` and ``title`` stay outside. At the top level (``$``) the
+        arguments are always an object: ``"object"`` is kept, alone.
+        """
+        kinds: list[str] = out.pop("type")
+        shown = json.dumps(kinds)
+        if path == "$" and "object" in kinds:
+            self.note(path, f'kept "object" of the type list {shown} (the arguments are always an object)')
+            kinds = ["object"]
+        unused = sorted(
+            key
+            for key in out
+            if key in _TYPED_KEYWORDS and not any(key in _TYPE_KEYWORDS.get(k, ()) for k in kinds)
+        )
+        for key in unused:
+            del out[key]
+            self.note(path, f"dropped {key} (no type of {shown} it applies to)")
+        enum: list[Any] | None = out.pop("enum", None)
+        shared = {key: value for key, value in out.items() if key not in _TYPED_KEYWORDS}
+        branches: list[dict[str, Any]] = []
+        for kind in kinds:
+            branch = {"type": kind, **{k: v for k, v in out.items() if k in _TYPE_KEYWORDS.get(kind, ())}}
+            if enum is not None:
+                values = [value for value in enum if _is_of_type(value, kind)]
+                if not values:
+                    self.note(
+                        path, f'dropped "{kind}" from the type list {shown}: no enum value has that type'
+                    )
+                    continue
+                branch["enum"] = values
+            self.add_items(branch, path)
+            branches.append(branch)
+        if not branches:  # no enum value has any of the types: nothing is valid, the enum says what was meant
+            return {**shared, "enum": enum}
+        if len(branches) == 1:  # the others were noted as they were dropped
+            return {**shared, **branches[0]}
+        self.note(path, f"type list {shown} written as anyOf, one schema per type")
+        return {"anyOf": branches, **shared}
 
     def keep_string(self, out: dict[str, Any], key: str, value: object, path: str) -> None:
         if isinstance(value, str):
@@ -389,13 +473,16 @@ class _Translator:
         kept = [n for n in names if isinstance(n, str) and n in _JSON_TYPES]
         if len(kept) != len(names) or not names:
             self.note(path, f"dropped unknown type {value!r}")
+        if len(set(kept)) < len(kept):
+            kept = list(dict.fromkeys(kept))
+            self.note(path, f"dropped repeated types from the type list {json.dumps(names)}")
         if len(kept) > 1 and "null" in kept:
             kept.remove("null")
             self.note(path, 'dropped "null" from the type list (omit the argument instead)')
-        if kept:
+        if len(kept) == 1:
             out["type"] = kept[0]
-        if len(kept) > 1:
-            self.note(path, f"kept the first type of {json.dumps(kept)}")
+        elif kept:
+            out["type"] = kept  # several: split into anyOf once every keyword is read (split_types)
 
     def properties(self, out: dict[str, Any], value: object, path: str, depth: int) -> None:
         if not isinstance(value, Mapping):
@@ -437,11 +524,10 @@ class _Translator:
         elif key == "format" and isinstance(value, str):
             suffixes.append(f"(format: {value})")
             self.note(path, f"dropped unsupported format {value!r}")
+        elif key == "default" and value is None:
+            self.note(path, "dropped default null (omit the argument instead)")
         elif key == "default" and _small_json(value):
-            if value is not None:
-                suffixes.append(
-                    f"(default: {json.dumps(dict(value) if isinstance(value, Mapping) else value)})"
-                )
+            suffixes.append(f"(default: {json.dumps(dict(value) if isinstance(value, Mapping) else value)})")
             self.note(path, "moved default into the description")
         elif key == "enum":
             self.note(path, "dropped enum that is not a list of strings, numbers, booleans or null")

@@ -3,51 +3,85 @@
 The building blocks, from low to high:
 
 * :func:`open_server_session` — an async context manager: start one server, ``initialize()`` then
-  ``tools/list`` (seeds 000 §MCP SDK Integration; property 8), all bounded by
-  ``server_startup_timeout_seconds``; any failure before it yields is a plain
-  :class:`~zorkmcp.errors.MCPServerStartupError` naming the server, the command, the exit status and
-  the last stderr lines. Leaving it ends the server (property 9).
+  ``tools/list`` (seeds 000 §MCP SDK Integration; property 8; not asked of a server without the
+  ``tools`` capability), all bounded by ``server_startup_timeout_seconds``; any failure before it
+  yields is a plain :class:`~zorkmcp.errors.MCPServerStartupError` naming the server, the command,
+  the exit status (one the server chose: not the answer of a server zorkmcp stopped) and the last
+  stderr lines. Leaving it ends the server (property 9).
 * :func:`start_server` — runs :func:`open_server_session` in a task of a nursery you own and gives
   back a :class:`ServerHandle` once the server is ready. This is how servers start concurrently, and
   how a longer-lived owner (an episode, or a future prewarmer) can start a session in the
   background, hand it to a turn, and close it off the critical path.
+
+Between each transport and its ``ClientSession`` sits a :class:`Wire`, which watches what passes:
+
+* whether the transport really ended. The SDK (mcp 2.3) answers a request whose connection closed
+  with its own error -32000 (``CONNECTION_CLOSED``), the first code of JSON-RPC 2.0's "Server error"
+  range (-32000 to -32099), which servers send as their own generic error. Only the stream pair can
+  tell the two apart (:meth:`ServerSession.connection_lost`): a server's -32000 is an error result,
+  never a death.
+* the protocol version the server answered ``initialize`` with, for the start-up error of a version
+  zorkmcp does not speak (the SDK says only "Unsupported protocol version").
+* each ``tools/list`` answer, tool by tool. The SDK validates a listing as a whole against the
+  negotiated revision's schema: one tool whose ``inputSchema`` has no ``"type"`` (or is ``{}``), or
+  whose ``outputSchema`` is not an object schema, would fail the whole listing and so the server's
+  start. The wire hands the SDK what it accepts and :func:`list_all_tools` the tools as published,
+  each validated on its own (:func:`_repair_tool`: what is repaired, what is dropped, what is left
+  out). The SDK's own ``list_tools`` still reads every page, so pagination and its cache of output
+  schemas (which it checks each ``tools/call`` result against) stay as they are.
 """
 
 from __future__ import annotations
 
 import errno
 import importlib
+import json
 import math
 import os
 import signal
 import sys
 from contextlib import AsyncExitStack, asynccontextmanager, nullcontext
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Final, Self, cast
 
 import anyio
 import anyio.abc
 import anyio.to_thread
 import mcp_types
-from attrs import define, field
+import mcp_types.methods
+from attrs import define, field, frozen
 from mcp.client.session import ClientSession
+from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.exceptions import MCPError as SdkMCPError
 from mcp.shared.memory import create_client_server_memory_streams
+from mcp.shared.message import SessionMessage
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
+from pydantic import ValidationError
 
 from zorkmcp.errors import MCPServerStartupError, exception_leaves
 from zorkmcp.observability import EventSink, NullSink
 
+from .._jsontypes import json_type_name
 from ._env import build_server_env
+from ._names import canonical_name
 from ._notifications import ServerNotifications
-from ._remote import RemoteStatus, open_remote_pool, open_remote_transport, remote_startup_error
+from ._remote import (
+    RemoteStatus,
+    open_remote_pool,
+    open_remote_transport,
+    remote_startup_error,
+    remote_stream_lost,
+)
 from ._stdio import ProcessInfo, open_stdio_transport
 
 if TYPE_CHECKING:
+    import contextvars
     from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+    from types import TracebackType
 
     import httpx2
     from mcp.client._transport import ReadStream, WriteStream
     from mcp.server.lowlevel import Server
-    from mcp.shared.message import SessionMessage
+    from mcp_types import RequestId
 
     from zorkmcp.config import McpSettings, RemoteKind, ServerConfig
 
@@ -57,6 +91,8 @@ __all__ = [
     "INPROCESS_SHUTDOWN_GRACE",
     "ServerHandle",
     "ServerSession",
+    "ToolListing",
+    "Wire",
     "list_all_tools",
     "open_server_session",
     "start_server",
@@ -66,6 +102,313 @@ INPROCESS_SHUTDOWN_GRACE = 1.0
 """Seconds an in-process server gets to finish after its input closes before it is cancelled."""
 _MAX_TOOL_PAGES = 100
 _CLIENT_INFO = mcp_types.Implementation(name="zorkmcp", version="0.1.0")
+
+
+_LISTING_META: Final = "zorkmcp/listing"
+"""Where :class:`Wire` leaves its tool-by-tool reading of a ``tools/list`` page for
+:func:`list_all_tools`: a key of the page's ``_meta``, which the SDK keeps as it is. JSON only (the
+SDK serialises the page to validate it); a key of that name sent by the server itself is removed."""
+_STAND_IN_INPUT_SCHEMA: Final = {"type": "object"}
+"""What the SDK is shown as the ``inputSchema`` of a tool whose own one it would refuse (the engine
+translates the tool's own, :mod:`._schema`)."""
+_DROPPABLE: Final = ("outputSchema", "title", "description", "annotations", "icons", "execution", "_meta")
+"""Fields a tool can be offered and called without: one that is not valid MCP is dropped, not the tool."""
+
+
+@frozen
+class ToolListing:
+    """A server's tools as :func:`list_all_tools` read them, tool by tool.
+
+    Attributes:
+        tools: the tools that can be offered, in listing order (repairs applied).
+        left_out: ``(tool name, reason)`` for each listed tool that cannot be used at all.
+        repairs: ``(tool name, what was changed and why)`` for each repair that kept a tool usable.
+    """
+
+    tools: tuple[mcp_types.Tool, ...] = ()
+    left_out: tuple[tuple[str, str], ...] = ()
+    repairs: tuple[tuple[str, str], ...] = ()
+
+
+@frozen
+class _Repaired:
+    """One entry of a ``tools/list`` page: the SDK's copy and the engine's tool, or why it is left out.
+
+    ``left_out`` is ``(name, reason)``; an entry without a usable name has ``None`` and a reason that
+    follows "entry #N of tools/list" (:func:`list_all_tools` numbers entries across pages).
+    """
+
+    wire: dict[str, Any] | None = None
+    tool: dict[str, Any] | None = None
+    left_out: tuple[str | None, str] | None = None
+    repairs: tuple[tuple[str, str], ...] = ()
+
+
+def _error_text(error: Any) -> str:
+    """One pydantic error as ``path: message (got value)``, with no documentation URL."""
+    where = ".".join(str(part) for part in error["loc"])
+    text = f"{where}: {error['msg']}" if where else str(error["msg"])
+    if error["type"] != "missing":
+        try:
+            shown = json.dumps(error.get("input"))
+        except (TypeError, ValueError):
+            shown = ""
+        if shown and len(shown) <= 60:
+            text += f" (got {shown})"
+    return text
+
+
+def _validation_text(exc: ValidationError, *, limit: int = 3) -> str:
+    """A pydantic ``ValidationError`` in one line: its first errors, ``path: message (got value)``."""
+    errors = exc.errors(include_url=False)
+    text = "; ".join(_error_text(error) for error in errors[:limit])
+    return text + (f"; and {len(errors) - limit} more" if len(errors) > limit else "")
+
+
+def _problems(tool: dict[str, Any], version: str) -> dict[str, str]:
+    """The fields of one listed tool the SDK would refuse, each with the first reason: against the
+    negotiated revision's schema (what the SDK checks a listing against) and ``mcp_types.Tool``."""
+    problems: dict[str, str] = {}
+    try:
+        mcp_types.methods.validate_server_result("tools/list", version, {"tools": [tool]})
+    except ValidationError as exc:
+        for error in exc.errors(include_url=False):
+            if len(error["loc"]) > 2:  # ("tools", 0, field, where in the field...)
+                problems.setdefault(str(error["loc"][2]), _error_text({**error, "loc": error["loc"][3:]}))
+    try:
+        mcp_types.Tool.model_validate(tool, by_name=False)
+    except ValidationError as exc:
+        for error in exc.errors(include_url=False):
+            if error["loc"]:
+                problems.setdefault(str(error["loc"][0]), _error_text({**error, "loc": error["loc"][1:]}))
+    return problems
+
+
+def _dropped(field_name: str, why: str) -> str:
+    if field_name == "outputSchema":
+        return f"dropped its outputSchema ({why}): its structured results are not checked against a schema"
+    return f"dropped its {field_name} ({why})"
+
+
+def _repair_tool(item: object, version: str) -> _Repaired:
+    """One entry of a ``tools/list`` page, validated on its own.
+
+    The rules, which keep every tool that can be called:
+
+    * ``inputSchema`` is kept as published: the engine's translation (:mod:`._schema`) makes it
+      portable or leaves the tool out, with a reason ``zorkmcp tools --lint`` shows (``{}`` and a
+      schema without ``"type"`` become object schemas there). A missing or ``null`` one is ``{}``
+      (its rule for "no schema"). When the SDK would refuse it, the SDK is shown an empty object
+      schema instead (it uses input schemas for nothing zorkmcp relies on).
+    * A field the tool can be called without (:data:`_DROPPABLE`) that is not valid MCP is dropped,
+      with a note: an ``outputSchema`` that is not an object schema (``{"type": "array"}``; MCP
+      requires ``"type": "object"`` up to 2025-11-25), so the SDK does not check results against it;
+      a ``description`` that is not a string; malformed ``annotations`` or ``icons``.
+    * Left out (:attr:`_Repaired.left_out`): an entry that is not an object, has no string ``name``,
+      has an ``inputSchema`` that is not a JSON object, or has another field that is not valid MCP
+      (``name`` aside, only ``inputSchema`` can be: every other field is droppable).
+    """
+    if not isinstance(item, dict):
+        return _Repaired(left_out=(None, f"is a JSON {json_type_name(item)}, not a tool"))
+    name = item.get("name")
+    if not isinstance(name, str):
+        what = "no name" if name is None else f"a name that is a JSON {json_type_name(name)}, not a string"
+        return _Repaired(left_out=(None, f"has {what}"))
+    tool = dict(item)
+    if tool.get("inputSchema") is None:
+        tool["inputSchema"] = {}
+    if not isinstance(tool["inputSchema"], dict):
+        kind = json_type_name(tool["inputSchema"])
+        return _Repaired(left_out=(name, f"its inputSchema is a JSON {kind}, not a schema object"))
+    repairs: list[tuple[str, str]] = []
+    while True:  # each round drops at least one field of _DROPPABLE, or ends
+        problems = _problems(tool, version)
+        stand_in = problems.pop("inputSchema", None) is not None
+        if not problems:
+            break
+        for field_name, why in problems.items():
+            if field_name not in _DROPPABLE:
+                return _Repaired(left_out=(name, f"its {field_name} is not valid MCP ({why})"))
+            del tool[field_name]
+            repairs.append((name, _dropped(field_name, why)))
+    wire = dict(tool, inputSchema=dict(_STAND_IN_INPUT_SCHEMA)) if stand_in else tool
+    return _Repaired(wire=wire, tool=tool, repairs=tuple(repairs))
+
+
+def _read_listing(result: dict[str, Any], version: str) -> dict[str, Any]:
+    """A ``tools/list`` page as the SDK will take it, with the tools as published in its ``_meta``."""
+    meta = result.get("_meta")
+    if isinstance(meta, dict) and _LISTING_META in meta:  # only the wire puts it there
+        result = dict(result, _meta={key: value for key, value in meta.items() if key != _LISTING_META})
+    try:
+        mcp_types.methods.validate_server_result("tools/list", version, result)
+    except (ValidationError, ValueError):
+        pass
+    else:
+        return result  # valid as a whole: the usual case, nothing to do
+    tools = result.get("tools")
+    if not isinstance(tools, list):
+        return result  # not a listing at all: the SDK's own error says so
+    entries = [_repair_tool(item, version) for item in tools]
+    verdict = {  # leftOut: [index on the page, name or null, reason]
+        "tools": [entry.tool for entry in entries if entry.tool is not None],
+        "leftOut": [[index, *entry.left_out] for index, entry in enumerate(entries) if entry.left_out],
+        "repairs": [list(repair) for entry in entries for repair in entry.repairs],
+    }
+    meta = result.get("_meta")
+    meta = dict(meta) if isinstance(meta, dict) else {}
+    meta[_LISTING_META] = verdict
+    wire_tools = [entry.wire for entry in entries if entry.wire is not None]
+    return dict(result, tools=wire_tools, _meta=meta)
+
+
+@define(kw_only=True, eq=False)
+class Wire:
+    """What passes between one transport and its ``ClientSession``, as far as zorkmcp needs to know.
+
+    Made by the session's opener; :meth:`wrap` puts it between the transport's streams and the SDK.
+
+    Attributes:
+        ended: the transport ended on its own: the session's read stream reached its end or was
+            closed under it, or a write found the transport gone.
+        released: the session let go of the transport (it is closing).
+        protocol_version: the version the server answered ``initialize`` with (as sent, any JSON).
+    """
+
+    ended: bool = False
+    released: bool = False
+    protocol_version: object = None
+    _asked: dict[RequestId, str] = field(factory=dict, alias="_asked")
+
+    @property
+    def closed(self) -> bool:
+        """The transport ended or was let go of: when the SDK makes up its -32000 "Connection
+        closed" for every request still waiting (and for any sent later)."""
+        return self.ended or self.released
+
+    def wrap(
+        self, read: ReadStream[SessionMessage | Exception], write: WriteStream[SessionMessage]
+    ) -> tuple[ReadStream[SessionMessage | Exception], WriteStream[SessionMessage]]:
+        """The streams to give the ``ClientSession`` instead of the transport's own."""
+        return _WatchedRead(read, self), _WatchedWrite(write, self)
+
+    def sent(self, item: SessionMessage) -> None:
+        """Note a request whose answer the wire reads (``initialize``, ``tools/list``)."""
+        message = item.message
+        if isinstance(message, mcp_types.JSONRPCRequest) and message.method in ("initialize", "tools/list"):
+            self._asked[coerce_request_id(message.id)] = message.method
+
+    def received(self, item: SessionMessage | Exception) -> SessionMessage | Exception:
+        """Read an answer to a noted request; a ``tools/list`` page comes back as the SDK will take it."""
+        if not isinstance(item, SessionMessage):
+            return item
+        message = item.message
+        if not isinstance(message, mcp_types.JSONRPCResponse | mcp_types.JSONRPCError) or message.id is None:
+            return item
+        method = self._asked.pop(coerce_request_id(message.id), None)
+        if method is None or isinstance(message, mcp_types.JSONRPCError):
+            return item
+        if method == "initialize":
+            self.protocol_version = message.result.get("protocolVersion")
+            return item
+        spoken = self.protocol_version
+        version = spoken if spoken in HANDSHAKE_PROTOCOL_VERSIONS else LATEST_HANDSHAKE_VERSION
+        listing = _read_listing(message.result, version)
+        if listing is message.result:
+            return item
+        answer = mcp_types.JSONRPCResponse(jsonrpc="2.0", id=message.id, result=listing)
+        return SessionMessage(answer, metadata=item.metadata)
+
+    def unsupported_version(self) -> str | None:
+        """Why the handshake failed, when the server answered with a version zorkmcp does not speak."""
+        version = self.protocol_version
+        if version is None or version in HANDSHAKE_PROTOCOL_VERSIONS:
+            return None
+        shown = repr(version) if isinstance(version, str) else json.dumps(version)
+        spoken = ", ".join(HANDSHAKE_PROTOCOL_VERSIONS[:-1]) + f" and {HANDSHAKE_PROTOCOL_VERSIONS[-1]}"
+        return (
+            f"the server answered initialize with protocol version {shown}, which zorkmcp does not "
+            f"speak (it speaks {spoken})"
+        )
+
+
+_GONE = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError)
+
+
+class _WatchedRead:
+    """The session's read stream: the transport's, through :meth:`Wire.received`, noting its end."""
+
+    def __init__(self, inner: ReadStream[SessionMessage | Exception], wire: Wire) -> None:
+        self._inner = inner
+        self._wire = wire
+
+    @property
+    def last_context(self) -> contextvars.Context | None:
+        """The sender's context of the last item, as the transport's stream has it (if it has)."""
+        context: contextvars.Context | None = getattr(self._inner, "last_context", None)
+        return context
+
+    async def receive(self) -> SessionMessage | Exception:
+        try:
+            item = await self._inner.receive()
+        except _GONE:
+            self._wire.ended = True
+            raise
+        return self._wire.received(item)
+
+    async def aclose(self) -> None:
+        self._wire.released = True
+        await self._inner.aclose()
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+class _WatchedWrite:
+    """The session's write stream: the transport's, noting requests and a transport that is gone."""
+
+    def __init__(self, inner: WriteStream[SessionMessage], wire: Wire) -> None:
+        self._inner = inner
+        self._wire = wire
+
+    async def send(self, item: SessionMessage, /) -> None:
+        self._wire.sent(item)
+        try:
+            await self._inner.send(item)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._wire.ended = True
+            raise
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
 
 
 @define(kw_only=True, eq=False)
@@ -81,6 +424,12 @@ class ServerSession:
         failure: why the connection is unusable, once it is.
         notes: the server's notifications as events (logs, progress, a changed tool list).
         remote: what the HTTP layer saw (remote servers only; ``session_expired`` after a 404).
+        offers_tools: the server declared the ``tools`` capability in its ``initialize`` answer;
+            without it the server is not asked for tools and has none (a server of prompts or
+            resources only).
+        left_out: ``(tool name, reason)`` for each listed tool that cannot be used at all (it is
+            not in :attr:`tools`; the toolbox reports it as ``mcp_tool_excluded``).
+        wire: what passed between the transport and ``client`` (:class:`Wire`).
     """
 
     config: ServerConfig
@@ -93,6 +442,9 @@ class ServerSession:
     notes: ServerNotifications | None = None
     remote: RemoteStatus | None = None
     _reconnect: Callable[[], Awaitable[bool]] | None = field(default=None, alias="reconnect")
+    offers_tools: bool = True
+    left_out: tuple[tuple[str, str], ...] = ()
+    wire: Wire | None = None
 
     @property
     def name(self) -> str:
@@ -107,6 +459,21 @@ class ServerSession:
         if self.process is not None:
             return self.process.running and self.process.protocol_error is None
         return self._finished is None or not self._finished.is_set()
+
+    def connection_lost(self, exc: SdkMCPError) -> bool:
+        """Whether ``exc``, raised by a request to the server, says the connection is gone.
+
+        The SDK raises code -32000 both for a request whose transport ended (its own "Connection
+        closed") and for a server that answered -32000, the first code of JSON-RPC 2.0's "Server
+        error" range. So the code alone says nothing: :attr:`Wire.closed` says whether the transport
+        ended, and for a remote server :func:`~._remote.remote_stream_lost` whether the SDK's HTTP
+        client gave up on the answer's stream. Any other -32000 is the server's own error.
+        """
+        if exc.code != mcp_types.CONNECTION_CLOSED:
+            return False
+        if self.wire is None or self.wire.closed:
+            return True
+        return self.remote is not None and remote_stream_lost(exc)
 
     async def renew(self) -> bool:
         """A remote session the server forgot (HTTP 404): open a new one, once; whether it worked.
@@ -123,8 +490,8 @@ class ServerSession:
         parts = [f"MCP server '{self.name}' is not running"]
         if self.process is not None and self.process.protocol_error is not None:
             parts = [f"MCP server '{self.name}' {self.process.protocol_error}; it was stopped"]
-        if self.process is not None and self.process.returncode is not None:
-            parts[0] += f" ({_ended(self.process.returncode)})"
+        if self.process is not None and (status := _chosen_status(self.process)) is not None:
+            parts[0] += f" ({_ended(status)})"
         if self.failure:
             parts.append(self.failure)
         if self.process is not None and self.process.stderr_tail:
@@ -167,7 +534,7 @@ def _hint(command: str) -> str:
     return ""
 
 
-def _reason(exc: BaseException, server: ServerConfig) -> str:
+def _reason(exc: BaseException, server: ServerConfig, wire: Wire | None) -> str:
     cancelled = anyio.get_cancelled_exc_class()
     leaves = [leaf for leaf in exception_leaves(exc) if not isinstance(leaf, cancelled)] or [exc]
     leaf = leaves[0]
@@ -176,9 +543,11 @@ def _reason(exc: BaseException, server: ServerConfig) -> str:
     if isinstance(leaf, PermissionError) and server.type == "stdio":
         return f"permission denied running {server.command!r}"
     if isinstance(leaf, SdkMCPError):
-        if leaf.code == mcp_types.CONNECTION_CLOSED:
+        if leaf.code == mcp_types.CONNECTION_CLOSED and (wire is None or wire.ended):
             return "the server closed the connection during startup"
         return f"the server answered with an error: {leaf.message} (code {leaf.code})"
+    if isinstance(leaf, ValidationError):
+        return f"the server sent an invalid {leaf.title}: {_validation_text(leaf)}"
     if isinstance(leaf, MCPServerStartupError):
         return str(leaf)
     if isinstance(leaf, OSError) and leaf.errno in (errno.EMFILE, errno.ENFILE):
@@ -204,6 +573,14 @@ def _ended(exit_status: int) -> str:
         return f"killed by signal {-exit_status}"
 
 
+def _chosen_status(info: ProcessInfo) -> int | None:
+    """The process's exit status, unless it only answered zorkmcp's stop (a signal is always shown)."""
+    status = info.returncode
+    if status is not None and status >= 0 and info.stopped:
+        return None  # it exited because zorkmcp closed its stdin: not a status it chose
+    return status
+
+
 def _startup_error(server: ServerConfig, info: ProcessInfo | None, reason: str) -> MCPServerStartupError:
     if server.type == "inprocess":
         command = f"inprocess {server.module}"
@@ -211,11 +588,13 @@ def _startup_error(server: ServerConfig, info: ProcessInfo | None, reason: str) 
         command = info.command_line
     else:
         command = " ".join([server.command or "", *server.args])
-    exit_status = info.returncode if info is not None else None
+    exit_status = _chosen_status(info) if info is not None else None
     tail = info.stderr_tail if info is not None else ()
     lines = [f"Failed to start MCP server '{server.name}': {reason}", f"Command: {command}"]
     if exit_status is not None:  # a negative status is the signal that ended it (-15: SIGTERM)
         lines.append(f"Exit status: {exit_status}" + (f" ({_ended(exit_status)})" if exit_status < 0 else ""))
+    elif info is not None and info.returncode is not None:
+        lines.append("The server was still running; zorkmcp stopped it.")
     if tail:
         lines.append("Last stderr lines:")
         lines.extend(f"  {line}" for line in tail[-10:])
@@ -224,18 +603,68 @@ def _startup_error(server: ServerConfig, info: ProcessInfo | None, reason: str) 
     )
 
 
-async def list_all_tools(client: ClientSession) -> tuple[mcp_types.Tool, ...]:
-    """Every tool of an initialized session, following ``nextCursor`` (at most 100 pages)."""
+async def list_all_tools(client: ClientSession, *, offers_tools: bool = True) -> ToolListing:
+    """Every tool of an initialized session, following ``nextCursor`` (at most 100 pages).
+
+    Through the SDK's ``list_tools``, over a :class:`Wire` that reads each page tool by tool
+    (:func:`_repair_tool`), so one tool the SDK would refuse costs that tool at most, not the list.
+
+    Args:
+        client: the session, made over :meth:`Wire.wrap`'s streams.
+        offers_tools: whether the server declared the ``tools`` capability; a server that did not
+            and answers -32601 (method not found) has no tools.
+
+    Raises:
+        mcp.shared.exceptions.MCPError: the server answered with an error.
+        pydantic.ValidationError: a page is not a listing at all (``tools`` is not a list, a
+            ``nextCursor`` that is not a string).
+    """
     tools: list[mcp_types.Tool] = []
+    left_out: list[tuple[str, str]] = []
+    repairs: list[tuple[str, str]] = []
     cursor: str | None = None
     for _ in range(_MAX_TOOL_PAGES):
         params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
-        result = await client.list_tools(params=params)
-        tools.extend(result.tools)
+        try:
+            result = await client.list_tools(params=params)
+        except SdkMCPError as exc:
+            if exc.code == mcp_types.METHOD_NOT_FOUND and not offers_tools:
+                return ToolListing()
+            raise
+        verdict = (result.meta or {}).get(_LISTING_META)
+        if isinstance(verdict, dict):
+            before = len(tools) + len(left_out)  # entries on earlier pages: numbers run across pages
+            tools.extend(mcp_types.Tool.model_validate(tool, by_name=False) for tool in verdict["tools"])
+            for index, name, reason in verdict["leftOut"]:
+                shown = f"#{before + index + 1}"
+                left_out.append(
+                    (name, reason) if name is not None else (shown, f"entry {shown} of tools/list {reason}")
+                )
+            repairs.extend((name, note) for name, note in verdict["repairs"])
+        else:
+            tools.extend(result.tools)
         cursor = result.next_cursor
         if not cursor:
             break
-    return tuple(tools)
+    return ToolListing(tuple(tools), tuple(left_out), tuple(repairs))
+
+
+def report_repairs(server: str, listing: ToolListing, events: EventSink) -> None:
+    """One INFO line per repair that kept a listed tool usable (:attr:`ToolListing.repairs`)."""
+    for tool, note in listing.repairs:
+        events.log("INFO", f"MCP tool '{canonical_name(server, tool)}': {note}")
+
+
+async def _discover(client: ClientSession) -> tuple[bool, ToolListing]:
+    """``initialize``, then ``tools/list`` when the server has tools (property 8: handshake first).
+
+    A server without the ``tools`` capability (MCP 2025-11-25, "Server Features: Tools": servers that
+    support tools MUST declare it) is not asked: it serves prompts or resources only.
+    """
+    initialized = await client.initialize()
+    if initialized.capabilities.tools is None:
+        return False, ToolListing()
+    return True, await list_all_tools(client)
 
 
 async def _load_factory(spec: str) -> Callable[[], Any]:
@@ -345,6 +774,7 @@ class _Opening:
     info: ProcessInfo | None = None
     status: RemoteStatus | None = None
     finished: anyio.Event | None = None
+    wire: Wire | None = None
 
 
 async def _enter_stdio(
@@ -416,6 +846,8 @@ class _Options:
 def _failure(
     server: ServerConfig, opening: _Opening, exc: BaseException | None, reason: str | None
 ) -> MCPServerStartupError:
+    if reason is None and opening.wire is not None:
+        reason = opening.wire.unsupported_version()
     if server.remote:
         return remote_startup_error(
             exc or TimeoutError(reason),
@@ -429,7 +861,7 @@ def _failure(
     if reason is None and opening.info is not None and opening.info.protocol_error is not None:
         reason = f"the server {opening.info.protocol_error}; it was stopped"
     if reason is None:
-        reason = _reason(exc, server) if exc is not None else "unknown failure"
+        reason = _reason(exc, server, opening.wire) if exc is not None else "unknown failure"
     return _startup_error(server, opening.info, reason)
 
 
@@ -443,6 +875,12 @@ def _started(server: ServerConfig, session: ServerSession, events: EventSink) ->
         startup_ms=round(session.startup_seconds * 1000, 1),
         tools=[tool.name for tool in session.tools],
     )
+    if not session.offers_tools:
+        events.log(
+            "INFO",
+            f"MCP server '{server.name}' offers no tools: its initialize answer declares no tools "
+            "capability (a server of prompts or resources only)",
+        )
 
 
 def _stopped(server: ServerConfig, info: ProcessInfo | None, events: EventSink) -> None:
@@ -491,9 +929,12 @@ async def _hold_remote(
     notes: ServerNotifications,
     link: _Reconnect,
     *,
-    task_status: anyio.abc.TaskStatus[ClientSession],
+    task_status: anyio.abc.TaskStatus[tuple[ClientSession, bool]],
 ) -> None:
-    """Own a remote server's connection; open a fresh MCP session each time ``link`` asks for one."""
+    """Own a remote server's connection; open a fresh MCP session each time ``link`` asks for one.
+
+    Reports the first session and whether the server declared the ``tools`` capability.
+    """
     first = True
     async with open_remote_pool() if options.pool is None else nullcontext(options.pool) as pool:
         while not link.closing:
@@ -501,10 +942,13 @@ async def _hold_remote(
             try:
                 async with AsyncExitStack() as stack:
                     read, write = await _enter_remote(stack, server, opening, events, pool)
-                    client = await stack.enter_async_context(_client_session(read, write, notes))
-                    await client.initialize()
+                    opening.wire = Wire()
+                    client = await stack.enter_async_context(
+                        _client_session(*opening.wire.wrap(read, write), notes)
+                    )
+                    initialized = await client.initialize()
                     if first:
-                        task_status.started(client)
+                        task_status.started((client, initialized.capabilities.tools is not None))
                         first = False
                     else:
                         _reconnected(link, client, opening, events)
@@ -520,6 +964,7 @@ def _reconnected(link: _Reconnect, client: ClientSession, opening: _Opening, eve
     assert link.session is not None
     link.session.client = client
     link.session.remote = opening.status
+    link.session.wire = opening.wire
     events.emit("mcp_session_renewed", server=link.session.name)
     events.log("INFO", f"MCP server '{link.session.name}': the session expired; a new one is open")
     link.done.set()
@@ -550,18 +995,22 @@ async def _connect_remote(
     notes = ServerNotifications(server.name, events)
     link = _Reconnect()
     async with anyio.create_task_group() as owner:
-        client = await owner.start(_hold_remote, server, opening, events, options, notes, link)
+        client, offers_tools = await owner.start(_hold_remote, server, opening, events, options, notes, link)
         try:
-            tools = await list_all_tools(client)
+            listing = await list_all_tools(client) if offers_tools else ToolListing()
+            report_repairs(server.name, listing, events)
             link.session = ServerSession(
                 config=server,
                 client=client,
-                tools=tools,
+                tools=listing.tools,
                 process=None,
                 startup_seconds=anyio.current_time() - start,
                 notes=notes,
                 remote=opening.status,
                 reconnect=link,
+                offers_tools=offers_tools,
+                left_out=listing.left_out,
+                wire=opening.wire,
             )
             yield link.session
         finally:
@@ -586,17 +1035,21 @@ async def _connect(
     notes = ServerNotifications(server.name, events)
     async with AsyncExitStack() as stack:
         read, write = await _enter_transport(stack, server, lowlevel, opening, events, options)
-        client = await stack.enter_async_context(_client_session(read, write, notes))
-        await client.initialize()  # property 8: the handshake comes before discovery
-        tools = await list_all_tools(client)
+        opening.wire = Wire()
+        client = await stack.enter_async_context(_client_session(*opening.wire.wrap(read, write), notes))
+        offers_tools, listing = await _discover(client)
+        report_repairs(server.name, listing, events)
         yield ServerSession(
             config=server,
             client=client,
-            tools=tools,
+            tools=listing.tools,
             process=opening.info,
             startup_seconds=anyio.current_time() - start,
             finished=opening.finished,
             notes=notes,
+            offers_tools=offers_tools,
+            left_out=listing.left_out,
+            wire=opening.wire,
         )
 
 

@@ -43,6 +43,7 @@ import contextlib
 import logging
 import os
 import secrets
+import select
 import shlex
 import signal
 import subprocess
@@ -129,6 +130,10 @@ class ProcessInfo:
             forked as a module that starts no process, :data:`~._zygote.STARTS_NO_PROCESS`).
         protocol_error: what the server did that made the transport end the session and stop it,
             said of the server (``"sent a message of more than 64 MiB (...)"``); ``None``: nothing.
+        stdout_ended: the server closed its stdout (end of file): it is exiting, or has exited.
+        stopped: the server was still running, its stdout open, when zorkmcp began to stop it
+            (teardown, or a :attr:`protocol_error`): its exit status is then its answer to being
+            stopped (closing its stdin, a signal), not a status it chose.
     """
 
     command: tuple[str, ...]
@@ -143,6 +148,8 @@ class ProcessInfo:
     zygote_pid: int | None = None
     may_leave_strays: bool = True
     protocol_error: str | None = None
+    stdout_ended: bool = False
+    stopped: bool = False
     exited: anyio.Event = field(factory=anyio.Event)
     """Set once the server process has exited, its group has been killed and it has been reaped."""
     _stderr: deque[str] = field(factory=lambda: deque(maxlen=STDERR_TAIL_LINES), alias="_stderr")
@@ -298,6 +305,7 @@ async def _read_stdout(
             except (anyio.ClosedResourceError, OSError):
                 break
             if not chunk:
+                info.stdout_ended = True
                 break
             buffer += chunk
             limit = MAX_LINE_BYTES
@@ -448,6 +456,22 @@ async def _wait_exit(process: _Process, pidfd: int | None) -> None:
         await anyio.sleep(0.05)
 
 
+def _has_exited(pidfd: int | None, info: ProcessInfo) -> bool:
+    """Whether the server has exited, or is exiting on its own, by now (no waiting, no reaping).
+
+    A server that ends closes its stdout a moment before it is gone (the kernel closes its files
+    first), and the exit watcher may not have run yet when it exited a moment ago; its pidfd already
+    says so (readable). Without a pidfd only the watcher's word counts.
+    """
+    if info.exited.is_set() or info.stdout_ended:
+        return True
+    if pidfd is None:  # pragma: no cover - no pidfd (not Linux)
+        return False
+    poller = select.poll()  # not select.select: a pidfd may be above FD_SETSIZE
+    poller.register(pidfd, select.POLLIN)
+    return bool(poller.poll(0))
+
+
 def _group_is_ours(process: _Process) -> bool:
     """Whether the server's process-group ID still names its group (its leader is unreaped).
 
@@ -503,6 +527,7 @@ async def _stop_broken(process: _Process, pidfd: int | None, info: ProcessInfo) 
         (signal.SIGTERM, "sigterm", TERM_GRACE),
         (signal.SIGKILL, "sigkill", KILL_GRACE),
     )
+    info.stopped = not _has_exited(pidfd, info)
     for sig, escalation, grace in steps:
         if info.exited.is_set():  # the group is signalled only while its leader is unreaped
             return
@@ -542,6 +567,7 @@ async def _stop(
     """
     start = anyio.current_time()
     eof_deadline = start + EOF_GRACE
+    info.stopped = info.stopped or not _has_exited(pidfd, info)
     write_send.close()  # lets the writer flush what the session already handed over, then stop
     with anyio.CancelScope(deadline=eof_deadline):
         await writer_done.wait()

@@ -20,7 +20,6 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 import anyio.to_thread
-import mcp_types
 from attrs import frozen
 from mcp.shared.exceptions import MCPError as SdkMCPError
 
@@ -31,9 +30,10 @@ from ._names import assign_wire_names, canonical_name
 from ._remote import remote_call_error
 from ._results import ToolCallResult, convert_call_result
 from ._schema import translate_schema
-from ._session import list_all_tools
+from ._session import list_all_tools, report_repairs
 
 if TYPE_CHECKING:
+    import mcp_types
     from mcp.shared.dispatcher import ProgressFnT
 
     from zorkmcp.config import McpSettings, ServerConfig
@@ -96,6 +96,8 @@ def build_tool_infos(
     *,
     events: EventSink | None = None,
     apply_allow_list: bool = True,
+    left_out: Mapping[str, Sequence[tuple[str, str]]] | None = None,
+    reported: set[tuple[str, str]] | None = None,
 ) -> list[ToolInfo]:
     """Translate the listed tools of several servers into :class:`ToolInfo` (properties 33–38).
 
@@ -107,8 +109,14 @@ def build_tool_infos(
         settings: the global per-call timeout.
         events: where warnings go.
         apply_allow_list: ``False`` offers every tool regardless of ``ServerConfig.tools``.
+        left_out: per server name, ``(tool name, reason)`` of the listed tools that cannot be used
+            at all (:attr:`ServerSession.left_out`): each is reported as ``mcp_tool_excluded``
+            unless the allow-list leaves it out anyway.
+        reported: ``(server, tool)`` of the tools left out that were already reported (an
+            episode's earlier toolboxes): not reported again; each one reported now is added.
     """
     events = events if events is not None else NullSink()
+    reported = reported if reported is not None else set()
     kept: list[tuple[ServerConfig, mcp_types.Tool]] = []
     seen: set[tuple[str, str]] = set()  # a name listed twice is offered once
     for server, tools in entries:
@@ -119,6 +127,10 @@ def build_tool_infos(
                 continue
             seen.add(key)
             kept.append((server, tool))
+        for name, reason in (left_out or {}).get(server.name, ()):
+            if (server.name, name) not in seen and (allowed is None or name in allowed):
+                seen.add((server.name, name))
+                _exclude(server.name, name, reason, events, reported, lint=False)
         offered = {tool for name, tool in seen if name == server.name}
         if allowed is not None and (missing := sorted(allowed - offered)):
             events.log(
@@ -126,7 +138,7 @@ def build_tool_infos(
                 f"MCP server '{server.name}' has no tools named {', '.join(missing)} "
                 "(from its 'tools' allow-list)",
             )
-    portable = _portable(kept, events)
+    portable = _portable(kept, events, reported)
     wire = assign_wire_names((server.name, tool.name) for server, tool, _ in portable)
     return [
         ToolInfo(
@@ -154,7 +166,7 @@ def not_callable(tool: mcp_types.Tool) -> str | None:
 
 
 def _portable(
-    kept: Sequence[tuple[ServerConfig, mcp_types.Tool]], events: EventSink
+    kept: Sequence[tuple[ServerConfig, mcp_types.Tool]], events: EventSink, reported: set[tuple[str, str]]
 ) -> list[tuple[ServerConfig, mcp_types.Tool, dict[str, Any]]]:
     """Each tool with its schema translated; a tool that cannot be offered is left out, with an event."""
     offered: list[tuple[ServerConfig, mcp_types.Tool, dict[str, Any]]] = []
@@ -162,15 +174,29 @@ def _portable(
         translation = translate_schema(tool.input_schema)
         if (task_only := not_callable(tool)) is not None or translation.parameters is None:
             reason = task_only or translation.excluded or "the input schema cannot be offered"
-            events.emit("mcp_tool_excluded", server=server.name, tool=tool.name, reason=reason)
-            events.log(
-                "WARNING",
-                f"MCP tool '{canonical_name(server.name, tool.name)}' left out: {reason} "
-                "(zorkmcp tools --lint explains)",
-            )
+            _exclude(server.name, tool.name, reason, events, reported)
             continue
         offered.append((server, tool, translation.parameters))
     return offered
+
+
+def _exclude(
+    server: str,
+    tool: str,
+    reason: str,
+    events: EventSink,
+    reported: set[tuple[str, str]],
+    *,
+    lint: bool = True,
+) -> None:
+    """Report a listed tool that is not offered, unless ``reported`` holds it already (``lint``:
+    ``zorkmcp tools --lint`` says more)."""
+    if (server, tool) in reported:
+        return
+    reported.add((server, tool))
+    events.emit("mcp_tool_excluded", server=server, tool=tool, reason=reason)
+    hint = " (zorkmcp tools --lint explains)" if lint else ""
+    events.log("WARNING", f"MCP tool '{canonical_name(server, tool)}' left out: {reason}{hint}")
 
 
 async def _call_renewing(
@@ -224,6 +250,8 @@ class Toolbox:
         settings: the result cap and the global per-call timeout.
         events: where warnings and events go.
         apply_allow_list: ``False`` offers every tool regardless of ``ServerConfig.tools``.
+        reported: the tools left out that were already reported, shared by an episode's toolboxes
+            (each is reported once per episode); ``None``: this toolbox's own.
 
     Attributes:
         tools: every offered tool, in server order then listing order.
@@ -238,9 +266,11 @@ class Toolbox:
         *,
         events: EventSink | None = None,
         apply_allow_list: bool = True,
+        reported: set[tuple[str, str]] | None = None,
     ) -> None:
         self._settings = settings
         self._events = events if events is not None else NullSink()
+        self._reported = reported if reported is not None else set()
         self._sessions = {session.name: session for session in sessions}
         self._apply_allow_list = apply_allow_list
         self.tools: tuple[ToolInfo, ...] = ()
@@ -256,6 +286,8 @@ class Toolbox:
                 self._settings,
                 events=self._events,
                 apply_allow_list=self._apply_allow_list,
+                left_out={s.name: s.left_out for s in sessions},
+                reported=self._reported,
             )
         )
         self._output_schemas = {(s.name, tool.name): tool.output_schema for s in sessions for tool in s.tools}
@@ -285,13 +317,16 @@ class Toolbox:
         limit = self._settings.server_startup_timeout_seconds
         try:
             with anyio.fail_after(limit):
-                session.tools = await list_all_tools(session.client)
+                listing = await list_all_tools(session.client, offers_tools=session.offers_tools)
         except Exception as exc:  # noqa: BLE001 - a failed refresh keeps the old list, never ends the turn
             self._events.log(
                 "WARNING",
                 f"MCP server '{session.name}' changed its tool list but listing it again failed "
                 f"({type(exc).__name__}: {exc}); keeping the previous list",
             )
+            return
+        session.tools, session.left_out = listing.tools, listing.left_out
+        report_repairs(session.name, listing, self._events)
 
     @property
     def servers(self) -> tuple[str, ...]:
@@ -377,7 +412,7 @@ class Toolbox:
         try:
             raw = await _call_renewing(session, info.tool, dict(arguments), progress)
         except SdkMCPError as exc:
-            if exc.code == mcp_types.CONNECTION_CLOSED:
+            if session.connection_lost(exc):  # not a server's own -32000 (JSON-RPC's server-error range)
                 return _CONNECTION_CLOSED
             if session.failure is not None:
                 message = session.describe_death()
