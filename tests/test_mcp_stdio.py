@@ -9,23 +9,35 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import shlex
 import signal
 import subprocess
 import sys
+from typing import TYPE_CHECKING
 
 import anyio
 import pytest
 import trio
+import trio.testing
 from backends import BACKENDS, run
-from servers.helpers import content_json, is_alive, misbehaving, pids_from_stderr, session_processes
+from servers.helpers import (
+    announced,
+    content_json,
+    fifo_at,
+    is_alive,
+    misbehaving,
+    pids_from_stderr,
+    session_processes,
+)
 
 from zorkmcp.config import McpSettings, ServerConfig
 from zorkmcp.errors import MCPServerStartupError
 from zorkmcp.mcp import open_server_session, open_toolbox
 from zorkmcp.mcp._stdio import SESSION_ENV_VAR
 from zorkmcp.observability import EventRecorder
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process checks read /proc")
 
@@ -73,18 +85,36 @@ async def test_server_that_never_answers_initialize() -> None:
 
 
 async def test_a_server_killed_at_start_is_said_to_be_killed_not_an_exit_status(
-    autojump_clock: trio.testing.MockClock,
+    mock_clock: trio.testing.MockClock, tmp_path: Path
 ) -> None:
     # It never answers and ignores SIGTERM and EOF: SIGKILL ends it, status -9, which is no exit status.
+    # Virtual time stands still until it says it ignores SIGTERM (on a slow machine a start-up timeout
+    # that passed at once would reach it before that, and SIGTERM would end it: -15).
+    fifo = fifo_at(tmp_path / "ready")
+    server = misbehaving("no-init,stubborn", env={"MISBEHAVING_READY_FIFO": str(fifo)})
     settings = McpSettings(server_startup_timeout_seconds=0.5)
-    with trio.fail_after(GUARD), pytest.raises(MCPServerStartupError) as caught:
-        async with open_toolbox([misbehaving("no-init,stubborn")], settings):
-            pytest.fail("should not start")  # pragma: no cover
-    # On the mock clock the 0.5 s pass at once: the server may or may not have said its PID by then.
-    head, _, tail = str(caught.value).partition("\nLast stderr lines:")
+    failures: list[MCPServerStartupError] = []
+
+    async def start() -> None:
+        with pytest.raises(MCPServerStartupError) as caught:
+            async with open_toolbox([server], settings):
+                pytest.fail("should not start")  # pragma: no cover
+        failures.append(caught.value)
+
+    with trio.fail_after(GUARD):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(start)
+            [announcement] = await announced(fifo, guard=GUARD)
+            # Now time may move, but only when every task has waited a little for real: a reaped
+            # process's exit (milliseconds) must not let the clock jump to the guard's deadline.
+            mock_clock.autojump_threshold = 0.2
+    [failure] = failures
+    head, _, tail = str(failure).partition("\nLast stderr lines:")
     assert head.endswith("stubborn\nExit status: -9 (killed by SIGKILL)")
-    assert re.fullmatch(r"(\n  PID \d+)?", tail)
-    assert caught.value.exit_status == -9
+    [pid] = pids_from_stderr([announcement])
+    assert tail == f"\n  PID {pid}"
+    assert failure.exit_status == -9
+    assert not is_alive(pid)
 
 
 async def test_server_that_crashes_at_start_shows_its_stderr() -> None:

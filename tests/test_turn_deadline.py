@@ -10,9 +10,7 @@ their teardown, while the clock stands still (see :data:`STALL`).
 from __future__ import annotations
 
 import os
-import select
 import sys
-import time
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +18,7 @@ import pytest
 import trio
 import trio.testing
 from llm_server import LLMServer, content_reply, tool_call, tool_call_reply
-from servers.helpers import is_alive, misbehaving, session_processes
+from servers.helpers import announced, fifo_at, is_alive, misbehaving, session_processes
 
 from zorkmcp.agent import AgentAction, ZorkAgent, build_messages
 from zorkmcp.config import McpConfig, McpSettings
@@ -39,43 +37,11 @@ pytestmark = [
 
 SETTINGS = McpSettings(enabled=True, server_startup_timeout_seconds=8)
 OPENING = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "state"}]
-GUARD = 60.0
-"""Real seconds a test waits for its servers to announce themselves before it fails (a hang guard)."""
 STALL = 5.0
 """Real seconds every task must have been blocked before the mock clock moves by itself, once the
 test has moved it past the deadline: never on a passing run (a server ends on stdin EOF within
 milliseconds), but a turn that ignores its deadline fails at its start-up timeout instead of hanging."""
 FAILED_START = ("mcp_server_start_failed", "mcp_disabled_fallback", "mcp_server_restart")
-
-
-def fifo_at(path: Path) -> Path:
-    os.mkfifo(path)
-    return path
-
-
-async def announced(fifo: Path, count: int = 1) -> list[str]:
-    """The first ``count`` lines servers write to ``fifo`` (read in a thread; the clock stands still).
-
-    Each writer opens the FIFO for one line. The reader holds it open for writing too, so its open
-    never blocks and no writer's close ends the reading; a server that never announces itself fails
-    the test after :data:`GUARD` real seconds instead of hanging it (a hang guard, not a timing).
-    """
-
-    def read() -> list[str]:
-        fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)
-        try:
-            data = b""
-            give_up = time.monotonic() + GUARD
-            while data.count(b"\n") < count:
-                ready, _, _ = select.select([fd], [], [], max(0.0, give_up - time.monotonic()))
-                if not ready:
-                    raise AssertionError(f"{count} server(s) did not announce themselves on {fifo}: {data!r}")
-                data += os.read(fd, 4096)
-        finally:
-            os.close(fd)
-        return [line.strip() for line in data.decode().splitlines()[:count]]
-
-    return await trio.to_thread.run_sync(read)
 
 
 def pids(lines: list[str]) -> list[int]:

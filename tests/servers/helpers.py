@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
+
+import trio
 
 from zorkmcp.config import ServerConfig
 
@@ -106,3 +110,33 @@ def modules_loaded_by(statement: str, modules: tuple[str, ...]) -> list[str]:
     code = f"import sys; {statement}; print(','.join(m for m in {modules!r} if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return [name for name in done.stdout.strip().split(",") if name]
+
+
+def fifo_at(path: Path) -> Path:
+    os.mkfifo(path)
+    return path
+
+
+async def announced(fifo: Path, count: int = 1, *, guard: float = 60.0) -> list[str]:
+    """The first ``count`` lines servers write to ``fifo`` (read in a thread; the clock stands still).
+
+    Each writer opens the FIFO for one line. The reader holds it open for writing too, so its open
+    never blocks and no writer's close ends the reading; a server that never announces itself fails
+    the test after ``guard`` real seconds instead of hanging it (a hang guard, not a timing).
+    """
+
+    def read() -> list[str]:
+        fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)
+        try:
+            data = b""
+            give_up = time.monotonic() + guard
+            while data.count(b"\n") < count:
+                ready, _, _ = select.select([fd], [], [], max(0.0, give_up - time.monotonic()))
+                if not ready:
+                    raise AssertionError(f"{count} server(s) did not announce themselves on {fifo}: {data!r}")
+                data += os.read(fd, 4096)
+        finally:
+            os.close(fd)
+        return [line.strip() for line in data.decode().splitlines()[:count]]
+
+    return await trio.to_thread.run_sync(read)

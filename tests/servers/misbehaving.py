@@ -226,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     modes = set((args[0] if args else "ok").split(","))
     err(f"PID {os.getpid()}")
+    if "stubborn" in modes:  # before it says it is ready: a test may stop it as soon as it has
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     ready = os.environ.get("MISBEHAVING_READY_FIFO")
     if ready:
         with open(ready, "w") as fifo:
@@ -236,8 +238,6 @@ def main(argv: list[str] | None = None) -> int:
     if "crash-start" in modes:
         err("misbehaving: fatal: cannot start (this is the crash-start mode)")
         sys.exit(3)
-    if "stubborn" in modes:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     server = Server(modes)
     if "child" in modes:
         server.children.append(fork_child(new_session=False))
