@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -85,10 +86,20 @@ def test_a_recorded_episode_replays_offline_to_the_same_end(tmp_path: Path) -> N
 def test_a_replay_that_differs_stops_naming_the_turn_and_the_difference(tmp_path: Path) -> None:
     cassette = tmp_path / "episode.cassette"
     assert play(project(tmp_path / "rec"), "--turns", "3", "--record", str(cassette))[0] == 0
-    code, out, err = play(project(tmp_path / "replay"), "--turns", "3", "--no-mcp", "--replay", str(cassette))
+    # the same think server under another name: the tools offered differ, which no header tells
+    renamed = write_project(
+        tmp_path / "replay",
+        files={"json_log_file": str(tmp_path / "replay" / "logs" / "events.jsonl")},
+        mcp_config={"mcpServers": {"notes": INPROCESS_THINKING["mcpServers"]["thinking"]}},
+    )
+    code, out, err = play(renamed, "--turns", "3", "--replay", str(cassette))
     assert code == 1
     assert f"cassette {cassette} line 2, turn 1: the engine sent a request the cassette does not have" in err
-    assert "the tools offered differ (the cassette has ['thinking__think', 'zork__memory'" in err
+    assert (
+        "the tools offered differ (the cassette has ['thinking__think', 'zork__memory', 'zork__get_map', "
+        "'zork__inventory'], this run offers ['notes__think', 'zork__memory', 'zork__get_map', "
+        "'zork__inventory'])"
+    ) in err
     assert re.search(r"stopped\s+│ error: CassetteMismatchError", " ".join(out.split())), out
 
 
@@ -113,7 +124,7 @@ def test_a_cassette_holds_no_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ("content", "message"),
     [
         (None, r"no such cassette file \(record one with zorkmcp play --record FILE\)"),
-        ('{"format": "zorkmcp-cassette", "version": 1, "model": "m"}\n{"request": {', r"is truncated"),
+        ('{"format": "zorkmcp-cassette", "vers', r"is truncated \(its header, line 1, is incomplete\)"),
         ('{"hello": "world"}\n', r"not a zorkmcp cassette \(no 'zorkmcp-cassette' header"),
         ("\x00\x01binary\n", r"not a zorkmcp cassette \(line 1 is not JSON: Expecting value at column 1\)"),
         ('{"format": "zorkmcp-cassette", "version": 9, "model": "m"}\n', r"cassette version 9; this zorkmcp"),
@@ -194,44 +205,56 @@ def test_a_cassette_that_fills_up_keeps_its_whole_turns(tmp_path: Path) -> None:
     assert done.stdout == f"{cassette}: cannot be written (File too large)\n"
 
 
-def test_a_cassette_whose_disk_fills_up_stops_the_episode_and_replays_the_turns_it_holds(
-    tmp_path: Path,
-) -> None:
-    cassette, kept = tmp_path / "episode.cassette", tmp_path / "kept.cassette"
-    kept.touch()
-    cassette.symlink_to(kept)
+def test_a_cassette_that_cannot_grow_stops_the_episode_and_replays_the_turns_it_holds(tmp_path: Path) -> None:
+    # At the fifth answer the cassette cannot grow any more (RLIMIT_FSIZE: as a full disk would stop
+    # it, with no root; Python ignores SIGXFSZ). The logs are smaller than the limit: they go on.
+    cassette = tmp_path / "episode.cassette"
     count = 0
 
-    def step(request: RecordedRequest) -> Reply:  # at the fifth answer the cassette's disk is full
+    def step(request: RecordedRequest) -> Reply:
         nonlocal count
         del request
         count += 1
         if count == 5:
-            cassette.unlink()
-            cassette.symlink_to("/dev/full")
+            resource.setrlimit(resource.RLIMIT_FSIZE, (cassette.stat().st_size + 100, unlimited[1]))
         return agent_reply(["north", "south", "east", "west", "look"][count - 1])
 
-    with llm_in_thread(default=step) as llm:
-        pyproject = project(tmp_path / "rec")
-        pyproject.write_text(
-            pyproject.read_text() + f'\n[tool.zorkgpt.llm]\nclient_base_url = "{llm.base_url}"\n'
-        )
-        code, out, err = play(
-            pyproject,
-            "--turns",
-            "8",
-            "--no-mcp",
-            "--record",
-            str(cassette),
-            "--summary-json",
-            str(tmp_path / "s.json"),
-        )
-    summary = stopped_by_a_full_disk(code, out, err, cassette, tmp_path / "s.json")
-    assert summary["turns"] == 4
+    unlimited = resource.getrlimit(resource.RLIMIT_FSIZE)
+    try:
+        with llm_in_thread(default=step) as llm:
+            pyproject = project(tmp_path / "rec")
+            pyproject.write_text(
+                pyproject.read_text() + f'\n[tool.zorkgpt.llm]\nclient_base_url = "{llm.base_url}"\n'
+            )
+            code, out, err = play(
+                pyproject,
+                "--turns",
+                "8",
+                "--no-mcp",
+                "--record",
+                str(cassette),
+                "--summary-json",
+                str(tmp_path / "s.json"),
+            )
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, unlimited)
+    reason = f"{cassette}: cannot be written (File too large)"
+    assert code == 1
+    assert "Episode summary" in out
+    assert err.endswith(
+        f"zorkmcp play: a file could not be written (RunWriteError): {reason}; what it held stays valid; "
+        "allow larger files (ulimit -f) or give it a file system that takes them"
+    ), err
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert (summary["stopped"], summary["error"], summary["turns"]) == (
+        "error",
+        f"RunWriteError: {reason}",
+        4,
+    )
     # the cassette holds the four turns whole, and a replay plays them to the same end
-    assert kept.read_text().endswith("\n")
-    assert ReplayModel(kept).turns == 4
-    code, _, err = play(project(tmp_path / "replay"), "--no-mcp", "--turns", "4", "--replay", str(kept))
+    assert cassette.read_text().endswith("\n")
+    assert ReplayModel(cassette).turns == 4
+    code, _, err = play(project(tmp_path / "replay"), "--no-mcp", "--turns", "4", "--replay", str(cassette))
     assert code == 0, err
     assert turns_of(tmp_path / "replay") == turns_of(tmp_path / "rec")[:4]
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from llm_server import agent_reply
+from play_support import events_of, read_events
 from test_bridge import llm_in_thread
 from test_cassette import play, project, turns_of
 
@@ -124,14 +125,24 @@ def test_a_recording_cut_short_replays_the_turns_it_holds_and_says_so(tmp_path: 
     assert play(project(tmp_path / "rec"), "--turns", "3", "--record", str(cassette))[0] == 0
     with_header(cassette, max_turns=50)
 
-    code, out, err = play(project(tmp_path / "replay"), "--replay", str(cassette))
+    summary = tmp_path / "s.json"
+    code, out, err = play(
+        project(tmp_path / "replay"), "--replay", str(cassette), "--summary-json", str(summary)
+    )
     assert code == 0, err
-    assert "up to 3 turns" in out
+    # the recorded turn limit, not the turns the cassette holds; it stops where the cassette ends
+    assert "up to 50 turns (the cassette holds 3)" in out
+    assert re.search(r"stopped\s+│ end of cassette", " ".join(out.split())), out
     assert err == (
-        f"warning: {cassette}: the recording was cut short (Ctrl-C or an error): the cassette holds 3 "
-        "of the recorded episode's 50 turns, and the replay played them all"
+        f"warning: {cassette}: the recording was cut short (Ctrl-C, an error or a crash): the cassette "
+        "holds 3 of the recorded episode's 50 turns, and the replay played them all"
     )
     assert turns_of(tmp_path / "replay") == turns_of(tmp_path / "rec")
+    events = read_events(tmp_path / "replay" / "logs" / "events.jsonl")
+    ((start,), (complete,)) = events_of(events, "episode_start"), events_of(events, "episode_complete")
+    assert start["max_turns"] == 50
+    assert (complete["stopped"], complete["turns"]) == ("end of cassette", 3)
+    assert json.loads(summary.read_text())["stopped"] == "end of cassette"
 
 
 def test_a_cassette_that_holds_no_turn_says_so(tmp_path: Path) -> None:

@@ -134,10 +134,15 @@ def test_a_won_episode_replays_to_the_same_victory(tmp_path: Path) -> None:
     assert header_of(cassette)["max_turns"] == 500
 
     older = as_older_cassette(cassette, tmp_path / "older.jsonl")
-    for name, played in (("replay", cassette), ("older", older)):
-        code, _, err = play(project(tmp_path / name), "--replay", str(played))
+    # the replay logs the recorded turn limit (500), not the turns its cassette holds (396); a
+    # cassette without one (an older zorkmcp's) can only tell the turns it holds
+    for name, played, limit in (("replay", cassette, 500), ("older", older, 396)):
+        code, out, err = play(project(tmp_path / name), "--replay", str(played))
         assert code == 0, err
         assert ending(tmp_path / name) == ("victory", 396, 350, True, True)
+        (start,) = events_of(read_events(tmp_path / name / "logs" / "events.jsonl"), "episode_start")
+        assert start["max_turns"] == limit
+        assert f"up to {limit} turns" in out
 
 
 def test_a_header_whose_turn_limit_is_not_a_number_exits_2_naming_the_file(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """The files the commands write: can they be made there (:func:`check_output`, before anything
-starts), writing one so that a reader never sees half of it (:func:`write_atomically`), and
-appending to one so that it never ends in half a line (:func:`append_whole`).
+starts), is each a file of its own, none of them a file the command reads (:func:`check_apart`),
+writing one so that a reader never sees half of it (:func:`write_atomically`), and appending to one
+so that it never ends in half a line (:func:`append_whole`).
 
 A path under a file (``--out /dev/null/x``), or in a folder this user cannot write, would otherwise
 be found when the command first writes it: after an episode played for nothing, with a traceback.
@@ -15,13 +16,19 @@ import re
 import stat
 from contextlib import suppress
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ._surrogates import SURROGATE
 from .errors import ConfigError, RunWriteError
 
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
 __all__ = [
     "append_whole",
+    "check_apart",
     "check_output",
+    "file_identity",
     "utf8",
     "write_atomically",
     "write_error",
@@ -63,6 +70,52 @@ def check_output(
     if not os.access(target, os.W_OK | (os.X_OK if target.is_dir() else 0)):
         kind = "folder" if target.is_dir() else "file"
         raise ConfigError(f"{named}: the {kind} {target.absolute()} is not writable; {remedy}")
+
+
+def file_identity(path: Path) -> tuple[int, int] | str:
+    """What tells the file ``path`` leads to from any other: two paths lead to one file when theirs are equal.
+
+    The file's device and inode when there is one (through any symbolic link, and alike for each
+    hard link of it), else the path with its links resolved (the file a write would make).
+    """
+    try:
+        found = os.stat(path)  # follows a symbolic link
+    except (OSError, ValueError):
+        return os.path.realpath(path)
+    return (found.st_dev, found.st_ino)
+
+
+def check_apart(outputs: Iterable[tuple[str, str, Path, str]], inputs: Iterable[tuple[str, Path]]) -> None:
+    """Raise a one-line :class:`ConfigError` when an output is one of the ``inputs``, or another output.
+
+    Paths are compared by :func:`file_identity`: a symbolic or a hard link to an input is that input.
+    Outputs written in place (:func:`written_in_place`: ``/dev/stdout``, a device, a named pipe)
+    replace nothing, and may be shared.
+
+    Args:
+        outputs: ``(what, named, path, remedy)`` for each: how another output's message names it
+            (``--summary-json``), how its own message does (``--summary-json x.json``), the path, and
+            what to do instead (``pass another --summary-json``).
+        inputs: ``(what, path)`` for each file the command reads, or must leave as it is; ``what``
+            says what it is (``the game, which play reads``).
+
+    Raises:
+        ConfigError: ``{named}: that is {what}; {remedy}``, or ``{named}: the same file as {what},
+            and one file cannot be both; {remedy}``.
+    """
+    read = {file_identity(path): what for what, path in inputs}
+    written: dict[tuple[int, int] | str, str] = {}
+    for what, named, path, remedy in outputs:
+        if written_in_place(path):
+            continue
+        same = file_identity(path)
+        if same in read:
+            raise ConfigError(f"{named}: that is {read[same]}; {remedy}")
+        if same in written:
+            raise ConfigError(
+                f"{named}: the same file as {written[same]}, and one file cannot be both; {remedy}"
+            )
+        written[same] = what
 
 
 _TMP_EXTRA = len(".{name}.4194304.tmp") - len("{name}")
@@ -114,20 +167,42 @@ def write_atomically(path: Path, text: str) -> None:
     Raises:
         OSError: it cannot be written (a full disk); the temporary file is removed (on any way out).
     """
+    os.close(open_written(path, text))
+
+
+def open_written(path: Path, text: str) -> int:
+    """:func:`write_atomically`, and a descriptor open for appending to the file it wrote.
+
+    What is appended to the descriptor (:func:`append_whole`) goes to that file, whatever is later
+    renamed to ``path`` or removed from it. The caller closes the descriptor.
+
+    Raises:
+        OSError: it cannot be written (a full disk); the temporary file is removed (on any way out).
+    """
     data = utf8(text)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
     if written_in_place(path):
-        with open(path, "ab") as stream:
-            stream.write(data)
-        return
+        fd = os.open(path, flags, 0o666)
+        try:
+            append_whole(fd, data)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
     target = Path(os.path.realpath(path))  # a link's file (made if the link dangles), not the link
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    fd = -1
     try:
-        tmp.write_bytes(data)
+        fd = os.open(tmp, flags | os.O_TRUNC, 0o666)
+        append_whole(fd, data)
         os.replace(tmp, target)
     except BaseException:  # a full disk, or Ctrl-C in the middle: no temporary file is left
+        if fd >= 0:
+            os.close(fd)
         with suppress(OSError):
             tmp.unlink(missing_ok=True)
         raise
+    return fd
 
 
 def utf8(text: str) -> bytes:
@@ -148,7 +223,7 @@ def utf8(text: str) -> bytes:
         return SURROGATE.sub(shown, text).encode("utf-8")
 
 
-def append_whole(path: Path, data: bytes, *, keep: int | None = None) -> int:
+def append_whole(path: Path | int, data: bytes, *, keep: int | None = None) -> int:
     """Append ``data`` to ``path`` (made if missing), whole or not at all: no file ends in half a line.
 
     On any way out before all of ``data`` is written (a full disk, a file grown past its limit, Ctrl-C
@@ -158,7 +233,8 @@ def append_whole(path: Path, data: bytes, *, keep: int | None = None) -> int:
     ``/dev/full``) is left as it is, too.
 
     Args:
-        path: the file (opened for appending, so a symbolic link's file is written).
+        path: the file (opened for appending, so a symbolic link's file is written), or a descriptor
+            open for appending (:func:`open_written`; it stays open).
         data: what to append.
         keep: how many bytes to keep on a failure (at most the size before); default: the size before.
 
@@ -168,25 +244,31 @@ def append_whole(path: Path, data: bytes, *, keep: int | None = None) -> int:
     Raises:
         OSError: ``data`` could not all be written (the file is cut back).
     """
+    if isinstance(path, int):
+        return _append_whole(path, data, keep, str(path))
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
     try:
-        before = os.fstat(fd).st_size
-        written = 0
-        try:
-            view = memoryview(data)
-            while written < len(view):
-                count = os.write(fd, view[written:])
-                if count == 0:  # no progress and no error: do not spin
-                    raise OSError(errno.EIO, os.strerror(errno.EIO), str(path))
-                written += count
-        except BaseException:  # re-raised: the file keeps no part of data
-            with suppress(OSError):
-                if os.fstat(fd).st_size == before + written:  # nobody else appended meanwhile
-                    os.ftruncate(fd, min(before, keep) if keep is not None else before)
-            raise
-        return before
+        return _append_whole(fd, data, keep, str(path))
     finally:
         os.close(fd)
+
+
+def _append_whole(fd: int, data: bytes, keep: int | None, name: str) -> int:
+    before = os.fstat(fd).st_size
+    written = 0
+    try:
+        view = memoryview(data)
+        while written < len(view):
+            count = os.write(fd, view[written:])
+            if count == 0:  # no progress and no error: do not spin
+                raise OSError(errno.EIO, os.strerror(errno.EIO), name)
+            written += count
+    except BaseException:  # re-raised: the file keeps no part of data
+        with suppress(OSError):
+            if os.fstat(fd).st_size == before + written:  # nobody else appended meanwhile
+                os.ftruncate(fd, min(before, keep) if keep is not None else before)
+        raise
+    return before
 
 
 def write_remedy(exc: OSError) -> str:

@@ -71,14 +71,15 @@ Relative log paths are relative to the CURRENT folder (as in ZorkGPT), not to th
 (~/ is the home folder).
 Relative game_file_path and config_file ARE relative to the pyproject's folder.
 
-exit status: 0 the episode ended (victory, game over or turn limit); 1 a server or the model
-failed, or a log, the cassette (--record) or --summary-json could not be written (a full disk); 2 a
-configuration, usage or game-file error, a model that cannot call tools while MCP is on
-(ModelCompatibilityError), or a file play would write (a log, --summary-json,
---record) that cannot be made there, or that is another of them or a file play reads (checked
-before the episode starts); 130 interrupted (Ctrl-C; the summary is still printed and every server
-is stopped); 143 the same, by SIGTERM; 129 by SIGHUP (a terminal that closed); 141 when the reader of
-the output went away (| head)."""
+exit status: 0 the episode ended (victory, game over, turn limit, or the end of a replayed cassette
+whose recording was cut short); 1 a server or the model failed, or a log, the cassette (--record)
+or --summary-json could not be written (a full disk); 2 a configuration, usage or game-file error,
+a model that cannot call tools while MCP is on (ModelCompatibilityError), a cassette that is not
+one, does not fit the run (--no-mcp for a recording with MCP on) or is being recorded by another
+process, or a file play would write (a log, --summary-json, --record) that cannot be made there, or
+that is another of them or a file play reads (checked before the episode starts); 130 interrupted
+(Ctrl-C; the summary is still printed and every server is stopped); 143 the same, by SIGTERM; 129 by
+SIGHUP (a terminal that closed); 141 when the reader of the output went away (| head)."""
 
 
 def _play_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -127,14 +128,15 @@ def _play_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     cassette.add_argument(
         "--record",
         metavar="FILE",
-        help="write every request sent to the model and its reply to FILE (a cassette; no key or header)",
+        help="write every request sent to the model and its reply to FILE (a cassette; no key or header); "
+        "the run holds FILE until it ends: a second recording of it stops before anything starts",
     )
     cassette.add_argument(
         "--replay",
         metavar="FILE",
-        help="play a recorded episode again with no model and no network (seed and turn limit from the "
-        "cassette unless --seed / --turns is given); stops with a message naming the turn when the run "
-        "differs",
+        help="play a recorded episode again with no model and no network (seed, turn limit and MCP on or "
+        "off from the cassette unless --seed / --turns / --no-mcp is given; max_tool_iterations and the "
+        "agent's sampling from the cassette); stops with a message naming the turn when the run differs",
     )
     p.add_argument(
         "--quiet", action="store_true", help="no per-turn progress; print the banner and the summary"
@@ -234,7 +236,8 @@ def _load_settings(args: argparse.Namespace) -> tuple[Settings, str]:
 
     ``--pyproject`` (else ``./pyproject.toml``) when it has ``[tool.zorkgpt]``, else the embedded
     defaults. The MCP config is read and checked here too, before the game, the servers or the
-    model start, so a bad value is reported first.
+    model start, so a bad value is reported first (a replay's, once its cassette says whether MCP
+    was on: :func:`_orchestrator`).
     """
     from .config import McpConfig, Settings, check_settings_file
 
@@ -247,7 +250,7 @@ def _load_settings(args: argparse.Namespace) -> tuple[Settings, str]:
     else:
         shown = args.pyproject or "./pyproject.toml"
         origin = f"embedded defaults (no [tool.zorkgpt] in {shown})"
-    if settings.mcp.enabled and not args.no_mcp:
+    if settings.mcp.enabled and not args.no_mcp and not args.replay:
         McpConfig.from_file(settings.mcp_config_path())
     return settings, origin
 
@@ -255,6 +258,17 @@ def _load_settings(args: argparse.Namespace) -> tuple[Settings, str]:
 def _cmd_play(args: argparse.Namespace, console: Console, err: Console) -> int:
     orchestrator, origin = _orchestrator(args)
     orchestrator.recorder.add_listener(_TerminalNotices(err))
+    replayed = orchestrator.replayed
+    if replayed is not None and (args.model or args.base_url):  # harmless: said, not refused
+        unused = [
+            *([f"--model {args.model}"] if args.model else []),
+            *(["--base-url"] if args.base_url else []),
+        ]
+        orchestrator.recorder.log(
+            "WARNING",
+            f"{' and '.join(unused)} {'are' if len(unused) > 1 else 'is'} not used with --replay: no "
+            f"model is called, the cassette answers as the recorded model {replayed.model}",
+        )
     progress = _Progress(console, quiet=args.quiet)
 
     def on_start(model: str, scripted: bool) -> None:
@@ -277,7 +291,13 @@ def _cmd_play(args: argparse.Namespace, console: Console, err: Console) -> int:
 
 
 def _orchestrator(args: argparse.Namespace) -> tuple[Orchestrator, str]:
-    """Settings (validated first), the story file, and the episode's orchestrator."""
+    """Settings (validated first), the story file, and the episode's orchestrator.
+
+    A replay plays with what its cassette's header recorded (the seed, the turn limit, MCP on or
+    off, ``max_tool_iterations`` and the agent's sampling), unless ``--seed``, ``--turns`` or
+    ``--no-mcp`` is given (:class:`~zorkmcp.orchestrator.Orchestrator`).
+    """
+    from .config import McpConfig
     from .game import check_game_file, resolve_game_path
     from .orchestrator import Orchestrator
 
@@ -288,11 +308,10 @@ def _orchestrator(args: argparse.Namespace) -> tuple[Orchestrator, str]:
         settings_base=settings.source.parent if settings.source is not None else None,
     )
     check_game_file(game_path)  # fail here, not as a game server that does not start
-    _check_outputs(args, settings, game_path)
     orchestrator = Orchestrator(
         settings,
         game_path=game_path,
-        seed=args.seed if args.seed is not None else _cassette_seed(args.replay),
+        seed=args.seed,
         max_turns=args.turns,
         mcp_enabled=False if args.no_mcp else None,
         model=args.model,
@@ -300,17 +319,22 @@ def _orchestrator(args: argparse.Namespace) -> tuple[Orchestrator, str]:
         record=Path(args.record) if args.record else None,
         replay=Path(args.replay) if args.replay else None,
     )
+    if args.seed is None:
+        orchestrator.seed = _cassette_seed(orchestrator)
+    if args.replay and orchestrator.mcp_on:
+        McpConfig.from_file(settings.mcp_config_path())
+    _check_outputs(args, settings, game_path, mcp_on=orchestrator.mcp_on)
     return orchestrator, origin
 
 
-def _check_outputs(args: argparse.Namespace, settings: Settings, game_path: Path) -> None:
+def _check_outputs(args: argparse.Namespace, settings: Settings, game_path: Path, *, mcp_on: bool) -> None:
     """Every file the episode writes can be made where it goes, before the episode starts.
 
     And each is a file of its own: ``--summary-json logs/zorkmcp_events.jsonl`` would replace the
     event log of every earlier episode, ``--summary-json pyproject.toml`` the settings just read.
     Outputs written in place (``/dev/stdout``, a device, a named pipe) may be shared.
     """
-    from ._outputs import check_output, written_in_place
+    from ._outputs import check_apart, check_output
 
     files = settings.files
     where = (
@@ -333,24 +357,13 @@ def _check_outputs(args: argparse.Namespace, settings: Settings, game_path: Path
     inputs = [("the game", game_path)]
     if settings.source is not None:
         inputs.append(("the settings file", settings.source))
-    if settings.mcp.enabled and not args.no_mcp:
+    if mcp_on:
         inputs.append(("the MCP config", settings.mcp_config_path()))
     if args.replay:
         inputs.append(("the cassette played", Path(args.replay)))
-    read = {os.path.realpath(path): what for what, path in inputs}
-    written: dict[str, str] = {}
-    for what, named, path, remedy in outputs:
+    for _, named, path, remedy in outputs:
         check_output(path, named, remedy)
-        if written_in_place(path):
-            continue
-        same = os.path.realpath(path)
-        if same in read:
-            raise ConfigError(f"{named}: that is {read[same]}, which play reads; {remedy}")
-        if same in written:
-            raise ConfigError(
-                f"{named}: the same file as {written[same]}, and one file cannot be both; {remedy}"
-            )
-        written[same] = what
+    check_apart(outputs, [(f"{what}, which play reads", path) for what, path in inputs])
 
 
 def _banner(
@@ -367,9 +380,15 @@ def _banner(
     elif scripted:
         console.print(_offline_banner(orchestrator.settings, args.base_url), highlight=False)
     mcp = "MCP on" if orchestrator.mcp_on else "MCP off (no tools)"
+    replayed, limit = orchestrator.replayed, orchestrator.turn_limit
+    held = (
+        f" (the cassette holds {replayed.turns})"
+        if replayed is not None and args.turns is None and replayed.turns < limit
+        else ""
+    )
     console.print(
         f"[bold]zorkmcp play[/]: {escape(orchestrator.game_path.name)}, seed {orchestrator.seed}, "
-        f"model {escape(model)}, {mcp}, up to {orchestrator.turn_limit} turns",
+        f"model {escape(model)}, {mcp}, up to {limit} turns{held}",
         highlight=False,
         soft_wrap=True,  # one line, however long: the terminal wraps it
     )
@@ -433,14 +452,11 @@ def _finish(
     return EXIT_OK
 
 
-def _cassette_seed(replay: str | None) -> int:
-    """The seed a cassette was recorded with (``--replay``), else :data:`DEFAULT_SEED`."""
-    if replay is None:
-        return DEFAULT_SEED
-    from .llm import ReplayModel
-
-    seed = ReplayModel(Path(replay)).header.get("seed")
-    return seed if isinstance(seed, int) else DEFAULT_SEED
+def _cassette_seed(orchestrator: Orchestrator) -> int:
+    """The seed a replayed cassette was recorded with (``--replay``), else :data:`DEFAULT_SEED`."""
+    replayed = orchestrator.replayed
+    seed = replayed.header.get("seed") if replayed is not None else None
+    return seed if isinstance(seed, int) and not isinstance(seed, bool) else DEFAULT_SEED
 
 
 def main(

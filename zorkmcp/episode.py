@@ -224,7 +224,9 @@ class EpisodeSummary:
     """The end of an episode; ``as_json()`` is what ``--summary-json`` writes.
 
     ``stopped`` says why the episode ended: ``"victory"``, ``"game over"``, ``"turn limit"``,
+    ``"end of cassette"`` (a replay that played every turn of a recording cut short),
     ``"interrupted"`` (Ctrl-C) or ``"error"`` (then ``error`` says what went wrong).
+    ``replayed_from``: the cassette a replay played (as it was given), else ``None``.
     """
 
     score: int
@@ -240,6 +242,7 @@ class EpisodeSummary:
     stopped: str = "turn limit"
     error: str | None = None
     episode_id: str = ""
+    replayed_from: str | None = None
 
     @property
     def interrupted(self) -> bool:
@@ -247,7 +250,9 @@ class EpisodeSummary:
         return self.stopped == "interrupted"
 
     def as_json(self) -> dict[str, Any]:
-        """The ``--summary-json`` object: exactly these eleven keys (``error`` ``None`` but after one)."""
+        """The ``--summary-json`` object: exactly these eleven keys (``error`` ``None`` but after one),
+        and ``replayed_from`` for a replay (absent otherwise)."""
+        replayed = {} if self.replayed_from is None else {"replayed_from": self.replayed_from}
         return {
             "score": self.score,
             "max_score": self.max_score,
@@ -260,6 +265,7 @@ class EpisodeSummary:
             "scripted": self.scripted,
             "stopped": self.stopped,
             "error": self.error,
+            **replayed,
         }
 
 
@@ -309,6 +315,11 @@ class Episode:
         on_start: called once the game answered its first status, with the model's name and
             whether it is scripted.
         on_turn: called after every turn.
+        replayed_from: the cassette a replay plays (as it was given; in ``episode_start``,
+            ``episode_complete`` and the episode log's first line), else ``None``.
+        cassette_turns: a replay's cassette holds this many turns, fewer than ``turn_limit`` (its
+            recording was cut short): the episode ends after them, with ``stopped`` ``"end of
+            cassette"``; ``None``: no such end.
     """
 
     events: EventSink
@@ -319,6 +330,8 @@ class Episode:
     mcp_on: bool
     on_start: Callable[[str, bool], None] | None = None
     on_turn: Callable[[TurnRecord], None] | None = None
+    replayed_from: str | None = None
+    cassette_turns: int | None = None
     records: list[TurnRecord] = attrs.Factory(list)
     status: GameStatus | None = None
     model_name: str = ""
@@ -329,8 +342,14 @@ class Episode:
         self.model_name, self.scripted = model_name, scripted
         yield from self._read_status()
         self._announce()
-        while len(self.records) < self.turn_limit and not (self.status is not None and self.status.game_over):
+        while len(self.records) < self._last_turn and not (self.status is not None and self.status.game_over):
             yield from self._turn()
+
+    @property
+    def _last_turn(self) -> int:
+        """The most turns the episode plays: the turn limit, or a replay's cassette's turns if fewer."""
+        held = self.cassette_turns
+        return self.turn_limit if held is None else min(self.turn_limit, held)
 
     def _read_status(self) -> Steps:
         result: ToolCallResult = yield CallGame("status")
@@ -351,12 +370,16 @@ class Episode:
             model=self.model_name,
             scripted=self.scripted,
             max_score=status.max_score,
+            **({} if self.replayed_from is None else {"replayed_from": self.replayed_from}),
+        )
+        replayed = (
+            f", replayed from the cassette {self.replayed_from}" if self.replayed_from is not None else ""
         )
         self.events.log(
             "INFO",
             f"Episode {self.episode_id}: {status.game} ({self.game_path.name}, seed {self.seed}), "
             f"model {self.model_name}{' (offline scripted model)' if self.scripted else ''}, "
-            f"MCP {'on' if self.mcp_on else 'off'}, up to {self.turn_limit} turns",
+            f"MCP {'on' if self.mcp_on else 'off'}, up to {self.turn_limit} turns{replayed}",
         )
         if self.on_start is not None:
             self.on_start(self.model_name, self.scripted)
@@ -453,6 +476,8 @@ class Episode:
         status = self.status
         if stopped == "turn limit" and status is not None and status.game_over:
             stopped = "victory" if status.victory else "game over"
+        elif stopped == "turn limit" and self._last_turn <= len(self.records) < self.turn_limit:
+            stopped = "end of cassette"  # a replay that played every turn of a recording cut short
         summary = EpisodeSummary(
             score=status.score if status else 0,
             max_score=status.max_score if status else None,
@@ -467,6 +492,7 @@ class Episode:
             stopped=stopped,
             error=error,
             episode_id=self.episode_id,
+            replayed_from=self.replayed_from,
         )
         self.events.emit("episode_complete", **summary.as_json())
         self.events.log(

@@ -13,8 +13,7 @@ current folder, as in ZorkGPT.
 
 from __future__ import annotations
 
-import hashlib
-from contextlib import asynccontextmanager, suppress
+from contextlib import ExitStack, asynccontextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +21,7 @@ import attrs
 
 from ._bridge import Bridge, ChatModelFactory
 from ._urls import safe_url
-from .config import McpConfig, Settings
+from .config import McpConfig, SamplingSettings, Settings
 from .episode import (
     GAME_SERVER_NAME,
     GAME_TOOLS_FOR_AGENT,
@@ -38,7 +37,9 @@ from .episode import (
     scripted_walkthrough,
 )
 from .errors import CassetteError, ConfigError, GameError, LLMError, MCPError, RunWriteError
+from .game import story_md5
 from .llm import CassetteHeader, ChatModel, ModelChoice, RecordingModel, ReplayModel
+from .llm._cassette import CassetteFile
 from .observability import EventRecorder, LogFiles
 
 if TYPE_CHECKING:
@@ -65,16 +66,21 @@ class Orchestrator:
         game_path: the story file.
         seed: the game's RNG seed (reproducible runs).
         max_turns: the turn limit; default: replaying, the recorded episode's (its cassette's
-            ``max_turns``), else ``[tool.zorkgpt.orchestrator] max_turns_per_episode``.
-        mcp_enabled: default ``[tool.zorkgpt.mcp] enabled``; when false ``mcp_config.json`` is not
-            read, no reasoning server is started and the agent gets no tools (Requirement 9.4).
+            ``max_turns``: a replay of a recording cut short stops where its cassette ends, with
+            ``stopped`` ``"end of cassette"``), else ``[tool.zorkgpt.orchestrator] max_turns_per_episode``.
+        mcp_enabled: default: replaying, the recorded episode's (the cassette's
+            ``settings.mcp_enabled``), else ``[tool.zorkgpt.mcp] enabled``; when false
+            ``mcp_config.json`` is not read, no reasoning server is started and the agent gets no
+            tools (Requirement 9.4).
         model: overrides the configured model.
         base_url: overrides the configured endpoint.
         walkthrough: commands for the offline scripted model; default :func:`default_walkthrough`
             (read only when that model plays).
-        record: write every model exchange of the episode to this cassette.
+        record: write every model exchange of the episode to this cassette; :meth:`run` holds it
+            (:class:`zorkmcp.llm.RecordingModel`) from before anything starts until the episode ends.
         replay: answer from this cassette instead of a model (no network); see
-            :class:`zorkmcp.llm.ReplayModel`.
+            :class:`zorkmcp.llm.ReplayModel`. The agent's ``max_tool_iterations`` and sampling are
+            the recorded episode's (the cassette's ``settings``), as they shape the requests.
         on_start: called once the servers and the model are up, with the model's name and whether
             it is the offline scripted model.
         on_turn: called after every turn (the CLI's live display).
@@ -98,26 +104,76 @@ class Orchestrator:
     summary: EpisodeSummary | None = None
     """The summary, once the episode has ended (also when :meth:`run` raised)."""
     _replayed: ReplayModel | None = attrs.field(default=None, init=False, repr=False)
+    _recording: CassetteFile | None = attrs.field(default=None, init=False, repr=False)
+
+    @property
+    def replayed(self) -> ReplayModel | None:
+        """The cassette replayed (``replay``, read once), else ``None``.
+
+        Raises:
+            CassetteError: the cassette is missing or not a cassette.
+        """
+        if self.replay is None:
+            return None
+        if self._replayed is None:
+            self._replayed = ReplayModel(self.replay)
+        return self._replayed
 
     @property
     def mcp_on(self) -> bool:
-        """Whether the reasoning servers run and the agent gets tools."""
-        return self.settings.mcp.enabled if self.mcp_enabled is None else self.mcp_enabled
+        """Whether the reasoning servers run and the agent gets tools.
+
+        ``mcp_enabled``; else, replaying, the recorded episode's; else ``[tool.zorkgpt.mcp] enabled``.
+        """
+        if self.mcp_enabled is not None:
+            return self.mcp_enabled
+        recorded = self.replayed.settings.get("mcp_enabled") if self.replayed is not None else None
+        return recorded if isinstance(recorded, bool) else self.settings.mcp.enabled
 
     @property
     def turn_limit(self) -> int:
         """``max_turns``; else, replaying, the recorded episode's turn limit; else ``max_turns_per_episode``.
 
+        A cassette that does not tell the recorded limit (an older zorkmcp's): the turns it holds.
+
         Raises:
-            CassetteError: replaying, and the cassette is missing, truncated or not a cassette.
+            CassetteError: replaying, and the cassette is missing or not a cassette.
         """
         if self.max_turns is not None:
             return self.max_turns
-        if self.replay is not None:
-            if self._replayed is None:
-                self._replayed = ReplayModel(self.replay)
-            return self._replayed.turn_limit
+        if self.replayed is not None:
+            recorded = self.replayed.recorded_turn_limit
+            return recorded if recorded is not None else self.replayed.turn_limit
         return self.settings.orchestrator.max_turns_per_episode
+
+    def played_settings(self) -> Settings:
+        """The settings the agent plays with: ``settings``, replaying with the recorded episode's
+        ``max_tool_iterations`` and agent sampling (its cassette's ``settings``), which shape the
+        requests the replay must send again.
+
+        Raises:
+            CassetteError: the cassette records one of them as a value it cannot have.
+        """
+        replayed = self.replayed
+        if replayed is None:
+            return self.settings
+        recorded, settings = replayed.settings, self.settings
+        key = "max_tool_iterations"
+        try:
+            if (iterations := recorded.get(key)) is not None:
+                settings = attrs.evolve(
+                    settings, mcp=attrs.evolve(settings.mcp, max_tool_iterations=iterations)
+                )
+            key = "agent_sampling"
+            if (sampling := recorded.get(key)) is not None:
+                if not isinstance(sampling, dict):
+                    raise TypeError(f"expected a JSON object, got {sampling!r}")
+                settings = attrs.evolve(settings, agent_sampling=SamplingSettings(**sampling))
+        except (TypeError, ValueError) as exc:
+            raise CassetteError(
+                f"{self.replay}: the header's settings.{key} is not valid ({exc}); record the cassette again"
+            ) from None
+        return settings
 
     def log_files(self) -> LogFiles:
         """The JSON-lines event log and the episode log (relative paths: to the current folder)."""
@@ -143,22 +199,24 @@ class Orchestrator:
         return McpConfig(servers=(*reasoning.servers, game), source=reasoning.source)
 
     def _bridge(self) -> Bridge:
+        """The episode's Bridge; nothing has started yet (a cassette recorded is not yet held)."""
         servers = self.servers()
         walkthrough = self.walkthrough
         if walkthrough is None and self.replay is None:
             walkthrough = scripted_walkthrough(
                 self.settings, self.game_path, model=self.model, base_url=self.base_url
             )
+        chat_model = self._cassette_model(walkthrough)
         try:
             return Bridge(
-                self.settings,
+                self.played_settings(),
                 servers=servers,
                 agent_tools=self.mcp_on,
                 recorder=self.recorder,
                 model=self.model,
                 base_url=self.base_url,
                 walkthrough=walkthrough,
-                chat_model=self._cassette_model(walkthrough),
+                chat_model=chat_model,
                 log_files=self.log_files(),
             )
         except MCPError:
@@ -168,26 +226,32 @@ class Orchestrator:
 
     def _cassette_model(self, walkthrough: Sequence[str] | None) -> ChatModelFactory | None:
         """The chat model of a recorded (``record``) or replayed (``replay``) episode, else ``None``."""
-        if self.replay is not None:
-            replayed = ReplayModel(self.replay)
+        replayed = self.replayed
+        if replayed is not None:
             recorded_md5 = replayed.header.get("game_md5")
-            if recorded_md5 is not None and recorded_md5 != _md5(self.game_path):
+            if recorded_md5 is not None and recorded_md5 != story_md5(self.game_path):
                 raise CassetteError(
                     f"{self.replay}: the cassette was recorded with another story file "
                     f"({replayed.header.get('game')}); pass it with --game"
                 )
-            self._replayed = replayed  # read once
+            if self.mcp_enabled is False and replayed.settings.get("mcp_enabled") is True:
+                raise CassetteError(
+                    f"{self.replay}: the cassette was recorded with MCP on (its header's "
+                    "settings.mcp_enabled is true), and this run turns it off, so the tools offered would "
+                    "differ at turn 1; drop --no-mcp"
+                )
+            self.played_settings()  # its settings are valid
             return lambda: _fixed(replayed)
         if self.record is None:
             return None
         choice = ModelChoice.from_settings(
             self.settings, model_override=self.model, base_url_override=self.base_url, walkthrough=walkthrough
         )
-        choice.announce(self.recorder)
         header = CassetteHeader(
             model=choice.plays,
+            scripted=choice.scripted is not None,
             game=self.game_path.name,
-            game_md5=_md5(self.game_path),
+            game_md5=story_md5(self.game_path),
             seed=self.seed,
             max_turns=self.turn_limit,
             settings={
@@ -197,12 +261,14 @@ class Orchestrator:
                 "agent_sampling": attrs.asdict(self.settings.agent_sampling),
             },
         )
-        path, recorder = self.record, self.recorder
+        self._recording = cassette = CassetteFile(self.record, header)  # held by run()
+        choice.announce(self.recorder)
+        recorder = self.recorder
 
         @asynccontextmanager
         async def recording() -> AsyncIterator[ChatModel]:
             async with choice.open(recorder) as inner:
-                yield RecordingModel(inner, path, header)
+                yield RecordingModel.onto(inner, cassette)
 
         return recording
 
@@ -213,12 +279,16 @@ class Orchestrator:
         episode with a summary (``stopped`` is ``"interrupted"`` / ``"error"``). A server that does
         not start, a model that fails, or a log or the cassette that cannot be written (a full disk)
         also write ``episode_complete`` (when the log can take it) and set :attr:`summary`
-        (``stopped="error"``), then raise.
+        (``stopped="error"``), then raise. A replay of a recording cut short (Ctrl-C, an error, a
+        crash) that plays every turn its cassette holds ends with ``stopped`` ``"end of cassette"``.
 
         Returns:
             The summary; ``stopped`` says why the episode ended.
 
         Raises:
+            CassetteError: before anything started: the cassette replayed is not one, or does not
+                fit this run (another story file, ``mcp_enabled=False`` for a recording with MCP on);
+                the cassette recorded is held by another recording (the message names its process).
             MCPError: the MCP servers could not be set up (Requirement 9.3): a bad
                 ``mcp_config.json`` (``ConfigError``, before anything started), a server that does
                 not start on the first turn (``MCPServerStartupError``), a model that cannot call tools.
@@ -227,6 +297,13 @@ class Orchestrator:
                 disk); the episode stopped at that turn, and each file keeps the whole lines it held.
         """
         bridge = self._bridge()
+        with ExitStack() as holds:
+            if self._recording is not None:
+                holds.enter_context(self._recording)  # before anything starts, until the episode ends
+            return self._run(bridge)
+
+    def _run(self, bridge: Bridge) -> EpisodeSummary:
+        replayed = self.replayed
         self.episode = episode = Episode(
             events=self.recorder,
             episode_id=bridge.setup.episode_id,
@@ -236,7 +313,10 @@ class Orchestrator:
             mcp_on=self.mcp_on,
             on_start=self.on_start,
             on_turn=self.on_turn,
+            replayed_from=None if self.replay is None else str(self.replay),
+            cassette_turns=None if replayed is None or self.max_turns is not None else max(replayed.turns, 1),
         )
+        self._tell_incomplete()
         stopped, error = "turn limit", None
         failure: MCPError | LLMError | RunWriteError | None = None
         try:
@@ -267,18 +347,29 @@ class Orchestrator:
             raise failure
         return self.summary
 
+    def _tell_incomplete(self) -> None:
+        """A replay of a cassette whose last line is incomplete (a crash, ``kill -9``) says so first."""
+        replayed = self.replayed
+        if replayed is None or replayed.incomplete_line is None:
+            return
+        held = f"{replayed.turns} whole turn{'' if replayed.turns == 1 else 's'}"
+        self.recorder.log(
+            "WARNING",
+            f"{self.replay}: its last line (line {replayed.incomplete_line}) is incomplete: the recording "
+            f"stopped in the middle of a write (a crash or kill -9); the replay plays the {held} before it",
+        )
+
     def _tell_cut_short(self) -> None:
         """A replay that played every turn of a cassette whose recording was cut short says so."""
-        replayed = self._replayed
-        if replayed is None or self.max_turns is not None or self.summary is None:
+        replayed = self.replayed
+        if replayed is None or self.summary is None or self.summary.stopped != "end of cassette":
             return
-        if self.summary.stopped == "turn limit" and replayed.cut_short and replayed.turns > 0:
-            self.recorder.log(
-                "WARNING",
-                f"{self.replay}: the recording was cut short (Ctrl-C or an error): the cassette holds "
-                f"{replayed.turns} of the recorded episode's {replayed.recorded_turn_limit} turns, and "
-                "the replay played them all",
-            )
+        self.recorder.log(
+            "WARNING",
+            f"{self.replay}: the recording was cut short (Ctrl-C, an error or a crash): the cassette holds "
+            f"{replayed.turns} of the recorded episode's {replayed.recorded_turn_limit} turns, and the "
+            "replay played them all",
+        )
 
     @property
     def records(self) -> list[TurnRecord]:
@@ -294,10 +385,6 @@ class Orchestrator:
 @asynccontextmanager
 async def _fixed(model: ChatModel) -> AsyncIterator[ChatModel]:
     yield model
-
-
-def _md5(path: Path) -> str:
-    return hashlib.md5(path.read_bytes(), usedforsecurity=False).hexdigest()
 
 
 def _answer_with(bridge: Bridge) -> Callable[[Step], Any]:

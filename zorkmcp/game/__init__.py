@@ -22,6 +22,7 @@ from ._paths import PACKAGED_GAMES_DIR as PACKAGED_GAMES_DIR
 from ._paths import ZORK1_MD5 as ZORK1_MD5
 from ._paths import default_games_dirs as default_games_dirs
 from ._paths import resolve_game_path as resolve_game_path
+from ._paths import story_md5 as story_md5
 from ._state import HISTORY_LIMIT as HISTORY_LIMIT
 from ._state import GameState as GameState
 

@@ -14,6 +14,7 @@ The order (seeds 003 §Server Initialization for ``GAME``):
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -30,6 +31,7 @@ __all__ = [
     "ZORK1_MD5",
     "default_games_dirs",
     "resolve_game_path",
+    "story_md5",
 ]
 
 ZORK1_MD5 = "1d4606016ea58ee038da53d994392323"
@@ -148,3 +150,12 @@ def _existing(path: Path, source: str) -> Path:
             f"game file {path} (from {source}) is not a file. Point it at a story file such as zork1.z3"
         )
     return path
+
+
+def story_md5(path: Path) -> str:
+    """The story file's md5: what a cassette's header and an eval record keep of their game.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    return hashlib.md5(path.read_bytes(), usedforsecurity=False).hexdigest()

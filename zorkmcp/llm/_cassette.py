@@ -14,34 +14,60 @@ are left out.
   what differs: the cassette's line, the message and its field, and an excerpt of both sides around
   the first character that differs. Other agents can test against recorded episodes the same way.
   Its :attr:`~ReplayModel.turn_limit` is the recorded episode's, so a replay ends where the episode
-  did (a recording cut short by Ctrl-C or an error: the turns it holds).
+  did (a recording cut short by Ctrl-C, an error or a crash: the whole turns it holds).
 
-The file is written from a worker thread, one append per request, each whole or not at all (see
-:class:`RecordingModel`); reading happens once, before the episode starts.
+A recording owns its cassette from its first exchange (or :meth:`RecordingModel.start`) until it is
+closed: an exclusive lock (``flock``) on ``.NAME.lock`` beside the cassette, holding the recorder's
+process id, so a second recording of the same file stops before it records anything
+(:class:`~zorkmcp.errors.CassetteError` naming the file and the other process). The header is
+written through a temporary file renamed over the cassette, and every exchange is appended to the
+file written then, by its descriptor. The file is written from a worker thread, one append per
+request, each whole or not at all (see :class:`RecordingModel`); reading happens once, before the
+episode starts.
+
+Where a turn starts and ends is read from the requests and the replies themselves, as the engine
+makes them (:func:`zorkmcp.engine.run_turn`): a turn's first request ends with the turn's user
+message; its forced final call also ends with a user message, the one that asks for the final
+answer (:data:`zorkmcp.engine.FORCE_FINAL_MESSAGE`), whatever its ``response_format``; a turn ends
+with an answer (a reply with content and no tool call), with its forced final call, or with the
+answer given as the one call to a tool it was not offered. A cassette cut in the middle of a turn
+(Ctrl-C, a crash or ``kill -9`` in the middle of a write: its last line incomplete) replays the
+whole turns before the cut.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
+import weakref
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio.lowlevel
 import anyio.to_thread
 import attrs
 
-from .._outputs import append_whole, write_atomically, write_error
+from .._locks import LockHeldError, hold, let_go, make_folders, remove_empty
+from .._outputs import append_whole, open_written, write_error, written_in_place
 from ..errors import CassetteError, CassetteMismatchError
 from ._models import FunctionCall, LLMResponse, ToolCall
 from ._scripted import SCRIPTED_MODEL_NAME
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-    from pathlib import Path
+    from collections.abc import Mapping, Sequence
+    from types import TracebackType
 
     from ._models import ChatModel, CompletionRequest
 
-__all__ = ["CASSETTE_FORMAT", "CASSETTE_VERSION", "CassetteHeader", "RecordingModel", "ReplayModel"]
+__all__ = [
+    "CASSETTE_FORMAT",
+    "CASSETTE_VERSION",
+    "CassetteFile",
+    "CassetteHeader",
+    "RecordingModel",
+    "ReplayModel",
+]
 
 CASSETTE_FORMAT = "zorkmcp-cassette"
 CASSETTE_VERSION = 1
@@ -107,12 +133,162 @@ def _normalized(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
+def lock_path(path: Path) -> Path:
+    """The lock file a recording of ``path`` holds: ``.NAME.lock`` beside the file a link leads to."""
+    target = Path(os.path.realpath(path))
+    return target.with_name(f".{target.name}.lock")
+
+
+class CassetteFile:
+    """A cassette being recorded: held by this recording from :meth:`claim` to :meth:`close`.
+
+    The claim is an exclusive lock on :func:`lock_path` (``.NAME.lock`` beside the cassette), which
+    holds this process's id; the system lets it go when the process ends, however it ends. A second
+    recording of the same cassette (another process, or another :class:`CassetteFile` in this one)
+    is refused when it claims it. A cassette written in place (``/dev/null``, a named pipe) is not
+    claimed: it is not a file of its own.
+
+    The header is written by the first :meth:`append` (or :meth:`start`): through a temporary file
+    renamed over ``path``, so a file that was there is left as it was until then. Every exchange is
+    appended to the file written then, by its descriptor: never to whatever is at ``path`` later.
+    Each exchange is appended whole or not at all; one that cannot be written (a full disk) cuts
+    the file back to the end of the last whole turn.
+
+    Args:
+        path: the cassette.
+        header: its first line (``scripted`` may still be filled in before it is written).
+    """
+
+    def __init__(self, path: Path, header: CassetteHeader) -> None:
+        self.path = path
+        self.header = header
+        self._held: _Held | None = None
+        self._closed = False
+        self._turn_start: int | None = None  # the size of the cassette before this turn's first exchange
+
+    @property
+    def claimed(self) -> bool:
+        """Whether this recording holds the cassette (:meth:`claim` was called, :meth:`close` not yet)."""
+        return self._held is not None
+
+    def claim(self) -> None:
+        """Hold the cassette for this recording; nothing is written to it yet.
+
+        Raises:
+            CassetteError: another recording holds it (the message names the file and the holder's
+                process id), its lock file cannot be made beside it, or this recording was closed.
+        """
+        if self._held is not None:
+            return
+        if self._closed:
+            raise CassetteError(f"{self.path}: this recording was closed; start another to record again")
+        lock = lock_path(self.path)
+        fd: int | None = None
+        made: list[Path] = []
+        if not written_in_place(self.path):
+            try:
+                made = make_folders(lock.parent)
+                fd = hold(lock)
+            except LockHeldError as held:
+                holder = f" (pid {held.holder})" if held.holder is not None else ""
+                raise CassetteError(
+                    f"{self.path}: another recording{holder} is writing to this cassette; wait for it "
+                    "to end, or record to another file (nothing was played or recorded)"
+                ) from None
+            except OSError as exc:
+                remove_empty(made)
+                raise CassetteError(
+                    f"{self.path}: its lock file {lock} cannot be made ({exc.strerror or exc}), so the "
+                    "recording cannot hold the cassette; record to another folder"
+                ) from exc
+        self._held = _Held(lock, fd, made)
+        weakref.finalize(self, self._held.release)  # a recording used without close(): at collection
+
+    def start(self) -> None:
+        """Claim the cassette (:meth:`claim`) and write the header (sync: before the episode's loop).
+
+        Raises:
+            CassetteError: another recording holds the cassette.
+            RunWriteError: the header cannot be written; a file that was at ``path`` is left as it was.
+        """
+        self.claim()
+        assert self._held is not None
+        if self._held.written is not None:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._held.written = open_written(
+                self.path, json.dumps(self.header.to_json(), default=str) + "\n"
+            )
+        except OSError as exc:
+            raise write_error(self.path, exc) from exc
+        self._turn_start = None
+
+    def append(self, line: str, *, opens_turn: bool) -> None:
+        """Append one exchange (sync: call it from a worker thread), whole or not at all.
+
+        Raises:
+            CassetteError: the cassette was not claimed yet, and another recording holds it.
+            RunWriteError: it cannot be written; the cassette keeps the whole turns it held.
+        """
+        self.start()
+        written = self._held.written if self._held is not None else None
+        assert written is not None
+        data = (line + "\n").encode("utf-8")
+        try:  # a turn's later exchange that fails takes the turn's earlier ones with it
+            before = append_whole(written, data, keep=None if opens_turn else self._turn_start)
+        except OSError as exc:
+            raise write_error(self.path, exc) from exc
+        if opens_turn:
+            self._turn_start = before
+
+    def close(self) -> None:
+        """Let the cassette go: close it and remove its lock file (what was recorded stays)."""
+        held, self._held, self._closed = self._held, None, True
+        if held is not None:
+            held.release()
+
+    def __enter__(self) -> CassetteFile:
+        self.claim()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+@attrs.define
+class _Held:
+    """A claimed cassette: its lock (``None``: not locked), the folders made for it, and the
+    descriptor of the file written (``None``: nothing written yet)."""
+
+    lock: Path
+    lock_fd: int | None
+    made: list[Path]
+    written: int | None = None
+
+    def release(self) -> None:
+        """Close the cassette and let its lock go (once); the folders made for it go if they stayed empty."""
+        written, self.written = self.written, None
+        if written is not None:
+            os.close(written)
+        lock_fd, self.lock_fd = self.lock_fd, None
+        let_go(self.lock, lock_fd)
+        made, self.made = self.made, []
+        remove_empty(made)
+
+
 class RecordingModel:
     """A :class:`ChatModel` that passes every request to ``inner`` and appends the exchange to ``path``.
 
-    The cassette only ever holds whole turns: each exchange is appended whole or not at all, and when
-    one cannot be written (a full disk) the file is cut back to the end of the last whole turn, so a
-    replay plays the turns it holds (:attr:`ReplayModel.turns`), and the request fails.
+    The recording holds its cassette (:class:`CassetteFile`) from its first request (or :meth:`start`,
+    or the start of a ``with`` block) until :meth:`close` (or the end of that block, or of the
+    process): a second recording of the same file raises :class:`~zorkmcp.errors.CassetteError`
+    before its model is asked anything. The cassette only ever holds whole turns: each exchange is
+    appended whole or not at all, and when one cannot be written (a full disk) the file is cut back
+    to the end of the last whole turn, so a replay plays the turns it holds
+    (:attr:`ReplayModel.turns`), and the request fails.
 
     Args:
         inner: the model that answers.
@@ -122,12 +298,22 @@ class RecordingModel:
 
     def __init__(self, inner: ChatModel, path: Path, header: CassetteHeader) -> None:
         self._inner = inner
-        self._path = path
-        self._header = (
-            header if header.scripted is not None else attrs.evolve(header, scripted=inner.scripted)
-        )
-        self._started = False
-        self._turn_start: int | None = None  # the size of the cassette before this turn's first exchange
+        self._file = CassetteFile(path, header)
+        self._fill_in_scripted()
+
+    @classmethod
+    def onto(cls, inner: ChatModel, cassette: CassetteFile) -> RecordingModel:
+        """A recording onto a cassette its owner already claimed (and closes): one held from before
+        the model exists, as ``zorkmcp play`` holds it from before the episode's servers start."""
+        model = cls.__new__(cls)
+        model._inner, model._file = inner, cassette
+        model._fill_in_scripted()
+        return model
+
+    def _fill_in_scripted(self) -> None:
+        header = self._file.header
+        if header.scripted is None:
+            self._file.header = attrs.evolve(header, scripted=self._inner.scripted)
 
     @property
     def model(self) -> str:
@@ -142,47 +328,68 @@ class RecordingModel:
         """The model that answers."""
         return self._inner
 
+    @property
+    def cassette(self) -> CassetteFile:
+        """The cassette it writes."""
+        return self._file
+
     async def complete(self, request: CompletionRequest, /) -> LLMResponse:
         """The inner model's reply, once the exchange is on the cassette.
 
         Raises:
+            CassetteError: the first request, and another recording holds the cassette (the inner
+                model was not asked).
             RunWriteError: the cassette cannot be written (the message names it and the reason); it
                 keeps the whole turns it held.
         """
+        if not self._file.claimed:
+            await anyio.to_thread.run_sync(self._file.claim)
         response = await self._inner.complete(request)
         recorded = request_json(request)
         line = json.dumps({"request": recorded, "response": _response_json(response)}, default=str)
-        await anyio.to_thread.run_sync(self._append, line, _opens_turn(recorded))
+        opens = _opens_turn(recorded)
+        await anyio.to_thread.run_sync(lambda: self._file.append(line, opens_turn=opens))
         return response
 
     def start(self) -> None:
-        """Write the header (sync: call it before the episode's loop starts).
+        """Claim the cassette and write the header (sync: call it before the episode's loop starts).
 
         Raises:
+            CassetteError: another recording holds the cassette.
             RunWriteError: the header cannot be written; a file that was at ``path`` is left as it was.
         """
-        try:
-            self._path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomically(self._path, json.dumps(self._header.to_json(), default=str) + "\n")
-        except OSError as exc:
-            raise write_error(self._path, exc) from exc
-        self._started, self._turn_start = True, None
+        self._file.start()
 
-    def _append(self, line: str, opens_turn: bool) -> None:
-        if not self._started:
-            self.start()
-        try:  # a turn's later exchange that fails takes the turn's earlier ones with it
-            before = append_whole(
-                self._path, (line + "\n").encode("utf-8"), keep=None if opens_turn else self._turn_start
-            )
-        except OSError as exc:
-            raise write_error(self._path, exc) from exc
-        if opens_turn:
-            self._turn_start = before
+    def close(self) -> None:
+        """Let the cassette go (what was recorded stays); a later request raises :class:`CassetteError`."""
+        self._file.close()
+
+    def __enter__(self) -> RecordingModel:
+        self._file.claim()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
 
 
-def _load(path: Path) -> tuple[dict[str, Any], list[tuple[int, dict[str, Any]]]]:
-    """The header and the exchanges, each with its line number in the file (blank lines are skipped)."""
+@attrs.frozen
+class _Loaded:
+    """A cassette as read: its header, its exchanges with their line numbers, and what was left out."""
+
+    header: dict[str, Any]
+    exchanges: list[tuple[int, dict[str, Any]]]
+    incomplete_line: int | None
+    """The line number of an incomplete last line (left out), else ``None``."""
+
+
+def _load(path: Path) -> _Loaded:
+    """The header and the exchanges, each with its line number in the file (blank lines are skipped).
+
+    A last line that is incomplete (no newline, not JSON: a recording stopped in the middle of a
+    write) is left out; any other line that is not JSON makes the file no cassette.
+    """
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -192,21 +399,27 @@ def _load(path: Path) -> tuple[dict[str, Any], list[tuple[int, dict[str, Any]]]]
     except (OSError, UnicodeDecodeError) as exc:
         raise CassetteError(f"{path}: cannot read the cassette: {exc}") from None
     lines = text.splitlines()
-    if not text.endswith("\n") and lines:
-        raise CassetteError(f"{path}: the cassette is truncated (its last line is incomplete)")
+    unfinished = len(lines) if lines and not text.endswith("\n") else None
+    incomplete: int | None = None
     records: list[tuple[int, Any]] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():  # a blank line (a text editor's trailing newline) holds nothing
             continue
         try:
             records.append((number, json.loads(line)))
-        except json.JSONDecodeError as exc:
+        except ValueError as exc:
+            if number == unfinished and number > 1:  # cut in the middle of a write: those before are whole
+                incomplete = number
+                break
+            if number == unfinished:
+                raise CassetteError(
+                    f"{path}: the cassette is truncated (its header, line 1, is incomplete); record it again"
+                ) from None
+            why = str(exc)
+            if isinstance(exc, json.JSONDecodeError):  # ("Unterminated string starting at" ends so)
+                why = f"{exc.msg.removesuffix(' at')} at column {exc.colno}"
             raise CassetteError(
-                f"{path}: not a zorkmcp cassette (line {number} is not JSON: {exc.msg} at column {exc.colno})"
-            ) from None
-        except ValueError as exc:  # (a number too long to read)
-            raise CassetteError(
-                f"{path}: not a zorkmcp cassette (line {number} is not JSON: {exc})"
+                f"{path}: not a zorkmcp cassette (line {number} is not JSON: {why})"
             ) from None
     if not records or not isinstance(records[0][1], dict) or records[0][1].get("format") != CASSETTE_FORMAT:
         raise CassetteError(
@@ -229,17 +442,79 @@ def _load(path: Path) -> tuple[dict[str, Any], list[tuple[int, dict[str, Any]]]]
             raise CassetteError(f"{path}: line {number} is not a recorded exchange")
         if not isinstance(exchange.get("response"), dict):
             raise CassetteError(f"{path}: line {number} is not a recorded exchange")
-    return header, exchanges
+    return _Loaded(header, exchanges, incomplete)
+
+
+def _asks_for_the_final_answer(message: Any) -> bool:
+    """Whether ``message`` is the forced final call's user message: the request for the final answer
+    (:data:`~zorkmcp.engine.FORCE_FINAL_MESSAGE`) on its own, or added to the turn's user message (a
+    paragraph at the end of its text, or its last text part)."""
+    from ..engine import FORCE_FINAL_MESSAGE  # (the engine imports this package)
+
+    if not isinstance(message, dict) or message.get("role") != "user":
+        return False
+    content = message.get("content")
+    if isinstance(content, str):
+        return content == FORCE_FINAL_MESSAGE or content.endswith(f"\n\n{FORCE_FINAL_MESSAGE}")
+    if isinstance(content, list) and content:
+        last = content[-1]
+        return (
+            isinstance(last, dict) and last.get("type") == "text" and last.get("text") == FORCE_FINAL_MESSAGE
+        )
+    return False
+
+
+def _last_message(request: Mapping[str, Any]) -> Any:
+    messages = request.get("messages")
+    return messages[-1] if isinstance(messages, list) and messages else None
 
 
 def _opens_turn(request: Mapping[str, Any]) -> bool:
     """Whether a request (in its recorded form) is a turn's first: it ends with the turn's user message.
 
-    The forced final call also ends with a user message, but it has a ``response_format``.
+    The forced final call also ends with a user message: the one that asks for the final answer
+    (:func:`_asks_for_the_final_answer`), whatever its ``response_format`` (``None`` too, as
+    :class:`~zorkmcp.engine.TurnOptions` has it by default). A tool round ends with a tool result.
     """
-    messages = request.get("messages")
-    last = messages[-1] if isinstance(messages, list) and messages else None
-    return isinstance(last, dict) and last.get("role") == "user" and request.get("response_format") is None
+    last = _last_message(request)
+    return isinstance(last, dict) and last.get("role") == "user" and not _asks_for_the_final_answer(last)
+
+
+def _ends_turn(exchange: Mapping[str, Any]) -> bool:
+    """Whether the engine's turn ends with this exchange (so the cassette holds that turn whole).
+
+    It does with the forced final call, whatever its reply; with a reply that has content and no
+    tool call (the answer); and with a reply whose one call names a tool the request did not offer
+    (the answer given as a call; see :mod:`zorkmcp.engine`). A reply with tool calls to run, or with
+    neither content nor a call, is followed by another request of the same turn.
+    """
+    request, response = exchange["request"], exchange["response"]
+    if _asks_for_the_final_answer(_last_message(request)):
+        return True
+    calls = response.get("tool_calls")
+    if calls:
+        offered = set(_tool_names(request.get("tools")))
+        names = [c.get("function", {}).get("name") if isinstance(c, dict) else None for c in calls]
+        return (
+            len(names) == 1
+            and isinstance(names[0], str)
+            and names[0].removeprefix("functions.") not in offered
+        )
+    return bool(response.get("content"))
+
+
+def _whole(exchanges: Sequence[tuple[int, dict[str, Any]]]) -> int:
+    """How many of ``exchanges`` make whole turns: all but those of a last turn cut in the middle.
+
+    A turn followed by another is whole; the last one is whole when its last exchange ends it
+    (:func:`_ends_turn`). Exchanges before any turn's first request are left as they are.
+    """
+    if not exchanges or _ends_turn(exchanges[-1][1]):
+        return len(exchanges)
+    for index in range(len(exchanges) - 1, -1, -1):
+        if _opens_turn(exchanges[index][1]["request"]):
+            return index
+    return len(exchanges)
 
 
 def _tool_names(tools: Any) -> list[str]:
@@ -334,19 +609,29 @@ class ReplayModel:
     model's episode (a cassette whose header does not say whether it was scripted: the offline
     scripted model's name says it).
 
+    A cassette cut in the middle of a turn (Ctrl-C, a crash, ``kill -9``) replays the whole turns
+    before the cut: the exchanges of the turn it cut (:attr:`left_out`) and an incomplete last line
+    (:attr:`incomplete_line`) are left out.
+
     Args:
         path: the cassette.
 
     Raises:
-        CassetteError: the file is missing, truncated or not a cassette (a bad line is named by its
-            line number; blank lines are skipped).
+        CassetteError: the file is missing, not a cassette, or a line before its last is not JSON
+            (named by its line number; blank lines are skipped).
     """
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.header, exchanges = _load(path)
-        self._lines = [number for number, _ in exchanges]
-        self._exchanges = [exchange for _, exchange in exchanges]
+        loaded = _load(path)
+        self.header = loaded.header
+        self.incomplete_line = loaded.incomplete_line
+        """The line number of the cassette's last line when it is incomplete (left out), else ``None``."""
+        whole = _whole(loaded.exchanges)
+        self.left_out = len(loaded.exchanges) - whole
+        """The exchanges of a last turn cut in the middle (not replayed)."""
+        self._lines = [number for number, _ in loaded.exchanges[:whole]]
+        self._exchanges = [exchange for _, exchange in loaded.exchanges[:whole]]
         self._position = 0
         self._turns = 0
         self._held = sum(_opens_turn(exchange["request"]) for exchange in self._exchanges)
@@ -363,13 +648,20 @@ class ReplayModel:
         return scripted if isinstance(scripted, bool) else self.model == SCRIPTED_MODEL_NAME
 
     @property
+    def settings(self) -> Mapping[str, Any]:
+        """The settings the header recorded (``mcp_enabled``, ``max_tool_iterations``,
+        ``agent_sampling``, ``base_url``); empty when it recorded none."""
+        settings = self.header.get("settings")
+        return settings if isinstance(settings, dict) else {}
+
+    @property
     def remaining(self) -> int:
         """Exchanges not yet replayed."""
         return len(self._exchanges) - self._position
 
     @property
     def turns(self) -> int:
-        """The turns the cassette holds (the recorded requests that open a turn)."""
+        """The whole turns the cassette holds (the recorded requests that open a turn)."""
         return self._held
 
     @property
@@ -382,7 +674,7 @@ class ReplayModel:
     def cut_short(self) -> bool:
         """Whether the cassette holds fewer turns than the recorded episode's limit.
 
-        Its recording was stopped (Ctrl-C, an error) or the game ended before the limit.
+        Its recording was stopped (Ctrl-C, an error, a crash) or the game ended before the limit.
         """
         limit = self.recorded_turn_limit
         return limit is not None and self.turns < limit
@@ -392,9 +684,9 @@ class ReplayModel:
         """The turns a replay plays: the recorded episode's limit, or the turns the cassette holds if fewer.
 
         A recorded episode that ran to its turn limit replays to it; one that ended with the game
-        (victory, game over) ends the same way at the same turn; one stopped by Ctrl-C or an error
-        (or a cassette whose header does not tell the limit: recorded by an older zorkmcp) replays
-        the turns it recorded. At least 1: a cassette that holds no turn says so at the first.
+        (victory, game over) ends the same way at the same turn; one stopped by Ctrl-C, an error or
+        a crash (or a cassette whose header does not tell the limit: recorded by an older zorkmcp)
+        replays the turns it recorded. At least 1: a cassette that holds no turn says so at the first.
         """
         limit = self.recorded_turn_limit
         return max(self.turns if limit is None else min(limit, self.turns), 1)
