@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import select
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+import time
 import uuid
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -88,12 +93,16 @@ def run_in_tmux(
     width: int,
     height: int,
     *,
-    meanwhile: Callable[[Callable[..., object]], object] | None = None,
+    meanwhile: Callable[..., object] | None = None,
+    watch: bool = False,
 ) -> list[str]:
     """``command`` in a ``width``×``height`` tmux pane (a real terminal); the screen and its scrollback.
 
     ``meanwhile``, if given, is called while the command runs with a function that types keys into
-    the pane (``send("abc")``, ``send("C-c")``: tmux's ``send-keys``).
+    the pane (``send("abc")``, ``send("C-c")``: tmux's ``send-keys``). With ``watch``, it gets a
+    second one, ``wait_for(text)``: it returns once the pane has shown ``text`` (in what the command
+    wrote to the terminal, its escape sequences left out), reading that as it comes (tmux's
+    ``pipe-pane`` into a named pipe), and fails after 60 s without it.
 
     Skips the test when tmux is not installed.
     """
@@ -104,19 +113,63 @@ def run_in_tmux(
     script = f"cd {cwd} && {command}; {' '.join(tmux)} wait-for -S ran; exec cat"
     env = offline_env(TERM="xterm-256color")
     env.pop("TMUX", None)
-    subprocess.run(
-        [*tmux, "new-session", "-d", "-x", str(width), "-y", str(height), script], env=env, check=True
-    )
-    try:
-        if meanwhile is not None:
-            meanwhile(lambda *keys: subprocess.run([*tmux, "send-keys", *keys], env=env, check=True))
-        subprocess.run([*tmux, "wait-for", "ran"], env=env, check=True, timeout=60)
-        pane = subprocess.run(
-            [*tmux, "capture-pane", "-p", "-S", "-200"], env=env, check=True, capture_output=True, text=True
-        )
-    finally:
-        subprocess.run([*tmux, "kill-server"], env=env, check=False)
+    with tempfile.TemporaryDirectory() as folder:
+        pipe = Path(folder) / "pane"
+        os.mkfifo(pipe)
+        reader = os.open(pipe, os.O_RDWR | os.O_NONBLOCK)  # always a writer: select() wakes only for data
+        try:
+            subprocess.run(
+                [*tmux, "new-session", "-d", "-x", str(width), "-y", str(height), script], env=env, check=True
+            )
+            try:
+                if watch:
+                    subprocess.run([*tmux, "pipe-pane", f"cat > {pipe}"], env=env, check=True)
+                if meanwhile is not None:
+
+                    def send(*keys: str) -> None:
+                        subprocess.run([*tmux, "send-keys", *keys], env=env, check=True)
+
+                    meanwhile(send, partial(_wait_for, reader, [])) if watch else meanwhile(send)
+                subprocess.run([*tmux, "wait-for", "ran"], env=env, check=True, timeout=60)
+                pane = subprocess.run(
+                    [*tmux, "capture-pane", "-p", "-S", "-200"],
+                    env=env,
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                )
+            finally:
+                subprocess.run([*tmux, "kill-server"], env=env, check=False)
+        finally:
+            os.close(reader)
     return pane.stdout.rstrip("\n").splitlines()
+
+
+_ESCAPES = re.compile(
+    r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b[=>78]|\r"
+)
+"""What a terminal takes as commands in a program's output (CSI, OSC, charsets, keypad modes), and CR."""
+
+
+WAIT_FOR_SECONDS = 60.0
+"""How long ``wait_for`` (:func:`run_in_tmux`) waits for its text at most: a bound, not a pace."""
+
+
+def _wait_for(reader: int, seen: list[bytes], text: str) -> None:
+    """Read the pane's output from ``reader`` until, escape sequences left out, it holds ``text``.
+
+    A live view redraws itself: output comes all the time, so the bound is on the whole wait.
+    """
+
+    def shown() -> str:
+        return _ESCAPES.sub("", b"".join(seen).decode("utf-8", "replace"))
+
+    deadline = time.monotonic() + WAIT_FOR_SECONDS
+    while text not in shown():
+        left = deadline - time.monotonic()
+        ready = select.select([reader], [], [], max(left, 0))[0] if left > 0 else []
+        assert ready, f"the pane never showed {text!r}; its last output: {shown()[-600:]!r}"
+        seen.append(os.read(reader, 65536))
 
 
 def write_project(

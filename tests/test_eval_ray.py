@@ -108,6 +108,25 @@ def test_episodes_run_as_ray_tasks_and_no_ray_process_outlives_the_run(tmp_path:
         assert json.loads(events[-1])["event_type"] == "episode_complete"
     assert (run / "summary.json").is_file()
     assert _ray_processes() - before == set()
+    # what the workers played with came back with their records, and a resume here keeps them: the
+    # runner changes no episode
+    resumed = subprocess.run(
+        [*command[:4], *command[5:], "--resume", "--episodes", "3"], cwd=tmp_path, env=offline_env(),
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "1 episode(s) played, 2 resumed" in resumed.stdout
+    played = {
+        r["seed"]: r
+        for r in (json.loads(p.read_text()) for p in (run / "episodes" / "no-mcp").glob("seed-*.json"))
+    }
+    assert [played[seed]["runner"] for seed in (12, 13, 14)] == ["ray", "ray", "local"]
+    assert {
+        json.dumps([r["setup"], r["game_md5"], r["base_url"], r["servers_disabled"]]) for r in played.values()
+    } == {json.dumps([
+        {"fingerprint": "4f0ad0848e48c235", "agent": {"turn_timeout_seconds": None}, "servers": {}},
+        "1d4606016ea58ee038da53d994392323", None, [],
+    ])}  # fmt: skip
 
 
 def test_an_address_ray_cannot_use_stops_the_run_in_one_line_and_writes_nothing(tmp_path: Path) -> None:

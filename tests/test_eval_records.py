@@ -81,7 +81,7 @@ def _row(arm: str, episodes: int, failed: int, score: str, low_high: str) -> str
         ("scores", "[0, 5, 2.5]", "scores is [0, 5, 2.5], not a list of integers"),
         ("max_score", '"350"', "max_score is &quot;350&quot;, not an integer or null"),
         ("moves", "-3", "moves is -3, not a count (an integer &gt;= 0)"),
-        ("prompt_tokens", "1.5", "prompt_tokens is 1.5, not a count (an integer &gt;= 0)"),
+        ("prompt_tokens", "1.5", "prompt_tokens is 1.5, not a count (an integer &gt;= 0) or null"),
         ("wall_seconds", "Infinity", "wall_seconds is Infinity, not a number of seconds (finite, &gt;= 0)"),
         (
             "wall_seconds",
@@ -98,6 +98,10 @@ def _row(arm: str, episodes: int, failed: int, score: str, low_high: str) -> str
         ("arm", '"other"', "arm is &quot;other&quot;, but the file is in walkA/"),
         ("seed", "14", "seed is 14, but the file is seed-15.json"),
         ("seed", "true", "seed is true, not a count (an integer &gt;= 0)"),
+        # a score no episode ends with: past the game's 350, not the last of the scores played
+        ("score", "999", "score is 999, above max_score 350"),
+        ("score", "-50", "score is -50, but the last of scores is 0"),
+        ("scores", "[0, 400, 0]", "scores holds 400, above max_score 350"),
     ],
 )
 def test_a_record_with_a_field_of_the_wrong_kind_is_skipped_and_said_why(
@@ -109,16 +113,31 @@ def test_a_record_with_a_field_of_the_wrong_kind_is_skipped_and_said_why(
     path.write_text(json.dumps({**record, key: "@@"}).replace('"@@"', raw), encoding="utf-8")
     assert read_episode(path) is None  # --resume plays it again
     html = render_eval_report(tmp_path).read_text(encoding="utf-8")
-    assert (
+    assert (  # no summary.json says which arms and seeds the run plays
         "<p class=sub>7 episodes · model scripted-walkthrough · seeds 12–15</p><p class=warn>1 episode "
         f"file(s) could not be read and are left out: walkA/seed-15.json ({why}). zorkmcp eval --resume "
-        "with this folder as --out plays such an episode again.</p>"
+        "with this folder as --out plays such an episode again when its arm and seed are among the "
+        "run's.</p>"
     ) in html
     # walkA: 5, 5, 5; walkB: 0, 5, 10 and the failed episode of seed 15, whose nulls are the writer's
     assert _row("walkA", 3, 0, "5.00 ± 0.00", "5–5") in html
     assert _row("walkB", 4, 1, "5.00 ± 2.89", "0–10") in html
     assert "<td>other</td>" not in html
     assert read_episode(tmp_path / "episodes" / "walkB" / "seed-15.json") == _record("walkB", 15, 0, **_DIED)
+
+
+def test_a_score_below_0_needs_a_death(tmp_path: Path) -> None:
+    # Zork I takes 10 points a death: a player who dies at 0 ends at -10. Nothing else takes points.
+    from zorkmcp.eval._results import read_episode_file
+
+    path = tmp_path / "episodes" / "walkA" / "seed-12.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(_record("walkA", 12, -10, deaths=0)))
+    why = "score is -10, below 0 with no death (deaths is 0): only a death takes points"
+    assert read_episode_file(path) == (None, why)
+    died = _record("walkA", 12, -10, deaths=1)
+    path.write_text(json.dumps(died))
+    assert read_episode_file(path) == (died, "")
 
 
 # -- the report draws what the summary covers ---------------------------------------------------------
@@ -228,7 +247,15 @@ def test_a_resume_with_fewer_seeds_or_arms_reports_what_its_summary_covers(
 
 @pytest.mark.parametrize(
     ("key", "raw"),
-    [("score", '"lots"'), ("score", "null"), ("score", "NaN"), ("scores", '"abc"'), ("arm", '"other"')],
+    [
+        ("score", '"lots"'),
+        ("score", "null"),
+        ("score", "NaN"),
+        ("scores", '"abc"'),
+        ("arm", '"other"'),
+        ("score", "999"),  # hand-edited: 999 of 350
+        ("score", "-50"),  # hand-edited: the scores played end at 0
+    ],
 )
 def test_resume_plays_again_a_record_with_a_field_of_the_wrong_kind(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], key: str, raw: str
@@ -246,3 +273,47 @@ def test_resume_plays_again_a_record_with_a_field_of_the_wrong_kind(
     summary = json.loads((run / "summary.json").read_text())
     assert {name: arm["seeds"] for name, arm in summary["arms"].items()} == {"walkA": [12, 13]}
     assert "<p class=warn>" not in (run / "report.html").read_text(encoding="utf-8")
+
+
+def test_files_no_resume_of_the_run_plays_are_said_so_by_the_run_and_its_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The page said --resume plays them again: it never plays a seed or an arm outside the run's.
+    monkeypatch.chdir(tmp_path)
+    run = tmp_path / "run"
+    _eval(tmp_path, capsys, "--episodes", "2", arms="")
+    played = (run / "episodes" / "walkA" / "seed-12.json").read_text(encoding="utf-8")
+    (run / "episodes" / "walkA" / "seed-99.json").write_text("{", encoding="utf-8")
+    (run / "episodes" / "walkA" / "seed-abc.json").write_text("{}", encoding="utf-8")
+    (run / "episodes" / "other").mkdir()
+    (run / "episodes" / "other" / "seed-13.json").write_text(played, encoding="utf-8")
+    (run / "episodes" / "walkA" / "seed-13.json").write_text("{", encoding="utf-8")  # the run's: played again
+    (tmp_path / "e3.toml").write_text(EVAL_FILE.format(more=""))
+    command = ["eval", "e3.toml", "--game", str(zork1_path()), "--out", "run", "--quiet", "--episodes", "2"]
+    code = main([*command, "--resume"])
+    out, err = capsys.readouterr()
+    assert code == 0, out
+    assert "1 episode(s) played, 1 resumed" in out
+    assert err.splitlines() == [
+        "zorkmcp eval: 3 episode file(s) in run are not of this run's seeds and arms, such as "
+        "run/episodes/other/seed-13.json: the run leaves them as they are and out of its summary and report"
+    ]
+    assert json.loads((run / "summary.json").read_text())["plan"] == {
+        "arms": ["walkA"],
+        "first_seed": 12,
+        "last_seed": 13,
+    }
+    assert _header(run) == (
+        "<p class=sub>2 episodes · model scripted-walkthrough · seeds 12–13</p><p class=warn>3 file(s) in "
+        "episodes/ could not be read and are no episode of this run: walkA/seed-99.json (seed 99 is not one "
+        "of the run&#x27;s (12…13); not JSON), walkA/seed-abc.json (not a seed-&lt;N&gt;.json name; has no "
+        "arm), other/seed-13.json (other is not an arm of the run; arm is &quot;walkA&quot;, but the file "
+        "is in other/). They are left out, and no zorkmcp eval --resume of this run plays them: move them "
+        "out of the folder, or remove them.</p>"
+    )
+    (run / "episodes" / "walkA" / "seed-12.json").write_text("{", encoding="utf-8")  # the run's, unread
+    assert main(["report", "run"]) == 0
+    assert (
+        "<p class=warn>1 episode file(s) could not be read and are left out: walkA/seed-12.json (not JSON). "
+        "zorkmcp eval --resume with this folder as --out plays such an episode again.</p>"
+    ) in _header(run)

@@ -93,7 +93,7 @@ def test_welch_interval_equal_variances_has_pooled_df() -> None:
 
 def test_welch_interval_edge_cases() -> None:
     assert welch_interval([1], [1, 2]) is None
-    assert welch_interval([5, 5], [3, 3]) == (2.0, 2.0, 2.0)
+    assert welch_interval([5, 5], [3, 3]) is None  # no spread in either arm: no 95% interval
 
 
 @given(
@@ -102,7 +102,11 @@ def test_welch_interval_edge_cases() -> None:
 )
 def test_welch_interval_is_centred_on_the_difference(a: list[int], b: list[int]) -> None:
     result = welch_interval(a, b)
+    if len(set(a)) == len(set(b)) == 1:  # no spread in either: no interval
+        assert result is None
+        return
     assert result is not None
+    assert result[1] < result[2]
     diff, lo, hi = result
     assert lo <= diff <= hi
     assert diff - lo == pytest.approx(hi - diff, abs=1e-9)
@@ -118,17 +122,23 @@ def test_paired_interval_by_hand() -> None:
 def test_paired_interval_edge_cases() -> None:
     assert paired_interval([]) is None
     assert paired_interval([4]) is None
-    assert paired_interval([3, 3, 3]) == (3.0, 3.0, 3.0)
+    assert paired_interval([3, 3, 3]) is None  # no spread in the differences: no 95% interval
 
 
 @given(st.lists(st.integers(0, 350), min_size=2, max_size=8), st.integers(-50, 50))
-def test_a_shift_seed_by_seed_is_certain_paired_and_not_with_welch(scores: list[int], shift: int) -> None:
-    # The seed moves both arms alike: paired, only the shift is left.
+def test_a_shift_seed_by_seed_has_no_paired_interval_and_welch_holds_it(
+    scores: list[int], shift: int
+) -> None:
+    # The seed moves both arms alike: seed by seed only the shift is left, with no spread to estimate
+    # a 95% interval from (it was the point [shift, shift], read as certain).
     a = [float(s + shift) for s in scores]
-    assert paired_interval([x - y for x, y in zip(a, scores, strict=True)]) == (shift, shift, shift)
+    assert paired_interval([x - y for x, y in zip(a, scores, strict=True)]) is None
     welch = welch_interval(a, scores)
-    assert welch is not None
-    assert welch[1] <= shift <= welch[2]
+    if len(set(scores)) == 1:  # no spread in either arm either
+        assert welch is None
+    else:
+        assert welch is not None
+        assert welch[1] <= shift <= welch[2]
 
 
 @pytest.mark.parametrize(
@@ -138,7 +148,12 @@ def test_a_shift_seed_by_seed_is_certain_paired_and_not_with_welch(scores: list[
         ([-9.2, 15.2], {"pairs": 4, "ci95": [0.7, 3.3]}, "a scores higher (paired 95% interval above 0)"),
         ([-9.2, 15.2], {"pairs": 4, "ci95": [-3.3, -0.1]}, "b scores higher (paired 95% interval below 0)"),
         ([0.7, 3.3], {"pairs": 4, "ci95": [-1.0, 3.3]}, "no difference shown (paired 95% interval holds 0)"),
-        ([-29, 29], {"pairs": 4, "ci95": [0.0, 0.0]}, "no difference shown (paired 95% interval holds 0)"),
+        (  # a zero-width interval (an older summary.json's) is no interval
+            [-29, 29],
+            {"pairs": 4, "ci95": [0.0, 0.0], "diff_mean_score": 0.0},
+            "no difference shown (Welch's 95% interval holds 0); no spread in the differences (0.00 on each "
+            "of 4 seeds): no paired interval",
+        ),
         ([-9.2, 15.2], {"pairs": 1, "ci95": None}, "no difference shown (Welch's 95% interval holds 0)"),
         ([-9.2, -0.5], {"pairs": 0, "ci95": None}, "b scores higher (Welch's 95% interval below 0)"),
         (None, {"pairs": 1, "ci95": None}, "too few scored episodes to tell (an interval needs two per arm)"),

@@ -5,20 +5,25 @@ the summary are written), or a file of the run could not be written (a full disk
 the files written before stay valid); 2 a bad eval file, setting, flag or game file, a run folder
 that cannot be made, that another ``zorkmcp eval`` is writing to (it holds the folder for its whole
 run) or (without ``--resume``) holds another run's episodes, a ``summary.json``,
-``summary.csv`` or ``report.html`` in it that zorkmcp did not write, a model endpoint that gives no HTTP
-answer, or a ``--resume`` whose finished episodes had other settings (nothing started); 130
-interrupted (Ctrl-C: the finished episodes and the summary of them are written); 143 the same, by
-SIGTERM; 129 by SIGHUP; 141 when the reader of the output went away.
+``summary.csv`` or ``report.html`` in it that zorkmcp did not write, an arm whose ``api_key_env``
+names a variable that is not set, a blank model name, a model endpoint that gives no HTTP answer
+(within a request's ``timeout_seconds``, once it has the request), or a ``--resume`` whose finished
+episodes had other settings (nothing started); 130 interrupted (Ctrl-C: the finished episodes and
+the summary of them are written; a second Ctrl-C while they are is held back, a third stops the
+writing and the last line says what was not written); 143 the same, by SIGTERM; 129 by SIGHUP; 141
+when the reader of the output went away.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import os
 import re
 import time
 from contextlib import ExitStack, contextmanager, suppress
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,11 +45,13 @@ from rich.text import Text
 
 from ._argtypes import MAX_SEED, game_seed, http_url, positive_int
 from ._console import OutputConsole, TerminalConsole, keys_not_echoed
+from ._controls import visible_controls
+from ._signals import ctrl_c_in_finalizers, held_ctrl_c
 from ._urls import safe_url
 from .errors import ConfigError, GameError, RunWriteError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     from rich.console import Console
 
@@ -93,10 +100,13 @@ exit status: 0 every episode played; 1 some episode failed (recorded with its er
 on), or a file of the run could not be written (a full disk: the run stopped, the files written
 before stay); 2 a bad eval file, setting or flag, a run folder that cannot be made (or that another
 zorkmcp eval is writing to, or that holds another run's episodes, without --resume, or a
-summary.json, summary.csv or report.html that zorkmcp did not write), a model endpoint that gives
-no HTTP answer, or a resume with other settings (nothing started); 130 interrupted (Ctrl-C: episodes
-in flight are stopped, finished files stay, the summary covers them); 143 the same, by SIGTERM; 129
-by SIGHUP (a terminal that closed); 141 when the reader of the output went away (| head)."""
+summary.json, summary.csv or report.html that zorkmcp did not write), an arm whose api_key_env
+names a variable that is not set, a blank model name, a model endpoint that gives no HTTP answer
+(within a request's timeout_seconds, once it has the request), or a resume with other settings
+(nothing started); 130 interrupted (Ctrl-C: episodes in flight are stopped, finished files stay, the
+summary covers them; Ctrl-C again while it is written is held back, a third time stops it there and
+says what was not written); 143 the same, by SIGTERM; 129 by SIGHUP (a terminal that closed); 141
+when the reader of the output went away (| head)."""
 
 
 def add_eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -166,11 +176,35 @@ def _arms(args: argparse.Namespace, settings: Settings, file: EvalFile | None) -
     overrides: dict[str, Any] = {}
     if args.no_mcp:
         overrides["mcp"] = False
-    if args.model:
+    if args.model is not None:
+        if not args.model.strip():  # it would be sent as it is
+            raise ConfigError("--model is blank: give the model's name, or leave --model out")
         overrides["model"] = args.model
     if args.base_url:
         overrides["base_url"] = args.base_url
     return tuple(attrs.evolve(arm, **overrides) for arm in arms)
+
+
+def _check_key_variables(args: argparse.Namespace, arms: tuple[ArmSpec, ...]) -> None:
+    """An arm's ``api_key_env`` names a variable that is set (and not empty) in this environment.
+
+    Unset, an arm with a remote endpoint would play the offline scripted model (as with no key at
+    all) and report the walkthrough's scores as the model's; the arm named the variable, so it meant
+    a key to be there. Not on a Ray cluster, whose workers read their own environment.
+
+    Raises:
+        ConfigError: the first arm whose variable is unset or empty, naming the arm and the variable.
+    """
+    for arm in arms:
+        name = arm.api_key_env
+        if name is not None and not os.environ.get(name, "").strip():  # as the client reads it
+            state = "is empty" if name in os.environ else "is not set"
+            raise ConfigError(
+                f"{args.file}: arm {arm.name} has api_key_env = {name!r}, but {name} {state} in this "
+                "environment, so the arm would play without its key (for a remote endpoint, the offline "
+                f"scripted model); export {name}, or remove api_key_env from the arm (then "
+                "OPENROUTER_API_KEY or OPENAI_API_KEY is read)"
+            )
 
 
 def _reserve(folder: Path) -> Path:
@@ -249,6 +283,8 @@ def build_plan(args: argparse.Namespace, settings: Settings, *, claims: ExitStac
         claims=None if default else claims,
     )
     arms = _arms(args, settings, file)
+    if args.ray in (None, "local"):  # on a cluster each worker reads its own environment
+        _check_key_variables(args, arms)
     for index, arm in enumerate(arms):  # a bad mcp_config.json stops the run before anything starts
         arm_settings = arm.settings_for(settings)
         if arm_settings.mcp.enabled:
@@ -346,6 +382,22 @@ _BAR_MIN = 5
 """The narrowest bar drawn: below it, the figures go one under the other instead."""
 
 
+RETRY_LINE_SECONDS = 60.0
+"""At most one line per model endpoint in this many seconds tells of its requests' retries."""
+
+
+@attrs.define
+class _Retries:
+    """The retries of one endpoint's model requests, and what of them was told."""
+
+    count: int = 0
+    told: int = 0
+    """Retries counted when the last line was printed."""
+    told_at: float | None = None
+    arms: dict[str, None] = attrs.Factory(dict)
+    """The arms whose requests were retried, in order."""
+
+
 class LiveProgress:
     """Per arm: episodes done and running, running mean score, turns per second (rich); or one line each.
 
@@ -353,10 +405,29 @@ class LiveProgress:
     before the first episode ends; episodes found by ``--resume`` count as done, not in the rate.
     """
 
-    def __init__(self, console: Console, plan: EvalPlan, *, quiet: bool) -> None:
+    def __init__(
+        self,
+        console: Console,
+        plan: EvalPlan,
+        *,
+        quiet: bool,
+        err: Console | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        at_loop_end: Callable[[], None] | None = None,
+    ) -> None:
         self.console = console
+        self.err = err
+        """Where a model request that is retried is told (:meth:`retried`); ``None``: not told."""
+        self.at_loop_end = at_loop_end
+        """Called as the trio loop that plays the episodes ends (once an episode started in it)."""
+        self._in_loop = False
+        self.clock = clock
         self.mode = "off" if quiet else "live" if console.is_terminal else "lines"
-        self.started_at = time.monotonic()
+        self.started_at = clock()
+        self.retries: dict[str, _Retries] = {}
+        """Per model endpoint, the retries of its requests (:meth:`retried`)."""
+        self._endpoints: dict[str, str] = {}
+        """Each arm's model endpoint, once one of its requests was retried."""
         self.arms = {arm.name: ArmTally(total=plan.episodes) for arm in plan.arms}
         self.counted: dict[tuple[str, int], int] = {}
         """Turns already counted of each episode in flight."""
@@ -401,6 +472,11 @@ class LiveProgress:
         return columns
 
     def __exit__(self, *exc: object) -> None:
+        self._last_picture()
+        self._terminal.close()
+
+    def _last_picture(self) -> None:
+        """Draw the bars a last time and stop drawing them (the terminal's keys stay unechoed)."""
         for tally in self.arms.values():  # the last picture says what was cut off, not "2 running"
             if tally.running:
                 tally.stopped, tally.running = tally.running, 0
@@ -408,7 +484,17 @@ class LiveProgress:
         bar, self.bar = self.bar, None
         if bar is not None:
             bar.stop()
-        self._terminal.close()
+
+    def _loop_ended(self) -> None:
+        """The run's trio loop ends: no episode plays any more, the summary is written next.
+
+        :attr:`at_loop_end` is called, then the bars have their last picture, so that what is said
+        while the summary is written (a Ctrl-C held back) has the terminal to itself: what the
+        picture says (``2 stopped``) has happened once it is seen.
+        """
+        if self.at_loop_end is not None:
+            self.at_loop_end()
+        self._last_picture()
 
     def resumed(self, records: list[dict[str, Any]]) -> None:
         for record in records:
@@ -419,6 +505,9 @@ class LiveProgress:
                 self._show(tally)
 
     def started(self, spec: EpisodeSpec, /) -> None:
+        if not self._in_loop:  # in the run's loop, which ends before the summary is written
+            self._in_loop = True
+            call_at_loop_end(self._loop_ended)
         tally = self.arms.get(spec.arm)
         if tally is not None:
             tally.running += 1
@@ -446,6 +535,40 @@ class LiveProgress:
         elif self.mode == "live" and record.get("error"):  # above the bars, as it happens
             self.console.print(Text(episode_line(record), style="red"))
 
+    def retried(self, spec: EpisodeSpec, event: dict[str, Any], /) -> None:
+        """A model request of an episode failed and is retried (its ``llm_retry`` event's fields).
+
+        A run whose endpoint does not answer (a port that holds connections open, a provider that
+        answers 429 to everything) would otherwise look like a hang: with stdout not a terminal
+        nothing is printed until an episode ends, 12 minutes later. So the first retry of an
+        endpoint's requests is one line on stderr at once, with its reason, and then at most one
+        line per :data:`RETRY_LINE_SECONDS` per endpoint, saying how many retries there were since
+        and the latest reason. ``--quiet`` too: it is a warning, not progress.
+        """
+        if self.err is None:
+            return
+        url = self._endpoints.get(spec.arm)
+        if url is None:
+            url = self._endpoints[spec.arm] = safe_url(spec.model_choice().base_url)
+        retries = self.retries.setdefault(url, _Retries())
+        retries.count += 1
+        retries.arms.setdefault(spec.arm, None)
+        now = self.clock()
+        if retries.told_at is not None and now - retries.told_at < RETRY_LINE_SECONDS:
+            return
+        since, first = retries.count - retries.told, retries.told_at is None
+        retries.told_at, retries.told = now, retries.count
+        reason = visible_controls(" ".join(str(event.get("error", "")).split()))  # a provider's text
+        which = f"retry {event.get('retry')}/{event.get('max_retries')}, {spec.arm} seed {spec.seed}"
+        arms = f"arm{'s' if len(retries.arms) > 1 else ''} {', '.join(retries.arms)}"
+        if first:
+            line = f"a model request to {url} ({arms}) failed and is retried ({which})"
+        else:
+            line = f"{since} more retries of model requests to {url} ({arms}); the latest ({which})"
+        self.err.print(
+            f"[yellow]zorkmcp eval: {escape(line)}[/]: {escape(reason)}", highlight=False, soft_wrap=True
+        )
+
     @staticmethod
     def _count(tally: ArmTally, record: dict[str, Any]) -> None:
         if record.get("error"):
@@ -457,6 +580,21 @@ class LiveProgress:
         if self.bar is not None and tally.task is not None:
             stats = arm_stats(tally, time.monotonic() - self.started_at, width=self.figures_width)
             self.bar.update(tally.task, completed=tally.done, stats=stats)
+
+
+def call_at_loop_end(call: Callable[[], None]) -> None:
+    """Call ``call`` as the trio loop this runs in ends (its last step, before its ``trio.run`` returns).
+
+    Nothing when not in a trio loop (Ray's driver plays none).
+    """
+    import trio
+
+    class AtTheEnd(trio.abc.Instrument):
+        def after_run(self) -> None:
+            call()
+
+    with suppress(RuntimeError):  # not in a trio loop
+        trio.lowlevel.add_instrument(AtTheEnd())
 
 
 def arm_stats(tally: ArmTally, elapsed: float, *, width: int | None = None) -> str:
@@ -492,8 +630,8 @@ def arm_stats(tally: ArmTally, elapsed: float, *, width: int | None = None) -> s
 
 
 def _fmt(value: Any, digits: int = 2) -> str:
-    if value is None:
-        return "-"
+    if value is None:  # unknown, or not enough data: as report.html shows it
+        return "–"
     if isinstance(value, float):
         return f"{value:.{digits}f}"
     return str(value)
@@ -596,6 +734,39 @@ def fallback_lines(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
+def disabled_lines(summary: dict[str, Any]) -> list[str]:
+    """A line per arm some of whose episodes disabled an MCP server mid-episode (rich markup).
+
+    ``mcp: MCP server thinking was disabled in 3 episode(s) after it failed to start twice: those
+    episodes played on partly without its tools``. Nothing for an arm whose records do not count them.
+    """
+    lines = []
+    for name, arm in summary.get("arms", {}).items():
+        disabled = arm.get("servers_disabled")
+        if not isinstance(disabled, dict) or not disabled:
+            continue
+        servers = ", ".join(f"{escape(str(server))} in {n} episode(s)" for server, n in disabled.items())
+        lines.append(
+            f"{escape(name)}: MCP server(s) disabled mid-episode after failing to start twice: {servers}; "
+            "those episodes played on partly without their tools"
+        )
+    return lines
+
+
+def outside_line(paths: list[Path], run_dir: Path) -> str:
+    """The line a resume prints when the run's folder holds episode files no episode of the plan is.
+
+    ``zorkmcp eval: 3 episode file(s) in runs/x are not of this run's seeds and arms, such as
+    runs/x/episodes/other/seed-21.json: the run leaves them as they are and out of its summary and
+    report``.
+    """
+    return (
+        f"zorkmcp eval: {len(paths)} episode file(s) in {escape(str(run_dir))} are not of this run's seeds "
+        f"and arms, such as {escape(str(paths[0]))}: the run leaves them as they are and out of its "
+        "summary and report"
+    )
+
+
 _OUTPUTS = ("episodes", "summary.json", "summary.csv", "report.html")
 
 
@@ -623,11 +794,11 @@ def comparison_line(c: dict[str, Any]) -> str:
 
 
 def print_outcome(console: Console, outcome: EvalOutcome) -> None:
-    """The summary table, the arms' turns that played the fallback action, the comparisons, and the
-    files the run left (only those it wrote)."""
+    """The summary table, the arms' turns that played the fallback action and MCP servers their
+    episodes disabled, the comparisons, and the files the run left (only those it wrote)."""
     if outcome.summary.get("arms"):
         console.print(summary_table(outcome.summary, width=console.width))
-        for line in fallback_lines(outcome.summary):
+        for line in [*fallback_lines(outcome.summary), *disabled_lines(outcome.summary)]:
             console.print(f"[yellow]{line}[/]", highlight=False, soft_wrap=True)
     else:
         console.print("No episode has finished: nothing to summarize.", highlight=False)
@@ -804,8 +975,9 @@ def _play_plan(
     args: argparse.Namespace, settings: Settings, plan: EvalPlan, console: Console, err: Console
 ) -> int:
     # the engine (the MCP SDK, trio, httpx2) only once the file and flags hold: a bad one is told at once
-    from .eval import check_endpoints, resumable_episodes, run_eval
+    from .eval import check_endpoints, resumable_episodes
     from .eval._ray import check_ray_address
+    from .eval._runner import files_outside
 
     arms = ", ".join(arm.name for arm in plan.arms)
     console.print(
@@ -825,32 +997,202 @@ def _play_plan(
     resume = args.resume or args.retry_failed
     # a resume that would mix settings stops here, before anything starts
     kept = resumable_episodes(plan, retry_failed=args.retry_failed, cluster=cluster) if resume else []
+    if resume and (outside := files_outside(plan)):
+        err.print(outside_line(outside, plan.out), highlight=False, soft_wrap=True)
     # and so does a model endpoint that cannot be reached (not on a cluster), or a cluster address
     if not cluster:
         done = {(r["arm"], r["seed"]) for r in kept}
-        check_endpoints(spec for spec in plan.specs() if spec.key not in done)
+
+        def tell(line: str) -> None:  # an endpoint that has taken the probe and not answered yet
+            err.print(f"[yellow]zorkmcp eval: {escape(line)}[/]", highlight=False, soft_wrap=True)
+
+        check_endpoints((spec for spec in plan.specs() if spec.key not in done), tell=tell)
     else:
         check_ray_address(args.ray)
 
     def placed(placement: RayPlacement) -> None:
         console.print(placement.describe(), highlight=False, soft_wrap=True)
 
-    try:
-        with (
-            _collecting_less(),
-            _more_open_files(),
-            LiveProgress(console, plan, quiet=args.quiet) as progress,
-        ):
-            progress.resumed(kept)
-            outcome = run_eval(plan, kept=kept, ray=args.ray, progress=progress, on_ray_placed=placed)
-    except RunWriteError as exc:  # the summary, once every episode was written
-        err.print(
-            f"[bold red]zorkmcp eval:[/] {escape(str(exc))}; every episode is written: {exc.remedy}, then "
-            f"run the same command with --resume --out {escape(str(plan.out))} to write the summary",
-            highlight=False,
-            soft_wrap=True,
-        )
-        return EXIT_FAILED
+    return _play_and_finish(args, plan, kept, console, err, placed)
+
+
+FINISHING = (
+    "zorkmcp eval: stopping; the summary and report.html are being written first (press Ctrl-C again to "
+    "stop without them)"
+)
+"""Said when Ctrl-C is pressed again while a stopped run writes what it still must (it is held back)."""
+
+
+def _play_and_finish(
+    args: argparse.Namespace,
+    plan: EvalPlan,
+    kept: list[dict[str, Any]],
+    console: Console,
+    err: Console,
+    placed: Callable[[RayPlacement], None],
+) -> int:
+    """Play the plan, then write its summary and tell it: a Ctrl-C meanwhile is held back, once.
+
+    The first Ctrl-C stops the episodes (the run's own loop takes it); the run then writes
+    ``summary.json``, ``summary.csv`` and ``report.html`` and prints the table and how to go on. A
+    user who finds that slow presses again: that press is held back (:data:`FINISHING` says so);
+    where it came before the hold could be made (the run's loop has ended, its summary is being
+    written), it ends that writing, which is then done again here, or, raised in a finalizer
+    (Jericho's, as the games are freed), is dropped by Python (counted, not printed). Only the
+    press after it stops the run there, and the last line says what was not written and how to
+    get it (:func:`unwritten_line`). A press held back takes effect once the run has told its
+    outcome: the exit status is 130 (143 for SIGTERM, 141 for a reader of the output gone), also
+    when every episode had been played.
+    """
+    from .eval import run_eval
+
+    before = _outputs_now(plan.out)
+    dropped = ctrl_c_in_finalizers()
+    progress: LiveProgress | None = None
+    outcome: EvalOutcome | None = None
+    with held_ctrl_c(FINISHING) as held:  # outlives the live view: it restores the terminal first
+        try:
+            with (
+                _collecting_less(),
+                _more_open_files(),
+                LiveProgress(
+                    console, plan, quiet=args.quiet, err=err, at_loop_end=partial(held.hold, loop_ending=True)
+                ) as progress,  # from the loop's end, Ctrl-C is held back
+            ):
+                progress.resumed(kept)
+                try:
+                    outcome = run_eval(plan, kept=kept, ray=args.ray, progress=progress, on_ray_placed=placed)
+                except KeyboardInterrupt:
+                    if held.pressed > 1:  # pressed twice while held: the user insists
+                        raise
+                    # pressed before the hold (no episode had started, or on Ray) while the summary was
+                    # being written: that writing stopped; it is done again below, Ctrl-C held
+                    held.hold(pressed=1)
+                else:  # a press Python dropped in a finalizer (freeing the games) was one too
+                    held.hold(pressed=min(ctrl_c_in_finalizers() - dropped, 1))
+            if outcome is None:
+                err.print(FINISHING, highlight=False, soft_wrap=True)
+                try:
+                    outcome = _summarize_again(plan, kept, progress)
+                except RunWriteError:
+                    raise
+                except Exception as exc:  # noqa: BLE001  the writing the Ctrl-C ended may have left a module
+                    # half imported (matplotlib's, for the report): what was not written, in one line
+                    line = _unwritten(plan, before, progress)
+                    why = f"{type(exc).__name__}: {exc}"
+                    err.print(
+                        f"{line} (writing them again failed: {escape(why)})", highlight=False, soft_wrap=True
+                    )
+                    return EXIT_INTERRUPTED
+            code = _tell_outcome(console, err, outcome)
+            return EXIT_INTERRUPTED if held.pressed else code  # a press held back takes effect now
+        except RunWriteError as exc:  # the summary, once every episode was written
+            err.print(
+                f"[bold red]zorkmcp eval:[/] {escape(str(exc))}; every episode is written: {exc.remedy}, "
+                f"then run the same command with --resume --out {escape(str(plan.out))} to write the summary",
+                highlight=False,
+                soft_wrap=True,
+            )
+            return EXIT_FAILED
+        except KeyboardInterrupt:
+            if progress is None or (outcome is None and not held.holding):  # before the run started
+                raise
+            held.end()  # pressed once more while held: the user insists
+            err.print(_unwritten(plan, before, progress), highlight=False, soft_wrap=True)
+            return EXIT_INTERRUPTED
+
+
+def _unwritten(plan: EvalPlan, before: dict[str, tuple[int, int] | None], progress: LiveProgress) -> str:
+    finished = sum(tally.done for tally in progress.arms.values())
+    complete = finished == len(plan.arms) * plan.episodes
+    return unwritten_line(plan.out, before, drawn=finished > 0, complete=complete)
+
+
+def _outputs_now(run_dir: Path) -> dict[str, tuple[int, int] | None]:
+    """Each of the run's summary files as it is now: ``(inode, mtime)``, ``None`` if there is none.
+
+    Written through a temporary file and renamed, a file this run wrote has another inode after.
+    """
+    now: dict[str, tuple[int, int] | None] = {}
+    for name in ("summary.json", "summary.csv", "report.html"):
+        try:
+            stat = (run_dir / name).stat()
+        except OSError:
+            now[name] = None
+        else:
+            now[name] = (stat.st_ino, stat.st_mtime_ns)
+    return now
+
+
+def unwritten_line(
+    run_dir: Path, before: dict[str, tuple[int, int] | None], *, drawn: bool, complete: bool
+) -> str:
+    """The last line of a run that a further Ctrl-C stopped while it wrote its summary.
+
+    It names the files the run did not write (those it did write cover the finished episodes) and
+    how to get them: ``zorkmcp report`` draws ``report.html`` from the episode files, and a resume
+    writes all three, after playing what is left (``complete``: nothing is). Without a finished
+    episode (``drawn`` false) there is no ``report.html`` to miss.
+
+    Args:
+        run_dir: the run's folder.
+        before: :func:`_outputs_now` when the run started: a file that is still so was not written.
+        drawn: some episode finished (its report would draw it).
+        complete: every episode of the plan finished.
+    """
+    now = _outputs_now(run_dir)
+    missing = [
+        name
+        for name in ("summary.json", "summary.csv", "report.html")
+        if (now[name] is None or now[name] == before[name]) and (drawn or name != "report.html")
+    ]
+    folder = escape(str(run_dir))
+    rest = "" if complete else f"; to play the rest, run the same command with --resume --out {folder}"
+    if not missing:
+        return f"zorkmcp eval: interrupted; summary.json, summary.csv and report.html are written{rest}"
+    listed = " and ".join([", ".join(missing[:-1]), missing[-1]] if len(missing) > 1 else missing)
+    line = (
+        f"zorkmcp eval: stopped by Ctrl-C before {listed} {'was' if len(missing) == 1 else 'were'} written; "
+        "the finished episodes' files are kept; "
+    )
+    if missing == ["report.html"]:
+        return line + f"to draw it, run zorkmcp report {folder}{rest}"
+    played = "" if complete else "plays the episodes not played yet, then "
+    report = f", or zorkmcp report {folder} for report.html alone" if "report.html" in missing else ""
+    return line + (
+        f"to write them, run the same command with --resume --out {folder} (it {played}writes summary.json, "
+        f"summary.csv and report.html){report}"
+    )
+
+
+def _summarize_again(plan: EvalPlan, kept: list[dict[str, Any]], progress: LiveProgress) -> EvalOutcome:
+    """The run's summary, written (again) after a Ctrl-C ended the writing of it: what finished.
+
+    Every episode that finished has its file (written before it counted as done), so the outcome
+    is what :func:`~zorkmcp.eval.run_eval` would have said: played, resumed, interrupted when some
+    episode of the plan did not finish.
+
+    Raises:
+        RunWriteError: the summary cannot be written.
+    """
+    from .eval import EvalOutcome, collect_episodes
+    from .eval._runner import write_run_summary
+
+    episodes = collect_episodes(plan)
+    summary = write_run_summary(plan.out, episodes, plan=plan)
+    played = sum(tally.done for tally in progress.arms.values()) - len(kept)
+    return EvalOutcome(
+        run_dir=plan.out,
+        episodes=episodes,
+        played=played,
+        resumed=len(kept),
+        interrupted=len(kept) + played < len(plan.arms) * plan.episodes,
+        summary=summary,
+    )
+
+
+def _tell_outcome(console: Console, err: Console, outcome: EvalOutcome) -> int:
+    """Print the outcome (the table, the comparisons, the last line); the exit status."""
     print_outcome(console, outcome)
     failed = [r for r in outcome.episodes if r.get("error")]
     if outcome.write_error is not None:

@@ -2,8 +2,9 @@
 
 Exit status: 0 the page was written; 1 it was, but the line saying so could not be written to
 standard output (a full disk: one line on stderr); 2 bad input (a missing or unreadable file, no
-episode, an unknown or missing ``--episode``, one outside the run), a page that cannot be written, or
-a ``report.html`` (or ``seed-<N>.html``) in the default place that zorkmcp did not write, said in one
+episode, an unknown or missing ``--episode``, one outside the run, a log of ``bridge``), a page that
+cannot be written or that would replace what it is drawn from (the log, a file of the run), or a
+``report.html`` (or ``seed-<N>.html``) in the default place that zorkmcp did not write, said in one
 line on stderr; 130 interrupted (Ctrl-C; 143 by SIGTERM), nothing written; 141 the reader of the
 output went away (``| head``, or ``-o /dev/stdout | true``), nothing more said.
 """
@@ -28,8 +29,10 @@ per turn, each arm's model and MCP servers, mean ± standard error per arm, 95% 
 arms (Welch's, and seed by seed the paired one), and each tool the model called and how it went.
 
 The page is written whole through a temporary file beside it; --output /dev/stdout (or another
-device or named pipe) is written as it is. Without --output, a page of the default name that zorkmcp
-did not write (a pytest-html report.html) is not replaced: move it, or pass --output.
+device or named pipe) is written as it is. It never replaces what it is drawn from: the event log,
+or a file of the eval run (summary.json, summary.csv, anything in episodes/ but the episodes' pages),
+by name or through a link. Without --output, a page of the default name that zorkmcp did not write
+(a pytest-html report.html) is not replaced: move it, or pass --output.
 
 exit status: 0 the page was written; 1 standard output could not be written (the page was); 2 bad
 input, or a page that cannot be written or is not zorkmcp's to replace (one line on stderr); 130
@@ -49,9 +52,9 @@ def add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "-o",
         "--output",
         metavar="FILE.html",
-        help="the page to write (default: report.html inside the run folder, or next to the log; "
-        "seed-<N>.html next to an eval episode's seed-<N>.events.jsonl; /dev/stdout writes it to "
-        "standard output)",
+        help="the page to write (default: report.html inside the run folder, or next to the log, "
+        "report-<ID>.html with --episode ID; seed-<N>.html next to an eval episode's "
+        "seed-<N>.events.jsonl; /dev/stdout writes it to standard output)",
     )
     p.add_argument(
         "--episode",
@@ -61,13 +64,24 @@ def add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
 
 
-def _page_beside(events: Path) -> Path:
-    """An eval episode's page goes beside its log (``seed-3.events.jsonl`` → ``seed-3.html``), where
-    it replaces neither the run's ``report.html`` nor another episode's page; any other log's page is
-    ``report.html`` beside it."""
+def _page_beside(events: Path, episode: str | None = None) -> Path:
+    """The page's default place, beside the log it is drawn from.
+
+    An eval episode's log holds that episode alone: its page is ``seed-3.html`` for
+    ``seed-3.events.jsonl``, where it replaces neither the run's ``report.html`` nor another
+    episode's page. Any other log's page is ``report.html``; with ``--episode`` (a log that ``zorkmcp
+    play`` appended several episodes to) ``report-<episode id>.html``, so that drawing one episode of
+    it does not replace the page of another.
+    """
     if events.name.endswith(_EPISODE_LOG):
         return events.with_name(events.name.removesuffix(_EPISODE_LOG) + ".html")
+    if episode is not None:
+        return events.with_name(f"report-{_UNSAFE.sub('_', episode)[:100]}.html")
     return events.with_name("report.html")
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+"""What an episode id may not bring into a file's name (``zorkmcp play`` names one episode-<hex>)."""
 
 
 _EPISODE_LOG = ".events.jsonl"
@@ -117,21 +131,58 @@ def _default_page(page: Path) -> Path:
     return page
 
 
+def _check_page(output: Path | None, default: Path, inputs: list[tuple[str, Path]]) -> None:
+    """The page (``output``, else ``default``) replaces no file it is drawn from (:func:`page_inputs`).
+
+    Raises:
+        ReportInputError: it would, said with what to pass instead.
+    """
+    from .eval._report import check_page
+    from .eval._results import ReportInputError
+
+    nothing = "(nothing was written)"
+    try:
+        check_page(
+            default,
+            inputs,
+            named=f"{default} (the page without --output)",
+            remedy=f"pass --output FILE.html {nothing}",
+        )
+    except ReportInputError:
+        if output is None:
+            raise
+        instead = ""
+    else:
+        instead = f", or leave it out to write {default}"
+    if output is not None:
+        remedy = f"pass another --output FILE.html{instead} {nothing}"
+        check_page(output, inputs, named=f"--output {output}", remedy=remedy)
+
+
 def _render(path: Path, output: Path | None, episode: str | None) -> Path:
-    from .eval._report import find_episode_events, render_episode_report, render_eval_report
+    from .eval._report import draw_episode, find_episode_events, page_inputs, render_eval_report
+    from .eval._results import read_event_log
 
     if path.is_dir():
         if episode is None:
-            if output is None and (path / "episodes").is_dir():  # else: not a run folder, said so
-                output = _default_page(path / "report.html")
+            if (path / "episodes").is_dir():  # else: not a run folder, said so
+                _check_page(output, path / "report.html", page_inputs(run_dir=path))
+                if output is None:
+                    output = _default_page(path / "report.html")
             return render_eval_report(path, output)
         _check_episode(path, episode)
         events = find_episode_events(path, episode)
         picked = None if events.name == f"{Path(episode).name}{_EPISODE_LOG}" else episode
-        return render_episode_report(events, output or _default_page(_page_beside(events)), picked)
-    if output is None and path.is_file():  # else: no such file, said so
-        output = _default_page(_page_beside(path))
-    return render_episode_report(path, output or _page_beside(path), episode)
+        page = _page_beside(events)
+        inputs = page_inputs(events=events, run_dir=path)
+    else:
+        events, picked = path, episode
+        page = _page_beside(events, episode)
+        inputs = page_inputs(events=events)
+    log = read_event_log(events)  # a missing file, no episode, an unknown one: said before any check
+    chosen = log.pick(picked)
+    _check_page(output, page, inputs)
+    return draw_episode(log, chosen, output or _default_page(page))
 
 
 def run_report(args: argparse.Namespace) -> int:

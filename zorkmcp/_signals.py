@@ -28,27 +28,49 @@ Where SIGINT is ignored, SIGTERM and SIGHUP keep ending the command on the spot,
 servers it started end first (:func:`_end_with_servers`). An idle server would end anyway, as its
 pipes close; one busy in a call, or one that ignores the end of its input, would outlive the command
 (``zorkmcp call`` started with ``&`` in a script, then ``kill``: the server ran on under PID 1).
+
+Once a command is stopping, what it still writes (``zorkmcp eval``'s summary and ``report.html``)
+takes a moment, and a user who finds the first Ctrl-C slow presses it again. Under :func:`held_ctrl_c`
+that press is held back: the command finishes, and says so (a line on stderr); a further press
+stops it there, and the command says what it did not write (a press that comes while a finalizer
+runs is raised a moment later, once it has run: there it would be dropped). A Ctrl-C that Python
+itself raises while a finalizer runs (``__del__``: Jericho's ``FrotzEnv`` as the run's games are
+freed) can only be dropped there; under :func:`stops_as_ctrl_c` it is counted
+(:func:`ctrl_c_in_finalizers`) instead of being printed as an ``Exception ignored in …`` traceback,
+and a command may count it as a press.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 from contextlib import ExitStack, contextmanager, suppress
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 from ._pidfds import wait_for_pidfds
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
-__all__ = ["interruption", "reader_gone", "stopped_status", "stops_as_ctrl_c"]
+__all__ = [
+    "CtrlCHold",
+    "ctrl_c_in_finalizers",
+    "held_ctrl_c",
+    "interruption",
+    "reader_gone",
+    "stopped_status",
+    "stops_as_ctrl_c",
+]
 
 _STOPS: Final = (signal.SIGTERM, signal.SIGHUP)
 _received: list[signal.Signals] = []
 _armed: list[bool] = []
 """Non-empty while :func:`stops_as_ctrl_c` has taken over: SIGINT then stops the command."""
+_in_finalizers: list[bool] = []
+"""A ``True`` per Ctrl-C raised in a finalizer, where Python drops it (:func:`_ctrl_c_in_a_finalizer`)."""
 _terminal: list[int] = []
 """Standard output and error where they were a terminal when :func:`stops_as_ctrl_c` took over (once
 the terminal hangs up, ``isatty`` says no more)."""
@@ -69,6 +91,7 @@ def stopped_status(code: int, interrupted: int) -> int:
 def stops_as_ctrl_c() -> Iterator[None]:
     """Within the block SIGTERM and SIGHUP raise SIGINT (see the module docstring); then the old handlers."""
     _received.clear()
+    _in_finalizers.clear()
     with ExitStack() as handlers:
         if (
             threading.current_thread() is threading.main_thread()
@@ -80,11 +103,149 @@ def stops_as_ctrl_c() -> Iterator[None]:
             _armed.append(True)
             _terminal[:] = [fd for fd in (1, 2) if os.isatty(fd)]
             handlers.callback(_armed.clear)
+            handlers.callback(setattr, sys, "unraisablehook", sys.unraisablehook)
+            sys.unraisablehook = partial(_ctrl_c_in_a_finalizer, sys.unraisablehook)
         elif threading.current_thread() is threading.main_thread():
             for stop in _STOPS:
                 if signal.getsignal(stop) is signal.SIG_DFL:
                     handlers.callback(signal.signal, stop, signal.signal(stop, _end_with_servers))
         yield
+
+
+def _ctrl_c_in_a_finalizer(previous: Callable[[Any], object], unraisable: Any) -> None:
+    """``sys.unraisablehook``: a Ctrl-C raised in a finalizer is counted, not printed as a traceback.
+
+    Python raises ``KeyboardInterrupt`` in whatever code runs when the signal is handled; in a
+    ``__del__`` it can only print it (``Exception ignored in: <function FrotzEnv.__del__ …>``) and
+    go on, as if the key had not been pressed. It cannot be delivered again from here: a signal
+    raised in this hook is handled at once, in this hook. So it is counted
+    (:func:`ctrl_c_in_finalizers`), for a command that can act on it once it gets there.
+    """
+    if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        _in_finalizers.append(True)
+        return
+    previous(unraisable)
+
+
+def ctrl_c_in_finalizers() -> int:
+    """How many Ctrl-C Python raised in a finalizer, where it was dropped, since :func:`stops_as_ctrl_c`."""
+    return len(_in_finalizers)
+
+
+class CtrlCHold:
+    """Ctrl-C held back while a command finishes what it must still write; see :func:`held_ctrl_c`.
+
+    Attributes:
+        pressed: the presses since :meth:`hold` (counting the ``pressed`` it was given).
+    """
+
+    def __init__(self, notice: str) -> None:
+        self.notice = notice
+        self.pressed = 0
+        self.holding = False
+        """Whether :meth:`hold` was called: the command is finishing."""
+        self._taken = False
+        self._alarm = False
+        """SIGALRM is this hold's: a press that came while a finalizer ran is raised at it."""
+        self._ended = False
+
+    def hold(self, *, pressed: int = 0, loop_ending: bool = False) -> None:
+        """From now on hold Ctrl-C back: the first press writes the notice, the next raises it.
+
+        Called again while holding, it keeps the presses already seen (at least ``pressed``).
+
+        SIGTERM, SIGHUP and a reader gone take the same path (:func:`stops_as_ctrl_c`). Nothing
+        changes outside the main thread, or where Ctrl-C is not Python's own
+        (``signal.default_int_handler``): ignored, say, in a job in the background of a script.
+
+        Args:
+            pressed: presses already seen (``1``: the command caught one and says so itself), so the
+                next press is the one that insists.
+            loop_ending: called as a trio loop ends (an instrument's ``after_run``): Ctrl-C is still
+                the loop's, which would give it back to Python's own right after; taken over instead.
+        """
+        self.pressed = max(self.pressed, pressed) if self.holding else pressed
+        self.holding = True
+        current = signal.getsignal(signal.SIGINT)
+        if (
+            not self._taken
+            and threading.current_thread() is threading.main_thread()
+            and (current is signal.default_int_handler or (loop_ending and callable(current)))
+        ):
+            signal.signal(signal.SIGINT, self._handle)
+            self._taken = True
+
+    def end(self) -> None:
+        """The command has given up finishing (a press insisted): further presses change nothing."""
+        self._ended = True
+
+    def release(self) -> None:
+        """Ctrl-C is Python's own again (as before the hold, or after the loop it took over from)."""
+        if self._taken and signal.getsignal(signal.SIGINT) == self._handle:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        self._taken = False
+        if self._alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)
+            self._alarm = False
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self._ended:
+            return
+        if signum == signal.SIGINT:  # else SIGALRM: a press that came while a finalizer ran, raised now
+            self.pressed += 1
+        if self.pressed < 2:
+            with suppress(OSError):  # a signal handler: the descriptor, not a stream another write holds
+                os.write(2, self.notice.encode("utf-8", "backslashreplace") + b"\n")
+            return
+        if _in_a_finalizer(frame) and self._later():
+            return
+        raise KeyboardInterrupt  # pressed again: the user insists
+
+    def _later(self) -> bool:
+        """Raise the press once the finalizer it came in has run: at SIGALRM, in :data:`FINALIZER_WAIT`.
+
+        A ``KeyboardInterrupt`` raised in a finalizer (``__del__``) is dropped there: the press would
+        be lost. Whether it can be put off: SIGALRM is free (at its default), in the main thread.
+        """
+        if not self._alarm:
+            if signal.getsignal(signal.SIGALRM) is not signal.SIG_DFL:
+                return False
+            signal.signal(signal.SIGALRM, self._handle)
+            self._alarm = True
+        signal.setitimer(signal.ITIMER_REAL, FINALIZER_WAIT)
+        return True
+
+
+FINALIZER_WAIT: Final = 0.01
+"""Seconds after which a press that came while a finalizer ran is raised (again put off if another runs)."""
+
+
+def _in_a_finalizer(frame: Any) -> bool:
+    """Whether Python is running a finalizer (``__del__``) in ``frame`` or in a frame that called it."""
+    while frame is not None:
+        if frame.f_code.co_name == "__del__":
+            return True
+        frame = frame.f_back
+    return False
+
+
+@contextmanager
+def held_ctrl_c(notice: str) -> Iterator[CtrlCHold]:
+    """A :class:`CtrlCHold` for the block, not holding yet (call its :meth:`~CtrlCHold.hold`).
+
+    Enter it before the work whose end it guards, so that it outlives everything entered after it
+    (a live view that restores the terminal): Ctrl-C is Python's own again once the block ends.
+
+    Args:
+        notice: the line written on stderr at the first held press (what the command still does, and
+            that pressing again stops it without that).
+    """
+    hold = CtrlCHold(notice)
+    try:
+        yield hold
+    finally:
+        hold.release()
 
 
 def _as_ctrl_c(signum: int, frame: Any) -> None:

@@ -13,19 +13,26 @@ import base64
 import html
 import io
 import math
+import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._controls import visible_controls
-from .._outputs import write_atomically
+from .._outputs import check_apart, write_atomically
+from ..errors import ConfigError
 from ._results import (
     EpisodeEvents,
+    EventLog,
     ReportInputError,
     RunEpisodes,
     find_episode_events,
     read_event_log,
     read_run,
+    replayed_from,
+    run_summary,
 )
+from ._spec import RUN_LOCK
 from ._stats import comparison_reading, group_by_arm, summarize, write_summary_csv
 
 if TYPE_CHECKING:
@@ -34,7 +41,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ReportInputError",
+    "check_page",
+    "draw_episode",
     "find_episode_events",
+    "page_inputs",
     "render_episode_report",
     "render_eval_report",
     "summarize",
@@ -124,6 +134,51 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
+_EPISODE_PAGE = re.compile(r"[^/]+/seed-[0-9]+\.html")
+"""A page the report writes in a run's ``episodes/``: ``<arm>/seed-<N>.html``, beside that episode's log."""
+
+
+def page_inputs(*, events: Path | None = None, run_dir: Path | None = None) -> list[tuple[str, Path]]:
+    """The files a page drawn from ``events`` (an event log) or ``run_dir`` (an eval run) must not replace.
+
+    The event log itself; and of the run (``run_dir``, or the run whose ``episodes/<arm>/`` holds
+    ``events``), every file but the pages the report writes there (``report.html``,
+    ``episodes/<arm>/seed-<N>.html``): ``summary.json``, ``summary.csv`` and the run's lock, there
+    or not yet, and each file under ``episodes/`` (records, event logs). Each as ``(what, path)``
+    for :func:`~zorkmcp._outputs.check_apart`.
+    """
+    if run_dir is None and events is not None and events.parent.parent.name == "episodes":
+        run_dir = events.parent.parent.parent
+    inputs: list[tuple[str, Path]] = []
+    if run_dir is not None:
+        inputs += [
+            (f"the run's {name}", run_dir / name) for name in ("summary.json", "summary.csv", RUN_LOCK)
+        ]
+        root = run_dir / "episodes"
+        for folder, _, names in os.walk(root):  # links to folders are not followed
+            for name in names:
+                path = Path(folder, name)
+                inside = path.relative_to(root).as_posix()
+                if not _EPISODE_PAGE.fullmatch(inside):
+                    inputs.append((f"the run's episodes/{inside}", path))
+    if events is not None:
+        inputs.append(("the event log drawn", events))
+    return inputs
+
+
+def check_page(page: Path, inputs: list[tuple[str, Path]], *, named: str, remedy: str) -> None:
+    """``page`` replaces none of ``inputs`` (:func:`page_inputs`): checked before anything is written.
+
+    Raises:
+        ReportInputError: ``{named}: that is {what}, which the page would replace; {remedy}``.
+    """
+    which = [(f"{what}, which the page would replace", path) for what, path in inputs]
+    try:
+        check_apart([("the page", named, page, remedy)], which)
+    except ConfigError as exc:
+        raise ReportInputError(str(exc)) from None
+
+
 def _cards(items: list[tuple[str, str]]) -> str:
     return (
         '<div class="cards">'
@@ -205,10 +260,15 @@ def _arm_table(summary: dict[str, Any]) -> str:
             f"<td class=n>{_fmt(arm['tool_errors'])} / {_fmt(arm['tool_timeouts'])}</td>"
             f"<td class=n>{_per_turn(arm.get('parse_errors'), arm.get('parse_error_rate'))} / "
             f"{_per_turn(arm.get('deadlines'), arm.get('deadline_rate'))}</td>"
-            f"<td class=n>{arm['prompt_tokens']:,} / {arm['completion_tokens']:,}</td>"
+            f"<td class=n>{_tokens(arm.get('prompt_tokens'))} / {_tokens(arm.get('completion_tokens'))}</td>"
             f"<td class=n>{_fmt(arm['mean_wall_seconds'], 1)}</td></tr>"
         )
     return f"<table>{head}{''.join(rows)}</table>"
+
+
+def _tokens(count: Any) -> str:
+    """``12,345``; ``–`` when unknown (the endpoint reported no token counts)."""
+    return f"{count:,}" if isinstance(count, int) else "–"
 
 
 def _per_turn(count: Any, rate: Any) -> str:
@@ -239,6 +299,25 @@ def _fallback_note(summary: dict[str, Any]) -> str:
         + " On those turns the agent played its fallback action, not the model's: the arm's scores "
         "say less about its model (see agent_parse_error and turn_deadline_exceeded in the episodes' "
         "events).</p>"
+    )
+
+
+def _disabled_note(summary: dict[str, Any]) -> str:
+    """A warning per arm whose episodes disabled an MCP server mid-episode ("": none did)."""
+    lines = []
+    for name, arm in summary["arms"].items():
+        disabled = arm.get("servers_disabled")
+        if isinstance(disabled, dict) and disabled:
+            servers = ", ".join(f"{escape(server)} in {n} episode(s)" for server, n in disabled.items())
+            lines.append(f"{escape(name)}: {servers}.")
+    if not lines:
+        return ""
+    return (
+        "<p class=warn>MCP servers were disabled mid-episode (a server that failed to start, and again "
+        "when retried, is off for the rest of its episode): "
+        + " ".join(lines)
+        + " Those episodes played on partly without its tools: the arm's scores partly measure playing "
+        "without them (see mcp_disabled_fallback in the episodes' events).</p>"
     )
 
 
@@ -288,11 +367,14 @@ def _comparison_table(summary: dict[str, Any]) -> str:
     rows = []
     for c in summary["comparisons"]:
         ci = c.get("ci95")
-        interval = f"{_fmt(ci[0])} … {_fmt(ci[1])}" if ci else "– (needs ≥ 2 scored episodes per arm)"
+        # null: too few to estimate the spread, or no spread seen (se 0): no 95% interval either way
+        flat = "– (no spread in either arm's scores)" if c.get("se") == 0 else None
+        interval = f"{_fmt(ci[0])} … {_fmt(ci[1])}" if ci else flat or "– (needs ≥ 2 scored episodes per arm)"
         paired = c.get("paired") or {}
         pci = paired.get("ci95")
+        flat = "– (no spread in the differences)" if paired.get("se") == 0 else None
         paired_interval = (
-            f"{_fmt(pci[0])} … {_fmt(pci[1])}" if pci else "– (needs ≥ 2 seeds both arms scored)"
+            f"{_fmt(pci[0])} … {_fmt(pci[1])}" if pci else flat or "– (needs ≥ 2 seeds both arms scored)"
         )
         rows.append(
             f"<tr><td class=nw>{escape(c['a'])} − {escape(c['b'])}</td>"
@@ -366,6 +448,13 @@ _SKIPPED_NAMED = 10
 """Episode files left out that the page names, with why; a damaged folder can hold hundreds."""
 
 
+def _named(files: list[tuple[str, str]]) -> str:
+    """``mcp/seed-9.json (not JSON), …`` and ``and 3 more`` past :data:`_SKIPPED_NAMED`, escaped."""
+    named = ", ".join(f"{escape(name)} ({escape(why)})" for name, why in files[:_SKIPPED_NAMED])
+    more = len(files) - _SKIPPED_NAMED
+    return named + (f" and {more} more" if more > 0 else "")
+
+
 def _eval_header(run_dir: Path, run: RunEpisodes, *, summarized: bool = True) -> str:
     episodes = run.records
     models = sorted({str(r.get("model")) for r in episodes if r.get("model")})
@@ -376,12 +465,17 @@ def _eval_header(run_dir: Path, run: RunEpisodes, *, summarized: bool = True) ->
         f"model {escape(', '.join(models) or '–')} · seeds {seed_text}</p>"
     )
     if run.skipped:
-        named = ", ".join(f"{escape(name)} ({escape(why)})" for name, why in run.skipped[:_SKIPPED_NAMED])
-        more = len(run.skipped) - _SKIPPED_NAMED
+        when = " when its arm and seed are among the run's" if run.unsure else ""
         text += (
-            f"<p class=warn>{len(run.skipped)} episode file(s) could not be read and are left out: {named}"
-            f"{f' and {more} more' if more > 0 else ''}. zorkmcp eval --resume with this folder as --out "
-            "plays such an episode again.</p>"
+            f"<p class=warn>{len(run.skipped)} episode file(s) could not be read and are left out: "
+            f"{_named(run.skipped)}. zorkmcp eval --resume with this folder as --out plays such an "
+            f"episode again{when}.</p>"
+        )
+    if run.outside:
+        text += (
+            f"<p class=warn>{len(run.outside)} file(s) in episodes/ could not be read and are no episode "
+            f"of this run: {_named(run.outside)}. They are left out, and no zorkmcp eval --resume of this "
+            "run plays them: move them out of the folder, or remove them.</p>"
         )
     if run.others:
         text += (
@@ -418,10 +512,12 @@ def render_eval_report(
         ReportInputError: the folder holds no readable episode record, or the page cannot be written.
     """
     run_dir = Path(run_dir)
+    target = run_dir / "report.html" if out_path is None else Path(out_path)
+    check_page(target, page_inputs(run_dir=run_dir), named=str(target), remedy=_ELSEWHERE)
     summarized = episodes is not None or (run_dir / "summary.json").exists()  # given: by the run itself
     run = read_run(run_dir, episodes)
     episodes = run.records
-    summary = summarize(episodes)
+    summary = run_summary(episodes)
     arms = group_by_arm(episodes)
     score_ceiling = summary["arms"][next(iter(arms))].get("game_max_score")
     final_title = "Final score per episode" + (f" (of {score_ceiling:.0f})" if score_ceiling else "")
@@ -431,11 +527,13 @@ def render_eval_report(
         + _arm_setup_table(summary)
         + _arm_table(summary)
         + _fallback_note(summary)
+        + _disabled_note(summary)
         + "<p class=note>Failed episodes (with an error) are counted but excluded from score statistics. "
         "se = sample standard deviation / √n. Answers not parsed / deadlines: the turns on which the "
         "agent played its fallback action because the model's final answer did not parse, or the "
         "turn's deadline passed, and their share of the turns played (– : the records, of an older "
-        "zorkmcp, do not count them).</p><h2>Comparisons</h2>"
+        "zorkmcp, do not count them). Tokens: as the model's answers reported them (– : the endpoint "
+        "reported none).</p><h2>Comparisons</h2>"
         + _comparison_table(summary)
         + "<p class=note>Welch's t interval takes the arms as two samples (Welch–Satterthwaite degrees of "
         "freedom, Student t quantile). The paired t interval takes the score differences seed by seed, "
@@ -448,7 +546,6 @@ def render_eval_report(
         + _figures(arms, final_title)
         + _failed_section(arms)
     )
-    target = run_dir / "report.html" if out_path is None else Path(out_path)
     return _write(target, _page(f"zorkmcp eval {run_dir.name}", body))
 
 
@@ -566,12 +663,16 @@ def _episode_header(episode: EpisodeEvents, bad: int, events_path: Path) -> str:
     model = start.get("model") or (end or {}).get("model")
     if start.get("scripted") or (end or {}).get("scripted"):
         model = f"{model or ''} (scripted)".strip()
+    cassette = replayed_from(episode)
+    if cassette is not None:
+        model = f"{model or ''} (replayed)".strip()
     mcp = start.get("mcp_enabled")
+    replay = f" · replayed from the cassette {escape(cassette)}" if cassette is not None else ""
     text = (
         f"<h1>{escape(str(start.get('game') or 'zorkmcp episode'))}: "
         f"episode {escape(episode.episode_id)}</h1>"
         f"<p class=sub>{escape(str(events_path))} · seed {_fmt(start.get('seed'))} · "
-        f"MCP {_fmt(mcp) if isinstance(mcp, bool) else '–'} · {escape(_limits(start))}</p>"
+        f"MCP {_fmt(mcp) if isinstance(mcp, bool) else '–'} · {escape(_limits(start))}{replay}</p>"
         + _cards(
             [
                 ("result", escape(_result_text(end, last))),
@@ -600,12 +701,26 @@ def render_episode_report(events_path: Path, out_path: Path, episode_id: str | N
 
     Raises:
         ReportInputError: the log is missing or unreadable, holds no episode, holds several and
-            ``episode_id`` is ``None``, does not hold ``episode_id``, or the page cannot be written.
+            ``episode_id`` is ``None``, does not hold ``episode_id``, ``out_path`` is the log (or a
+            file of the eval run it belongs to), or the page cannot be written.
     """
     events_path, out_path = Path(events_path), Path(out_path)
     log = read_event_log(events_path)
     episode = log.pick(episode_id)
-    body = _episode_header(episode, log.bad_lines, events_path)
+    check_page(out_path, page_inputs(events=events_path), named=str(out_path), remedy=_ELSEWHERE)
+    return draw_episode(log, episode, out_path)
+
+
+_ELSEWHERE = "give another out_path (nothing was written)"
+
+
+def draw_episode(log: EventLog, episode: EpisodeEvents, out_path: Path) -> Path:
+    """Write ``episode`` of ``log`` (read by :func:`read_event_log`) as a page at ``out_path``; return it.
+
+    Raises:
+        ReportInputError: the page cannot be written.
+    """
+    body = _episode_header(episode, log.bad_lines, log.path)
     if episode.turns:
         body += _episode_img(episode) + "<h2>Transcript</h2>" + _transcript(episode)
     else:

@@ -14,18 +14,25 @@ says why, and a resume plays the episode again.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
+import re
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
+from .._controls import visible_controls
+from .._outputs import write_atomically
 from ..errors import ZorkMCPError
+from ._stats import CSV_COLUMNS, csv_cell, group_by_arm, summarize
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
 __all__ = [
     "RECORD_FIELDS",
@@ -39,6 +46,9 @@ __all__ = [
     "read_run",
     "read_run_episodes",
     "record_problem",
+    "replayed_from",
+    "run_summary",
+    "write_run_csv",
 ]
 
 
@@ -65,19 +75,37 @@ class EpisodeEvents:
 
 @attrs.frozen
 class EventLog:
-    """An event log's episodes (in order of first appearance) and how many lines were skipped."""
+    """An event log's episodes (in order of first appearance) and how many lines were skipped.
+
+    Attributes:
+        path: the log.
+        episodes: the episodes, by ``episode_id``.
+        bad_lines: lines that were not JSON objects.
+        sessions: how many turns of the agent (``mcp_session_complete``) each ``episode_id`` has,
+            also one that is not an episode: ``bridge.get_action()`` and ``bridge.Bridge`` log the
+            agent's turns, but not the game's, whose loop is the caller's.
+    """
 
     path: Path
     episodes: dict[str, EpisodeEvents]
     bad_lines: int
+    sessions: dict[str, int] = attrs.field(factory=dict)
 
     def pick(self, episode_id: str | None) -> EpisodeEvents:
         """The named episode, or the only one.
 
         Raises:
-            ReportInputError: no episodes, an unknown id, or several episodes and no id.
+            ReportInputError: no episodes, an unknown id, or several episodes and no id; a log (or an
+                id) of ``bridge.get_action()``/``bridge.Bridge`` is said to be one.
         """
+        bridged = {key: n for key, n in self.sessions.items() if key not in self.episodes}
         if not self.episodes:
+            if bridged:
+                raise ReportInputError(
+                    f"{self.path}: {_BRIDGE_LOG} ({sum(bridged.values())} agent turn(s), no "
+                    f"episode_start/turn_complete): {_NOT_DRAWN}; draw a log of zorkmcp play or zorkmcp "
+                    "eval, or read this one's events as JSON lines (README, Events)"
+                )
             raise ReportInputError(f"{self.path}: no episode records (episode_start/turn_complete) found")
         ids = ", ".join(self.episodes)
         if episode_id is None:
@@ -88,14 +116,30 @@ class EventLog:
                     f"({listed}); the last is the most recent"
                 )
             return next(iter(self.episodes.values()))
+        if episode_id in bridged:
+            raise ReportInputError(
+                f"{self.path}: episode {episode_id!r} is {bridged[episode_id]} agent turn(s) of "
+                f"bridge.get_action()/bridge.Bridge: {_NOT_DRAWN}; the log's episodes: {ids}"
+            )
         if episode_id not in self.episodes:
             raise ReportInputError(f"{self.path}: no episode {episode_id!r}; the log holds: {ids}")
         return self.episodes[episode_id]
 
 
+_BRIDGE_LOG = "looks like a log of bridge.get_action()/bridge.Bridge"
+_NOT_DRAWN = (
+    "the report does not draw those, as the game loop is the calling code's and the log holds no game "
+    "text or score"
+)
+
+
 def _described(episode: EpisodeEvents) -> str:
-    """``episode-1a2b (seed 12, started 2026-11-24 03:01 UTC, 396 turns)``: one play told from another."""
-    start = episode.start or {}
+    """``episode-1a2b (seed 12, started 2026-11-24 03:01 UTC, 396 turns)``: one play told from another.
+
+    An episode that ended in an error, or by an interruption, says so; one replayed from a cassette
+    (``replayed_from``, which a live run's records lack) names the cassette.
+    """
+    start, end = episode.start or {}, episode.complete or {}
     parts = [f"seed {start['seed']}"] if _is_int(start.get("seed")) else []
     when = start.get("timestamp")
     if isinstance(when, int | float) and not isinstance(when, bool) and math.isfinite(when):
@@ -103,7 +147,37 @@ def _described(episode: EpisodeEvents) -> str:
     elif isinstance(when, str) and when:
         parts.append(f"started {when}")
     parts.append(f"{len(episode.turns)} turns" + ("" if episode.complete is not None else ", unfinished"))
+    if end.get("error"):
+        parts.append(f"ended in an error: {_error_kind(end['error'])}")
+    elif end.get("stopped") == "interrupted":
+        parts.append("interrupted")
+    cassette = replayed_from(episode)
+    if cassette is not None:
+        parts.append(f"replayed from the cassette {visible_controls(cassette, keep='')}")
     return f"{episode.episode_id} ({', '.join(parts)})"
+
+
+def replayed_from(episode: EpisodeEvents) -> str | None:
+    """The cassette ``episode`` was replayed from (``replayed_from`` of its start or end), or ``None``
+    for a live run (a log of an older zorkmcp has none either)."""
+    for record in (episode.start, episode.complete):
+        cassette = (record or {}).get("replayed_from")
+        if isinstance(cassette, str) and cassette:
+            return cassette
+    return None
+
+
+_ERROR_KIND: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,79}")
+
+
+def _error_kind(error: Any) -> str:
+    """``CassetteMismatchError`` of ``"CassetteMismatchError: cassette …"``: the list stays one line;
+    an error that does not start with its kind, whitespace collapsed and cut to 60 characters."""
+    text = " ".join(str(error).split())
+    kind = text.split(":", 1)[0]
+    if ":" in text and _ERROR_KIND.fullmatch(kind):
+        return kind
+    return visible_controls(text if len(text) <= 60 else text[:59] + "…", keep="")
 
 
 def _read_text(path: Path) -> str:
@@ -124,6 +198,7 @@ def read_event_log(path: Path) -> EventLog:
         ReportInputError: the file is missing or unreadable.
     """
     episodes: dict[str, EpisodeEvents] = {}
+    sessions: dict[str, int] = {}
     bad = 0
     for line in _read_text(path).splitlines():
         if not line.strip():
@@ -137,9 +212,11 @@ def read_event_log(path: Path) -> EventLog:
             bad += 1
             continue
         kind = record.get("event_type")
+        key = str(record.get("episode_id", ""))
+        if kind == "mcp_session_complete":
+            sessions[key] = sessions.get(key, 0) + 1
         if kind not in ("episode_start", "turn_complete", "episode_complete"):
             continue
-        key = str(record.get("episode_id", ""))
         episode = episodes.setdefault(key, EpisodeEvents(key))
         if kind == "episode_start":
             episode.start = record
@@ -147,7 +224,7 @@ def read_event_log(path: Path) -> EventLog:
             episode.turns.append(record)
         else:
             episode.complete = record
-    return EventLog(path, episodes, bad)
+    return EventLog(path, episodes, bad, sessions)
 
 
 # -- an eval run's episode records ------------------------------------------------------------------
@@ -172,6 +249,23 @@ def _is_ints(value: Any) -> bool:
 
 def _is_strings(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+_MD5: Final = re.compile(r"[0-9a-f]{32}")
+
+
+def _is_setup(value: Any) -> bool:
+    """``setup`` as ``zorkmcp eval`` writes it: an object whose ``agent`` is an object and whose
+    ``servers`` is an object of objects (a resume compares them key by key)."""
+    if not isinstance(value, dict):
+        return False
+    agent, servers = value.get("agent", {}), value.get("servers", {})
+    return (
+        isinstance(agent, dict)
+        and isinstance(servers, dict)
+        and all(isinstance(server, dict) for server in servers.values())
+        and isinstance(value.get("fingerprint", ""), str | None)
+    )
 
 
 _TOOL_FIELDS: Final[dict[str, Callable[[Any], bool]]] = {
@@ -213,8 +307,9 @@ RECORD_FIELDS: Final[dict[str, tuple[Callable[[Any], bool], str, bool]]] = {
     "parse_errors": (*_COUNT, False),
     "deadlines": (*_COUNT, False),
     "llm_requests": (*_COUNT, False),
-    "prompt_tokens": (*_COUNT, False),
-    "completion_tokens": (*_COUNT, False),
+    "prompt_tokens": (*_COUNT, True),
+    "completion_tokens": (*_COUNT, True),
+    "requests_without_usage": (*_COUNT, False),
     "wall_seconds": (*_SECONDS, False),
     "start_seconds": (*_SECONDS, True),
     "scores": (_is_ints, "a list of integers", False),
@@ -223,11 +318,15 @@ RECORD_FIELDS: Final[dict[str, tuple[Callable[[Any], bool], str, bool]]] = {
     "host": (*_TEXT, True),
     "model": (*_TEXT, False),
     "scripted": (*_BOOL, False),
+    "base_url": (*_TEXT, True),
     "mcp": (*_BOOL, False),
     "servers": (_is_strings, "a list of strings", False),
+    "servers_disabled": (_is_strings, "a list of strings", False),
     "max_turns": (*_COUNT, False),
     "game": (*_TEXT, False),
+    "game_md5": (lambda value: isinstance(value, str) and bool(_MD5.fullmatch(value)), "an md5", True),
     "sampling": (lambda value: isinstance(value, dict), "an object", False),
+    "setup": (_is_setup, "an object of agent settings and servers", False),
     "stopped": (*_TEXT, False),
     "error": (*_TEXT, True),
 }
@@ -263,6 +362,22 @@ def record_problem(data: Any, path: Path) -> str | None:
         return f"arm is {_shown(data['arm'])}, but the file is in {path.parent.name}/"
     if path.name != f"seed-{data['seed']}.json":
         return f"seed is {data['seed']}, but the file is {path.name}"
+    return _implausible(data)
+
+
+def _implausible(data: dict[str, Any]) -> str | None:
+    """A score no episode can end with: past the game's maximum, not the last of ``scores``, or
+    below 0 without a death (in Zork only dying takes points: 10 each). ``None``: none of these."""
+    score, scores, top = data["score"], data.get("scores"), data.get("max_score")
+    if isinstance(top, int) and top > 0:  # 0: a game that does not say
+        if score > top:
+            return f"score is {score}, above max_score {top}"
+        if isinstance(scores, list) and (above := [s for s in scores if s > top]):
+            return f"scores holds {above[0]}, above max_score {top}"
+    if isinstance(scores, list) and scores and scores[-1] != score:
+        return f"score is {score}, but the last of scores is {scores[-1]}"
+    if score < 0 and data.get("deaths", 1) == 0:
+        return f"score is {score}, below 0 with no death (deaths is 0): only a death takes points"
     return None
 
 
@@ -287,6 +402,67 @@ def read_episode_file(path: Path) -> tuple[dict[str, Any] | None, str]:
     return (None, problem) if problem is not None else (data, "")
 
 
+# -- summary.json and summary.csv of a run ----------------------------------------------------------
+
+
+def run_summary(episodes: Iterable[dict[str, Any]], *, plan: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``summary.json``'s object: :func:`~zorkmcp.eval.summarize`, with what a run's records know
+    beyond it, per arm.
+
+    ``prompt_tokens``/``completion_tokens``: the sums over the records that know them, ``null``
+    when none does (an endpoint that sends no ``usage``), not 0. ``servers_disabled``: per MCP
+    server, the episodes that disabled it after it failed to start twice (start, retry once, else
+    disable); ``{}`` when none did, ``null`` when no record of the arm counts them (an older
+    zorkmcp's). ``plan`` (the run's arms, ``first_seed`` and ``last_seed``), when given, is kept
+    as ``plan``: which episode files a resume of the run plays.
+    """
+    records = list(episodes)
+    summary = summarize(records)
+    for name, group in group_by_arm(records).items():
+        arm = summary["arms"][name]
+        for key in ("prompt_tokens", "completion_tokens"):
+            known = [r[key] for r in group if _is_count(r.get(key))]
+            arm[key] = sum(known) if known else None
+        arm["servers_disabled"] = _servers_disabled(group)
+    if plan is not None:
+        summary["plan"] = plan
+    return summary
+
+
+def _servers_disabled(records: list[dict[str, Any]]) -> dict[str, int] | None:
+    known = [r["servers_disabled"] for r in records if _is_strings(r.get("servers_disabled"))]
+    if not known:
+        return None
+    counts = Counter(name for names in known for name in set(names))
+    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
+
+RUN_CSV_COLUMNS: Final = (*CSV_COLUMNS, "servers_disabled")
+"""``summary.csv``'s columns: :data:`~zorkmcp.eval._stats.CSV_COLUMNS`, then ``servers_disabled``
+(how many of the arm's MCP servers the episode disabled; blank for an older record)."""
+
+
+def write_run_csv(episodes: Iterable[dict[str, Any]], path: Path) -> None:
+    """``summary.csv``: one row per episode, the columns of :data:`RUN_CSV_COLUMNS` (blank: unknown).
+
+    A count the record does not know (``null`` tokens, an older record's missing fields) is blank.
+    Text has its control characters written visible (``\\x1b``: :func:`~zorkmcp.eval._stats.csv_cell`),
+    so ``cat summary.csv`` shows a provider's ``ESC [31m`` and does not obey it.
+    """
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=RUN_CSV_COLUMNS, extrasaction="ignore")
+    writer.writeheader()
+    for record in episodes:
+        row = {key: csv_cell(record.get(key, "")) for key in CSV_COLUMNS}
+        disabled = record.get("servers_disabled")
+        row["servers_disabled"] = len(disabled) if isinstance(disabled, list) else ""
+        writer.writerow(row)
+    write_atomically(path, text.getvalue())
+
+
+# -- the episodes a report draws ----------------------------------------------------------------------
+
+
 @attrs.frozen
 class RunEpisodes:
     """The episodes a run folder's report draws, and the episode files it leaves out.
@@ -294,14 +470,40 @@ class RunEpisodes:
     Attributes:
         records: the records to draw, arm by arm (the summary's arm order), seed by seed.
         skipped: the files left out because they are not their episode's record:
-            ``(<arm>/seed-<N>.json, why)`` (a file ``summary.json`` names that is missing, too).
+            ``(<arm>/seed-<N>.json, why)`` (a file ``summary.json`` names that is missing, too), of
+            episodes ``--resume`` plays again: the run's (or, when its ``summary.json`` does not say
+            which arms and seeds it plays, any well-named file).
+        outside: the files left out because they are not their episode's record and no resume of
+            the run plays them: ``(<arm>/<name>, why)`` of a seed or an arm outside the run's
+            ``plan``, or a name that is no seed's (``seed-abc.json``).
         others: readable episode files left out because the summary does not cover them (seeds or
             arms of an earlier run in the folder).
+        unsure: of ``skipped``, the files ``--resume`` may not play: ``summary.json`` neither covers
+            them nor says which arms and seeds the run plays (one of an older zorkmcp, or none).
     """
 
     records: list[dict[str, Any]]
     skipped: list[tuple[str, str]]
     others: int
+    outside: list[tuple[str, str]] = attrs.field(factory=list)
+    unsure: int = 0
+
+
+_SEED_FILE: Final = re.compile(r"seed-(0|[1-9][0-9]*)\.json")
+
+
+def _outside_why(arm: str, name: str, plan: dict[str, Any] | None) -> str | None:
+    """Why no resume of the run plays ``<arm>/<name>`` (``None``: one does, or may)."""
+    match = _SEED_FILE.fullmatch(name)
+    if match is None:
+        return "not a seed-<N>.json name"
+    if plan is None:
+        return None
+    if arm not in plan["arms"]:
+        return f"{arm} is not an arm of the run"
+    if not plan["first_seed"] <= int(match[1]) <= plan["last_seed"]:
+        return f"seed {match[1]} is not one of the run's ({plan['first_seed']}…{plan['last_seed']})"
+    return None
 
 
 def read_run(run_dir: Path, episodes: list[dict[str, Any]] | None = None) -> RunEpisodes:
@@ -323,10 +525,10 @@ def read_run(run_dir: Path, episodes: list[dict[str, Any]] | None = None) -> Run
         raise ReportInputError(
             f"{run_dir}: not an eval run folder (no episodes/ inside); run zorkmcp eval first"
         )
-    order, covered = _summary_coverage(run_dir)
+    order, covered, plan = _summary_coverage(run_dir)
     files = _episode_files(root, order)
     records: list[dict[str, Any]] = []
-    skipped: list[tuple[str, str]] = []
+    unread: list[tuple[str, str, str]] = []
     if episodes is not None:
         records = list(episodes)
         drawn = {(str(r.get("arm")), f"seed-{r.get('seed')}.json") for r in records}
@@ -336,7 +538,7 @@ def read_run(run_dir: Path, episodes: list[dict[str, Any]] | None = None) -> Run
         for arm, name in wanted:
             record, why = read_episode_file(root / arm / name)
             if record is None:
-                skipped.append((f"{arm}/{name}", why))
+                unread.append((arm, name, why))
             else:
                 records.append(record)
     others = 0
@@ -345,16 +547,27 @@ def read_run(run_dir: Path, episodes: list[dict[str, Any]] | None = None) -> Run
             continue
         record, why = read_episode_file(root / arm / name)
         if record is None:
-            skipped.append((f"{arm}/{name}", why))
+            unread.append((arm, name, why))
         else:
             others += 1
+    skipped: list[tuple[str, str]] = []
+    outside: list[tuple[str, str]] = []
+    summarized = {(arm, f"seed-{seed}.json") for arm, seed in covered or ()}
+    unsure = 0
+    for arm, name, why in unread:
+        never = _outside_why(arm, name, plan)
+        if never is None:
+            skipped.append((f"{arm}/{name}", why))
+            unsure += plan is None and (arm, name) not in summarized
+        else:
+            outside.append((f"{arm}/{name}", f"{never}; {why}"))
     if not records:
         text = f"{root}: no readable episodes/<arm>/seed-<N>.json records"
         if skipped:
             more = f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else ""
             text += f" ({skipped[0][0]}: {skipped[0][1]}{more}); play them again with zorkmcp eval --resume"
         raise ReportInputError(text)
-    return RunEpisodes(records, skipped, others)
+    return RunEpisodes(records, skipped, others, outside, unsure)
 
 
 def read_run_episodes(run_dir: Path) -> tuple[list[dict[str, Any]], int]:
@@ -369,7 +582,7 @@ def read_run_episodes(run_dir: Path) -> tuple[list[dict[str, Any]], int]:
         ReportInputError: ``run_dir`` has no ``episodes`` folder or no episode record.
     """
     run = read_run(run_dir)
-    return run.records, len(run.skipped)
+    return run.records, len(run.skipped) + len(run.outside)
 
 
 def _episode_files(root: Path, order: list[str]) -> list[tuple[str, str]]:
@@ -391,28 +604,42 @@ def _seed_number(path: Path) -> tuple[int, str]:
     return (int(digits), "") if digits.isdigit() else (1 << 62, path.name)
 
 
-def _summary_coverage(run_dir: Path) -> tuple[list[str], list[tuple[str, int]] | None]:
-    """``summary.json``'s arms in order, and the ``(arm, seed)`` episodes it covers (``None``: not said).
+def _summary_coverage(
+    run_dir: Path,
+) -> tuple[list[str], list[tuple[str, int]] | None, dict[str, Any] | None]:
+    """``summary.json``'s arms in order, the ``(arm, seed)`` episodes it covers (``None``: not said),
+    and the run's ``plan`` (its arms, ``first_seed`` and ``last_seed``; ``None``: not said).
 
     A summary written before summaries listed each arm's ``seeds`` (or none, or one that covers no
     arm, or one that does not parse) says nothing of its episodes: the report then draws every file.
+    One written before summaries kept the run's ``plan`` does not say which files a resume plays.
     """
     try:
         summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
         arms = summary["arms"]
         order = [str(name) for name in arms]
     except (OSError, ValueError, KeyError, TypeError, RecursionError):
-        return [], None
+        return [], None, None
+    plan = _plan(summary.get("plan"))
     covered: list[tuple[str, int]] = []
     for name in order:
         arm = arms[name] if isinstance(arms, dict) else None
         seeds = arm.get("seeds") if isinstance(arm, dict) else None
         if Path(name).name != name or name in ("", ".", "..") or not isinstance(seeds, list):
-            return order, None
+            return order, None, plan
         if not all(_is_count(seed) for seed in seeds):
-            return order, None
+            return order, None, plan
         covered += [(name, seed) for seed in seeds]
-    return order, covered or None
+    return order, covered or None, plan
+
+
+def _plan(value: Any) -> dict[str, Any] | None:
+    """``summary.json``'s ``plan`` when it is one ``zorkmcp eval`` writes, else ``None``."""
+    if not isinstance(value, dict) or not _is_strings(value.get("arms")):
+        return None
+    if not (_is_count(value.get("first_seed")) and _is_count(value.get("last_seed"))):
+        return None
+    return value
 
 
 def find_episode_events(run_dir: Path, episode_id: str) -> Path:

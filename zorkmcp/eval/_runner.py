@@ -26,6 +26,7 @@ import attrs
 import httpx2
 
 from .._outputs import write_atomically, write_remedy
+from .._urls import safe_url
 from ..agent import AgentAction, ZorkAgent
 from ..config import McpConfig
 from ..episode import (
@@ -38,6 +39,7 @@ from ..episode import (
     inprocess_game_server_config,
 )
 from ..errors import ConfigError, GameError, LLMError, MCPError, RunWriteError, exception_leaves
+from ..game import story_md5
 from ..game.server import preload as preload_game
 from ..llm import OPENROUTER_HEADERS, LLMClient, ModelChoice, resolve_api_key
 from ..llm._client import new_http_client
@@ -46,6 +48,7 @@ from ..llm._urls import is_openrouter
 from ..mcp import EpisodeServers, McpManager, ZygoteGroup, build_server_env, open_zygotes
 from ..observability import EventRecorder, open_tracer
 from ._results import read_episode_file
+from ._spec import arm_setup, setup_clash
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Iterable, Iterator
@@ -65,6 +68,7 @@ __all__ = [
     "collect_episodes",
     "endpoint_of",
     "episode_paths",
+    "files_outside",
     "open_http_pools",
     "open_run_zygotes",
     "play_episode",
@@ -100,6 +104,23 @@ class Progress(Protocol):
     def turned(self, spec: EpisodeSpec, /) -> None: ...
 
     def finished(self, record: dict[str, Any], /) -> None: ...
+
+    def retried(self, spec: EpisodeSpec, event: dict[str, Any], /) -> None:
+        """A model request of the episode failed and is retried: its ``llm_retry`` event's fields."""
+
+
+class _OnRetry:
+    """An episode's event listener that hands its ``llm_retry`` events' fields on (nothing else)."""
+
+    def __init__(self, call: Callable[[dict[str, Any]], None]) -> None:
+        self._call = call
+
+    def emit(self, event_type: str, /, **fields: Any) -> None:
+        if event_type == "llm_retry":
+            self._call(fields)
+
+    def log(self, level: str, message: str, /) -> None:
+        del level, message
 
 
 @attrs.frozen(kw_only=True)
@@ -233,10 +254,17 @@ class _Metered:
         response = await self._model.complete(request)
         tally = self._tally
         tally.requests += 1
-        for key, value in (response.usage or {}).items():  # as the engine sums a turn's
+        usage = response.usage or {}
+        for key, value in usage.items():  # as the engine sums a turn's
             if isinstance(value, int):
                 tally.usage[key] = tally.usage.get(key, 0) + value
+        if not all(isinstance(usage.get(key), int) for key in _TOKENS):
+            tally.unmetered += 1
         return response
+
+
+_TOKENS: Final = ("prompt_tokens", "completion_tokens")
+"""The token counts a record keeps, as the model's answers report them (``usage``)."""
 
 
 def _fallback(action: AgentAction) -> _Fallback | None:
@@ -265,7 +293,10 @@ class _Tally:
     requests: int = 0
     """Model requests answered with a completion, in every turn: the one an error ended too."""
     usage: dict[str, int] = attrs.Factory(dict)
-    """Their token counts (``prompt_tokens``, ``completion_tokens``, …), summed."""
+    """Their token counts (``prompt_tokens``, ``completion_tokens``, …), summed: a key only once an
+    answer reported it (an endpoint that sends no ``usage`` leaves them unknown, not 0)."""
+    unmetered: int = 0
+    """Of those answers, the ones without a ``prompt_tokens`` or ``completion_tokens`` count."""
     parse_errors: int = 0
     """Played turns whose final answer did not parse: the agent played its fallback action."""
     deadlines: int = 0
@@ -276,6 +307,20 @@ class _Tally:
     start_seconds: float | None = None
     servers: list[str] | None = None
     """The arm's enabled MCP servers, once its configuration is read (``[]`` without MCP)."""
+    setup: dict[str, Any] | None = None
+    """What the arm plays with beyond its model (:func:`~zorkmcp.eval._spec.arm_setup`), once read."""
+    manager: McpManager | None = None
+    """The episode's MCP manager, which knows the servers it disabled (start, retry once, else disable)."""
+    base_url: str | None = None
+    """The model's endpoint without user info, query or fragment; ``None`` for the offline scripted model."""
+    game_md5: str | None = None
+    """The story file's md5, as the episode began (``None``: it could not be read)."""
+
+    def servers_disabled(self) -> list[str] | None:
+        """The arm's servers the episode disabled after they failed to start twice; ``None``: not known."""
+        if self.servers is None or self.manager is None:
+            return None
+        return [name for name in self.servers if self.manager.is_server_disabled(name)]
 
 
 async def play_episode(
@@ -287,6 +332,7 @@ async def play_episode(
     zygotes: ZygoteGroup | None = None,
     turned: Callable[[], None] | None = None,
     configs: ArmConfigs | None = None,
+    retried: Callable[[dict[str, Any]], None] | None = None,
 ) -> EpisodeResult:
     """Play one episode with the one episode loop; failures end up in the record's ``error``.
 
@@ -303,9 +349,13 @@ async def play_episode(
         turned: called after each turn (in the event loop; must be quick).
         configs: the run's arm configurations (:func:`read_arm_configs`); an arm not in it (or
             ``None``): the episode reads its arm's ``mcp_config.json`` itself.
+        retried: called with the fields of each ``llm_retry`` event (a model request that failed
+            and is retried; in the event loop; must be quick).
     """
     started = time.perf_counter()
     recorder = EventRecorder()
+    if retried is not None:
+        recorder.add_listener(_OnRetry(retried))
     episode_id = f"{spec.arm}-seed-{spec.seed}"
     recorder.context["episode_id"] = episode_id
     tally = _Tally()
@@ -364,15 +414,19 @@ async def _run_loop(
     zygotes: ZygoteGroup | None,
     configs: ArmConfigs | None,
 ) -> None:
+    tally.game_md5 = await anyio.to_thread.run_sync(_story_md5, spec.game_path)
     if configs is not None and spec.arm in configs:
         reasoning = configs[spec.arm]
     else:
         reasoning = await anyio.to_thread.run_sync(_reasoning, spec)  # reads the arm's mcp_config.json
     tally.servers = _server_names(reasoning)
+    tally.setup = arm_setup(spec.settings, reasoning)
     servers, mcp_on = _servers(spec, reasoning)
-    model: ChatModel = _Metered(_chat_model(spec, pools, recorder)[0], tally)
+    chat, choice = _chat_model(spec, pools, recorder)
+    tally.base_url = None if choice.scripted is not None else safe_url(choice.base_url)
+    model: ChatModel = _Metered(chat, tally)
     episode.model_name, episode.scripted = model.model, model.scripted  # also when the servers fail
-    manager = McpManager(servers, spec.settings.mcp, events=recorder)
+    manager = tally.manager = McpManager(servers, spec.settings.mcp, events=recorder)
     agent = ZorkAgent(
         model=model,
         settings=spec.settings.mcp,
@@ -387,6 +441,14 @@ async def _run_loop(
                 manager.open_episode(zygotes=zygotes, prewarm=_worth_prewarming(servers, zygotes))
             )
         await drive_async(episode.steps(model.model, model.scripted), _answerer(agent, live, recorder, tally))
+
+
+def _story_md5(path: Path) -> str | None:
+    """The story file's md5 (the digest a cassette keeps of its game), ``None`` if it cannot be read."""
+    try:
+        return story_md5(path)
+    except OSError:  # the episode's game fails to open, and says why
+        return None
 
 
 def _worth_prewarming(servers: McpConfig, zygotes: ZygoteGroup | None) -> bool:
@@ -444,8 +506,8 @@ def _record(spec: EpisodeSpec, summary: Any, tally: _Tally, *, runner: Runner, w
         "parse_errors": tally.parse_errors,
         "deadlines": tally.deadlines,
         "llm_requests": tally.requests,
-        "prompt_tokens": tally.usage.get("prompt_tokens", 0),
-        "completion_tokens": tally.usage.get("completion_tokens", 0),
+        **{key: _tokens(tally, key) for key in _TOKENS},
+        "requests_without_usage": tally.unmetered,
         "wall_seconds": round(wall, 3),
         "start_seconds": tally.start_seconds,
         "scores": list(tally.scores),
@@ -454,16 +516,31 @@ def _record(spec: EpisodeSpec, summary: Any, tally: _Tally, *, runner: Runner, w
         "host": socket.gethostname(),  # with pid: which process, and on a cluster which node, played it
         "model": summary.model,
         "scripted": summary.scripted,
+        "base_url": tally.base_url,
         "mcp": spec.settings.mcp.enabled,
         **({"servers": tally.servers} if tally.servers is not None else {}),
+        **({"servers_disabled": disabled} if (disabled := tally.servers_disabled()) is not None else {}),
         "max_turns": spec.max_turns,
         "game": spec.game_path.name,
+        "game_md5": tally.game_md5,
         "sampling": _sampling(spec),
+        **({"setup": tally.setup} if tally.setup is not None else {}),
         "stopped": summary.stopped,
     }
     if summary.error is not None:
         record["error"] = summary.error
     return record
+
+
+def _tokens(tally: _Tally, key: str) -> int | None:
+    """The tokens the model's answers reported; ``None`` (unknown) when none of them reported the count.
+
+    An episode whose model answered nothing spent none: 0. When some answers reported it and some
+    did not, the sum of those that did (``requests_without_usage`` says how many did not).
+    """
+    if key in tally.usage:
+        return tally.usage[key]
+    return 0 if tally.requests == 0 else None
 
 
 def _tool_use(calls: list[ToolCallRecord]) -> dict[str, dict[str, Any]]:
@@ -549,6 +626,7 @@ async def play_episodes(
     on_start: Callable[[EpisodeSpec], None] | None = None,
     on_turn: Callable[[EpisodeSpec], None] | None = None,
     on_done: Callable[[dict[str, Any]], None] | None = None,
+    on_retry: Callable[[EpisodeSpec, dict[str, Any]], None] | None = None,
 ) -> None:
     """Play ``specs``, at most ``concurrency`` at once, writing each episode's files when it ends.
 
@@ -563,6 +641,8 @@ async def play_episodes(
         on_start: called when an episode starts (in the event loop; must be quick).
         on_turn: called when an episode has played a turn (in the event loop; must be quick).
         on_done: called with each record once its files are written.
+        on_retry: called with an episode and its ``llm_retry`` event's fields when a model request
+            of it failed and is retried (in the event loop; must be quick).
 
     Raises:
         RunWriteError: an episode's files cannot be written; the episodes in flight were cancelled
@@ -577,8 +657,15 @@ async def play_episodes(
             if on_start is not None:
                 on_start(spec)
             turned = partial(on_turn, spec) if on_turn is not None else None
+            retried = partial(on_retry, spec) if on_retry is not None else None
             result = await play_episode(
-                spec, pools, starting=starting, zygotes=zygotes, turned=turned, configs=configs
+                spec,
+                pools,
+                starting=starting,
+                zygotes=zygotes,
+                turned=turned,
+                configs=configs,
+                retried=retried,
             )
             await anyio.to_thread.run_sync(write_episode, run_dir, result)
             if on_done is not None:
@@ -699,20 +786,43 @@ def collect_episodes(plan: EvalPlan) -> list[dict[str, Any]]:
 _RESUME_KEYS: Final = {
     "model": "--model, or the arm's model",
     "scripted": "true: the offline scripted model, which plays when no API key is set",
+    "base_url": "the model's endpoint: --base-url, the arm's base_url, or agent_base_url in "
+    "[tool.zorkgpt.llm]",
     "mcp": "--no-mcp, --compare-mcp, or the arm's mcp",
     "servers": "the servers the arm's mcp_config.json enables (or its mcp_config)",
     "max_turns": "--turns, or max_turns in [eval]",
     "game": "--game, or game in [eval]",
+    "game_md5": "the md5 of the story file: it was changed or replaced since, or --game (or game in [eval]) "
+    "names another file of that name",
     "sampling": "the arm's temperature, top_p, top_k, min_p, max_tokens, or [tool.zorkgpt.agent_sampling]",
 }
-"""What a resumed record must share with the plan's episode, and what sets each."""
+"""What a resumed record must share with the plan's episode, and what sets each; then its ``setup``
+(:func:`~zorkmcp.eval._spec.setup_clash`): the agent's settings and each server's."""
 
 
-def _planned(spec: EpisodeSpec, *, cluster: bool) -> dict[str, tuple[Any, ...]]:
-    """The values a kept record may have, per key of :data:`_RESUME_KEYS` (the first one is the plan's).
+@attrs.frozen
+class _Planned:
+    """What an arm's episodes would play with now, for a resume to compare its records with.
+
+    Attributes:
+        values: the values a kept record may have, per key of :data:`_RESUME_KEYS` (the first one
+            is the plan's); a key left out is not checked.
+        setup: :func:`~zorkmcp.eval._spec.arm_setup` of the arm (``None``: its mcp_config.json does
+            not load, and every episode of the arm will record why).
+        source: the arm's ``mcp_config.json``, for the message.
+    """
+
+    values: dict[str, tuple[Any, ...]]
+    setup: dict[str, Any] | None
+    source: Path | None
+
+
+def _planned(spec: EpisodeSpec, *, cluster: bool, game_md5: str | None) -> _Planned:
+    """What a kept record of ``spec``'s arm may have (:class:`_Planned`).
 
     On a Ray cluster each worker decides from its own environment whether the offline scripted
-    model plays, so a record may be either: the arm's model, or the scripted one.
+    model plays, so a record may be either: the arm's model, or the scripted one. The scripted
+    model has no endpoint: its records' ``base_url`` is ``null``, which is never a clash.
     """
     choice = spec.model_choice()
     if cluster:
@@ -721,19 +831,24 @@ def _planned(spec: EpisodeSpec, *, cluster: bool) -> dict[str, tuple[Any, ...]]:
     else:
         model = (choice.plays,)
         scripted = (choice.scripted is not None,)
-    planned = {
+    values = {
         "model": model,
         "scripted": scripted,
+        "base_url": (safe_url(choice.base_url), None),
         "mcp": (spec.settings.mcp.enabled,),
         "max_turns": (spec.max_turns,),
         "game": (spec.game_path.name,),
         "sampling": (_sampling(spec),),
     }
+    if game_md5 is not None:
+        values["game_md5"] = (game_md5,)
     try:
-        planned["servers"] = (_server_names(_reasoning(spec)),)
+        reasoning = _reasoning(spec)
     except (ConfigError, OSError):  # not checked: every episode of the arm will record why
-        pass
-    return planned
+        return _Planned(values, None, None)
+    values["servers"] = (_server_names(reasoning),)
+    source = reasoning.source if reasoning is not None else None
+    return _Planned(values, arm_setup(spec.settings, reasoning), source)
 
 
 def _sampling(spec: EpisodeSpec) -> dict[str, Any]:
@@ -743,31 +858,52 @@ def _sampling(spec: EpisodeSpec) -> dict[str, Any]:
     }
 
 
+def _clash(record: dict[str, Any], planned: _Planned, arm: str, *, cluster: bool) -> str | None:
+    """How a kept record differs from what its arm would play now: the first difference, in words."""
+    for key, allowed in planned.values.items():
+        if key in record and record[key] not in allowed:
+            return (
+                f"{key} is {json.dumps(record[key])} but this run's arm {arm} has "
+                f"{json.dumps(allowed[0])} ({_RESUME_KEYS[key]})"
+            )
+    setup = record.get("setup")
+    if isinstance(setup, dict) and planned.setup is not None:
+        return setup_clash(setup, planned.setup, arm=arm, source=planned.source, cluster=cluster)
+    return None
+
+
 def resumable_episodes(
     plan: EvalPlan, *, retry_failed: bool = False, cluster: bool = False
 ) -> list[dict[str, Any]]:
     """The finished episodes ``--resume`` keeps (does not play again), each checked against the plan.
 
-    A record the plan would play otherwise (another model, turn limit, game or sampling, tools on or
-    off, other servers) stops the resume before anything starts: its arm would mix two
-    configurations and its mean would answer neither. Keys a record lacks (written by an older
+    A record the plan would play otherwise stops the resume before anything starts: its arm would
+    mix two configurations and its mean would answer neither. Compared: the model and its endpoint
+    (``base_url``), tools on or off and the servers' names, the turn limit, the game's name and
+    md5, the sampling, and the record's ``setup`` (the agent's settings, each server's command,
+    arguments, environment, lifecycle…). Not compared, as they change no episode: the concurrency,
+    the runner (here or on Ray), the folder, the API key. Keys a record lacks (written by an older
     zorkmcp) are not checked, nor the servers of an arm whose ``mcp_config.json`` does not load. A
     file that is not its episode's record (:func:`read_episode`: it does not parse, has a field of
-    the wrong kind, or names another arm or seed) is not kept: the episode is played again.
+    the wrong kind or a score it cannot have, or names another arm or seed) is not kept: the
+    episode is played again.
 
     Args:
         plan: the run to resume.
         retry_failed: leave out the failed episodes (with an ``error``), so they are played again.
         cluster: the run goes to a Ray cluster, whose workers decide from their own environment
-            whether the offline scripted model plays: a record of either model is kept.
+            whether the offline scripted model plays, and expand ``${VAR}`` in the servers'
+            settings: a record of either model is kept, and the servers' commands, arguments,
+            environment, folders, URLs and headers are not compared.
 
     Raises:
-        ConfigError: a kept record differs from the plan; the message names the file, the key, both
-            values and the setting that decides it.
+        ConfigError: a kept record differs from the plan; the message names the file, the arm, what
+            differs (both values, where they are not secret) and the setting that decides it.
     """
     kept: list[dict[str, Any]] = []
-    planned: dict[str, dict[str, tuple[Any, ...]]] = {}
-    clashes: list[tuple[Path, str, Any, Any]] = []
+    planned: dict[str, _Planned] = {}
+    clashes: list[tuple[Path, str]] = []
+    game_md5: str | None = None
     for spec in plan.specs():
         path = episode_paths(plan.out, spec.arm, spec.seed)[0]
         record = read_episode(path)
@@ -775,20 +911,33 @@ def resumable_episodes(
             continue
         kept.append(record)
         if spec.arm not in planned:
-            planned[spec.arm] = _planned(spec, cluster=cluster)
-        arm = planned[spec.arm]
-        keys = [key for key in _RESUME_KEYS if key in record and key in arm and record[key] not in arm[key]]
-        if keys:
-            clashes.append((path, keys[0], record[keys[0]], arm[keys[0]][0]))
+            game_md5 = game_md5 or _story_md5(spec.game_path)
+            planned[spec.arm] = _planned(spec, cluster=cluster, game_md5=game_md5)
+        clash = _clash(record, planned[spec.arm], spec.arm, cluster=cluster)
+        if clash is not None:
+            clashes.append((path, clash))
     if clashes:
-        path, key, found, expected = clashes[0]
+        path, clash = clashes[0]
         more = f" (and {len(clashes) - 1} more episode file(s))" if len(clashes) > 1 else ""
         raise ConfigError(
-            f"{path}: {key} is {json.dumps(found)} but this run's arm {path.parent.name} has "
-            f"{json.dumps(expected)} ({_RESUME_KEYS[key]}){more}; resume with the settings the run "
-            "began with, or pass a new --out"
+            f"{path}: {clash}{more}; resume with the settings the run began with, or pass a new --out"
         )
     return kept
+
+
+def files_outside(plan: EvalPlan) -> list[Path]:
+    """The episode files in the run's folder that are no episode of the plan: ``--resume`` never plays them.
+
+    ``episodes/<arm>/seed-<N>.json`` of a seed or an arm outside the plan (an earlier run's), and
+    ``seed-*.json`` names that are no seed's (``seed-abc.json``). They stay as they are, and the
+    run's summary and report leave them out.
+    """
+    planned = {episode_paths(plan.out, spec.arm, spec.seed)[0] for spec in plan.specs()}
+    try:
+        found = sorted(plan.out.glob("episodes/*/seed-*.json"))
+    except OSError:
+        return []
+    return [path for path in found if path not in planned]
 
 
 def run_eval(
@@ -836,13 +985,13 @@ def run_eval(
     try:
         with writing(plan.out):
             plan.out.mkdir(parents=True, exist_ok=True)
-        summary = write_run_summary(plan.out, episodes)
+        summary = write_run_summary(plan.out, episodes, plan=plan)
     except RunWriteError:
         if stopped is None:
             raise
-        from ._stats import summarize
+        from ._results import run_summary
 
-        summary = summarize(episodes)  # told, not written: the first failure is the one to mend
+        summary = run_summary(episodes, plan=_plan_of(plan))  # told, not written: the first failure
     return EvalOutcome(
         run_dir=plan.out,
         episodes=episodes,
@@ -866,6 +1015,7 @@ def _play(
     """Play ``pending`` in this process (one trio loop) or as Ray tasks; Ctrl-C raises KeyboardInterrupt."""
     on_start = progress.started if progress is not None else None
     on_turn = progress.turned if progress is not None else None
+    on_retry = progress.retried if progress is not None else None
 
     def on_done(record: dict[str, Any]) -> None:
         written(record)
@@ -896,27 +1046,40 @@ def _play(
             on_start=on_start,
             on_turn=on_turn,
             on_done=on_done,
+            on_retry=on_retry,
         )
     )
 
 
-def write_run_summary(run_dir: Path, episodes: list[dict[str, Any]]) -> dict[str, Any]:
+def _plan_of(plan: EvalPlan) -> dict[str, Any]:
+    """``summary.json``'s ``plan``: the arms and seeds the run plays (which files a resume plays)."""
+    return {
+        "arms": [arm.name for arm in plan.arms],
+        "first_seed": plan.seeds.start,
+        "last_seed": plan.seeds.stop - 1,
+    }
+
+
+def write_run_summary(
+    run_dir: Path, episodes: list[dict[str, Any]], *, plan: EvalPlan | None = None
+) -> dict[str, Any]:
     """``summary.json``, ``summary.csv`` and (when an episode finished) ``report.html``, all of ``episodes``.
 
     The page draws exactly the episodes the summary covers (each arm's ``seeds`` in
-    ``summary.json``), not every file in ``episodes/``: it says how many others it left out.
+    ``summary.json``), not every file in ``episodes/``: it says how many others it left out, and
+    of the files it could not read, which ones ``--resume`` plays again (those of the run's
+    ``plan``, kept in ``summary.json``).
 
     Raises:
         RunWriteError: one of them cannot be written.
     """
     from ._report import render_eval_report
-    from ._results import ReportInputError
-    from ._stats import summarize, write_summary_csv
+    from ._results import ReportInputError, run_summary, write_run_csv
 
-    summary = summarize(episodes)
+    summary = run_summary(episodes, plan=_plan_of(plan) if plan is not None else None)
     _replace(run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
     with writing(run_dir / "summary.csv"):
-        write_summary_csv(episodes, run_dir / "summary.csv")
+        write_run_csv(episodes, run_dir / "summary.csv")
     if episodes:  # a run stopped before any episode finished has nothing to draw
         try:
             render_eval_report(run_dir, episodes=episodes)

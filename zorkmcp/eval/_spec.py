@@ -24,12 +24,11 @@ Example::
 
 from __future__ import annotations
 
-import fcntl
+import hashlib
 import json
-import os
 import re
 import tomllib
-from contextlib import ExitStack, contextmanager, suppress
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -39,6 +38,7 @@ from cattrs import Converter, transform_error
 from cattrs.errors import BaseValidationError, ForbiddenExtraKeysError
 
 from .._argtypes import MAX_SEED
+from .._locks import LockHeldError, hold, let_go, make_folders, remove_empty
 from .._outputs import check_output
 from .._urls import url_problem
 from ..errors import ConfigError
@@ -46,7 +46,7 @@ from ..errors import ConfigError
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
 
-    from ..config import ServerConfig, Settings
+    from ..config import McpConfig, ServerConfig, Settings
     from ..llm import ModelChoice
 
 __all__ = [
@@ -58,9 +58,11 @@ __all__ = [
     "EvalFile",
     "EvalPlan",
     "EvalTable",
+    "arm_setup",
     "check_run_folder",
     "claim_run_folder",
     "load_eval_file",
+    "setup_clash",
 ]
 
 DEFAULT_EPISODES = 10
@@ -87,6 +89,17 @@ def _not_blank(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> No
         raise _Problem(
             f"{attribute.name} is empty: give the run's folder, or leave it out for runs/<timestamp>"
         )
+
+
+def _named(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
+    """A model or a variable name: blank is none (it would be sent, or read, as it is)."""
+    if value is not None and not value.strip():
+        what = (
+            "the model's name"
+            if attribute.name == "model"
+            else "the name of the variable that holds the API key"
+        )
+        raise _Problem(f"{attribute.name} is blank: give {what}, or leave the key out")
 
 
 def _arm_name(_: Any, attribute: attrs.Attribute[Any], value: str) -> None:
@@ -127,11 +140,11 @@ class ArmSpec:
     """
 
     name: str = field(validator=_arm_name)
-    model: str | None = None
+    model: str | None = field(default=None, validator=_named)
     base_url: str | None = field(default=None, validator=_http_url)
     mcp: bool | None = None
     mcp_config: str | None = None
-    api_key_env: str | None = None
+    api_key_env: str | None = field(default=None, validator=_named)
     temperature: float | None = field(default=None, validator=_sampling)
     top_p: float | None = field(default=None, validator=_sampling)
     top_k: int | None = field(default=None, validator=_sampling)
@@ -445,40 +458,23 @@ def claim_run_folder(out: Path, named: str) -> Iterator[None]:
     try:
         fd = _lock(out / RUN_LOCK, named, out)
     except BaseException:
-        _remove_empty(made)
+        remove_empty(made)
         raise
     try:
         yield
     finally:
-        if fd is not None:
-            with suppress(OSError):  # while still held: a run waiting on this file takes a fresh one
-                os.unlink(out / RUN_LOCK)
-            os.close(fd)
-        _remove_empty(made)
+        let_go(out / RUN_LOCK, fd)  # removed while still held: a run waiting on it takes a fresh one
+        remove_empty(made)
 
 
 def _make_folders(out: Path, named: str) -> list[Path]:
     """Make ``out`` and the folders above it that are missing; the ones made here, outermost first."""
-    missing = [folder for folder in (out, *out.parents) if not folder.exists()][::-1]
-    made: list[Path] = []
-    for folder in missing:
-        try:
-            folder.mkdir()
-        except FileExistsError:  # another run made it meanwhile: it is not ours to remove
-            continue
-        except OSError as exc:
-            _remove_empty(made)
-            raise ConfigError(
-                f"{named}: the run's folder {out} cannot be made ({exc.strerror or exc}); pass another --out"
-            ) from exc
-        made.append(folder)
-    return made
-
-
-def _remove_empty(made: list[Path]) -> None:
-    for folder in reversed(made):
-        with suppress(OSError):  # not empty: it stays, and so do the folders above it
-            folder.rmdir()
+    try:
+        return make_folders(out)
+    except OSError as exc:
+        raise ConfigError(
+            f"{named}: the run's folder {out} cannot be made ({exc.strerror or exc}); pass another --out"
+        ) from exc
 
 
 def _lock(path: Path, named: str, out: Path) -> int | None:
@@ -486,44 +482,135 @@ def _lock(path: Path, named: str, out: Path) -> int | None:
 
     ``None`` on a file system that does not lock files (the run goes on unclaimed, as before).
     """
-    while True:
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
-        except OSError as exc:
-            raise ConfigError(
-                f"{named}: {path} cannot be opened ({exc.strerror or exc}), so the run cannot hold its "
-                "folder; pass another --out"
-            ) from exc
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = _holder(fd)
-            os.close(fd)
-            pid = f" (pid {holder})" if holder is not None else ""
-            raise ConfigError(
-                f"{named}: another zorkmcp eval{pid} is writing to {out}; wait for it to end, or pass "
-                "another --out (nothing was played or replaced)"
-            ) from None
-        except OSError:  # no locks here (ENOLCK, EOPNOTSUPP)
-            os.close(fd)
-            return None
-        try:
-            still = os.stat(path, follow_symlinks=False)
-        except FileNotFoundError:
-            still = None
-        mine = os.fstat(fd)
-        if still is not None and (still.st_dev, still.st_ino) == (mine.st_dev, mine.st_ino):
-            break
-        os.close(fd)  # the run that held it ended and removed it meanwhile: lock the new one
-    text = f"{os.getpid()}\n".encode()
-    os.pwrite(fd, text, 0)  # over a killed run's id: a reader sees one id or the other, never none
-    os.ftruncate(fd, len(text))
-    return fd
+    try:
+        return hold(path)
+    except LockHeldError as held:
+        pid = f" (pid {held.holder})" if held.holder is not None else ""
+        raise ConfigError(
+            f"{named}: another zorkmcp eval{pid} is writing to {out}; wait for it to end, or pass "
+            "another --out (nothing was played or replaced)"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(
+            f"{named}: {path} cannot be opened ({exc.strerror or exc}), so the run cannot hold its "
+            "folder; pass another --out"
+        ) from exc
 
 
-def _holder(fd: int) -> int | None:
-    """The process id in a lock file (its first line), if it holds one."""
-    with suppress(OSError, ValueError):
-        first = os.pread(fd, 32, 0).split(b"\n", 1)[0]
-        return int(first) if first.strip() else None
+# -- what an arm plays with: a record's ``setup``, and what a resume compares -------------------------
+
+AGENT_SETTINGS: Final = (
+    "max_tool_iterations",
+    "tool_call_timeout_seconds",
+    "server_startup_timeout_seconds",
+    "max_result_bytes",
+    "force_tool_support",
+    "turn_timeout_seconds",
+)
+"""The ``[tool.zorkgpt.mcp]`` settings that change how an arm with tools plays, kept as they are in a
+record's ``setup.agent`` (numbers and booleans: no secret). An arm without tools keeps only
+:data:`_AGENT_WITHOUT_TOOLS`: the others change nothing in it."""
+
+_AGENT_WITHOUT_TOOLS: Final = ("turn_timeout_seconds",)
+
+SERVER_SHOWN: Final = ("type", "module", "lifecycle", "timeout", "tools")
+"""A server's settings a record keeps as they are: none holds a secret, none is expanded from ``${VAR}``."""
+
+SERVER_DIGESTED: Final = ("command", "args", "env", "cwd", "url", "headers")
+"""A server's settings a record keeps only as a digest (:func:`digest`): they may hold a token
+(``env`` values, ``headers``, an ``--api-key`` argument, a URL's query), and ``${VAR}`` in them is
+expanded from the environment of the process that reads ``mcp_config.json``."""
+
+
+def digest(value: Any) -> str | None:
+    """The first 16 hex digits of the SHA-256 of ``value`` as canonical JSON; ``None`` for nothing
+    (``None``, ``""``, an empty list or mapping): a record tells two values apart without holding them."""
+    if value is None or (isinstance(value, str | list | dict) and not value):
+        return None
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _server_setup(server: ServerConfig) -> dict[str, Any]:
+    shown = {
+        "type": server.type,
+        "module": server.module,
+        "lifecycle": server.lifecycle,
+        "timeout": server.timeout,
+        "tools": list(server.tools) if server.tools is not None else None,
+    }
+    digested = {
+        "command": digest(server.command),
+        "args": digest(list(server.args)),
+        "env": digest(dict(server.env)),
+        "cwd": digest(server.cwd),
+        "url": digest(server.url),
+        "headers": digest(dict(server.headers)),
+    }
+    return shown | digested
+
+
+def arm_setup(settings: Settings, reasoning: McpConfig | None) -> dict[str, Any]:
+    """What an episode of an arm plays with beyond its model, sampling and turns: a record's ``setup``.
+
+    ``agent``: the settings of :data:`AGENT_SETTINGS` (only ``turn_timeout_seconds`` without tools);
+    ``servers``: per enabled reasoning server, its :data:`SERVER_SHOWN` settings as they are and its
+    :data:`SERVER_DIGESTED` ones as digests (never a secret in clear); ``fingerprint``: the digest of
+    both, one value to tell two setups apart.
+
+    Args:
+        settings: the arm's settings.
+        reasoning: the arm's reasoning servers (its ``mcp_config.json``, read), ``None`` without tools.
+    """
+    keys = AGENT_SETTINGS if reasoning is not None else _AGENT_WITHOUT_TOOLS
+    agent = {key: getattr(settings.mcp, key) for key in keys}
+    servers = (
+        {s.name: _server_setup(s) for s in sorted(reasoning.enabled_servers, key=lambda s: s.name)}
+        if reasoning is not None
+        else {}
+    )
+    return {"fingerprint": digest({"agent": agent, "servers": servers}), "agent": agent, "servers": servers}
+
+
+def setup_clash(
+    recorded: dict[str, Any], planned: dict[str, Any], *, arm: str, source: Path | None, cluster: bool
+) -> str | None:
+    """How a record's ``setup`` differs from the one the run would play (``None``: it does not).
+
+    Only what both have is compared (a record of an older zorkmcp has less). On a Ray cluster
+    (``cluster``) a server's :data:`SERVER_DIGESTED` settings are not compared: each worker expands
+    ``${VAR}`` in them from its own environment.
+
+    Args:
+        recorded: the record's ``setup``.
+        planned: :func:`arm_setup` of the run's arm.
+        arm: the arm's name, for the message.
+        source: the arm's ``mcp_config.json``, for the message.
+        cluster: the episodes play on a Ray cluster.
+
+    Returns:
+        ``max_tool_iterations is 20 but this run's arm mcp has 5 ([tool.zorkgpt.mcp] max_tool_iterations)``,
+        or ``server 'thinking' of this run's arm mcp has other args (…)``: what differs, where it is set.
+    """
+    agent, planned_agent = recorded.get("agent") or {}, planned["agent"]
+    for key in AGENT_SETTINGS:
+        if key in agent and key in planned_agent and agent[key] != planned_agent[key]:
+            return (
+                f"{key} is {json.dumps(agent[key])} but this run's arm {arm} has "
+                f"{json.dumps(planned_agent[key])} ([tool.zorkgpt.mcp] {key} in the settings file)"
+            )
+    fields = SERVER_SHOWN if cluster else (*SERVER_SHOWN, *SERVER_DIGESTED)
+    servers = recorded.get("servers") or {}
+    for name, now in planned["servers"].items():
+        then = servers.get(name)
+        if not isinstance(then, dict):
+            continue
+        differ = [key for key in fields if key in then and key in now and then[key] != now[key]]
+        if differ:
+            which = differ[0] if len(differ) == 1 else f"{', '.join(differ[:-1])} and {differ[-1]}"
+            where = f"{source}, the arm's mcp_config.json" if source is not None else "the arm's servers"
+            return (
+                f"server {name!r} of this run's arm {arm} has other {which} than the episode played with "
+                f"({where})"
+            )
     return None

@@ -12,6 +12,12 @@ Two 95% intervals for the difference of two arms' mean scores:
 The t quantile is found by bisection on the t distribution's CDF (the regularized incomplete beta
 function, evaluated by its continued fraction). No scipy.
 
+An interval needs an estimate of the spread: at least two values per arm (two pairs), and a spread
+that is not 0. Samples with no spread (Zork's scores are coarse: two seeds whose differences are
+both 10 are common) give no interval at all (``None``, ``null`` in ``summary.json``), never the
+point ``[10, 10]``: a t interval of zero width is no 95% interval, and reading it as one would
+declare a winner from two seeds.
+
 Failed episodes (records with ``error``) are counted per arm but left out of every score figure.
 """
 
@@ -22,6 +28,7 @@ import io
 import math
 from typing import TYPE_CHECKING, Any
 
+from .._controls import visible_controls
 from .._outputs import write_atomically
 
 if TYPE_CHECKING:
@@ -31,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CSV_COLUMNS",
     "comparison_reading",
+    "csv_cell",
     "group_by_arm",
     "mean",
     "paired_interval",
@@ -153,8 +161,8 @@ def welch_interval(
 ) -> tuple[float, float, float] | None:
     """``(mean(a) - mean(b), low, high)``: Welch's t interval for the difference of two means.
 
-    ``None`` when either sample has fewer than two values. When both samples have no spread the
-    interval is the difference itself.
+    ``None`` when either sample has fewer than two values, or when neither has any spread (every
+    score of each arm the same): the spread cannot be estimated, so there is no 95% interval.
     """
     if len(a) < 2 or len(b) < 2:
         return None
@@ -164,7 +172,7 @@ def welch_interval(
     diff = sum(a) / len(a) - sum(b) / len(b)
     va, vb = se_a**2, se_b**2
     if va + vb == 0.0:
-        return diff, diff, diff
+        return None
     df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
     half = t_quantile(0.5 + level / 2.0, df) * math.sqrt(va + vb)
     return diff, diff - half, diff + half
@@ -173,15 +181,14 @@ def welch_interval(
 def paired_interval(differences: Sequence[float], level: float = 0.95) -> tuple[float, float, float] | None:
     """``(mean, low, high)``: the paired t interval for the mean of per-seed differences ``a - b``.
 
-    ``None`` below two pairs. When the differences have no spread the interval is their mean.
+    ``None`` below two pairs, and when the differences have no spread (all equal): the spread
+    cannot be estimated, so there is no 95% interval.
     """
     n = len(differences)
     se = standard_error(differences)
-    if se is None:
+    if se is None or se == 0.0:
         return None
     diff = sum(differences) / n
-    if se == 0.0:
-        return diff, diff, diff
     half = t_quantile(0.5 + level / 2.0, n - 1) * se
     return diff, diff - half, diff + half
 
@@ -321,8 +328,11 @@ def summarize(episodes: Iterable[dict[str, Any]]) -> dict[str, Any]:
     errors and deadlines (and their rates per turn played), never in score, win-rate, moves or
     tool-calls-per-turn figures. ``parse_errors``/``deadlines`` and their rates are ``null`` when no
     record of the arm counts them (an older zorkmcp's), and leave such records out otherwise.
-    ``se_score`` and ``ci95`` are ``null`` below two scored episodes. Each comparison's ``paired``
-    holds the paired interval over the seeds both arms scored (``ci95`` ``null`` below two pairs).
+    ``se_score`` is ``null`` below two scored episodes. Each comparison has the standard error of
+    the difference (``se``, ``null`` below two scored episodes per arm) and Welch's ``ci95``, and
+    ``paired`` the paired interval over the seeds both arms scored (its ``se`` ``null`` below two
+    pairs). A ``ci95`` is ``null`` where its ``se`` is ``null`` or ``0``: no spread was seen, so no
+    95% interval can be estimated (see the module docstring).
     """
     arms = group_by_arm(episodes)
     scores = {name: _numbers([r for r in rs if not r.get("error")], "score") for name, rs in arms.items()}
@@ -332,11 +342,13 @@ def summarize(episodes: Iterable[dict[str, Any]]) -> dict[str, Any]:
         for b in names[i + 1 :]:
             interval = welch_interval(scores[a], scores[b])
             ma, mb = mean(scores[a]), mean(scores[b])
+            se_a, se_b = standard_error(scores[a]), standard_error(scores[b])
             comparisons.append(
                 {
                     "a": a,
                     "b": b,
                     "diff_mean_score": ma - mb if ma is not None and mb is not None else None,
+                    "se": math.hypot(se_a, se_b) if se_a is not None and se_b is not None else None,
                     "ci95": [interval[1], interval[2]] if interval is not None else None,
                     "method": "Welch t interval (Welch–Satterthwaite df)",
                     "paired": _paired(arms[a], arms[b]),
@@ -352,15 +364,61 @@ def summarize(episodes: Iterable[dict[str, Any]]) -> dict[str, Any]:
 def comparison_reading(comparison: dict[str, Any]) -> str:
     """What a comparison of ``summary.json`` says, in words: which arm scores higher, if either.
 
-    It reads the paired interval when there is one (the arms share at least two scored seeds), else
-    Welch's: an interval above 0 says ``a`` scores higher, below 0 that ``b`` does, and one that
-    holds 0 shows no difference at 95%.
+    It reads the paired interval when there is one (the arms share at least two scored seeds whose
+    differences vary), else Welch's: an interval above 0 says ``a`` scores higher, below 0 that
+    ``b`` does, and one that holds 0 shows no difference at 95%. Where no spread was seen (the
+    differences seed by seed all equal, or every score of each arm the same) there is no 95%
+    interval, and the reading says so rather than declare a winner: ``no spread in the differences
+    (+10.00 on each of 2 seeds): cannot estimate a 95% interval, so the data cannot tell``, or, when
+    Welch's interval stands, its reading followed by ``; no spread in the differences (…): no paired
+    interval``. A zero-width interval (a ``summary.json`` of an older zorkmcp) is read as none.
     """
     a, b = comparison.get("a"), comparison.get("b")
-    paired = (comparison.get("paired") or {}).get("ci95")
-    interval, which = (paired, "paired") if paired is not None else (comparison.get("ci95"), "Welch's")
-    if interval is None:
-        return "too few scored episodes to tell (an interval needs two per arm)"
+    paired = comparison.get("paired") or {}
+    pairs: int = paired["pairs"] if isinstance(paired.get("pairs"), int) else 0
+    flat_pairs = pairs >= 2 and (paired.get("se") == 0 or _zero_width(paired.get("ci95")))
+    welch = comparison.get("ci95")
+    flat_arms = comparison.get("se") == 0 or _zero_width(welch)
+    paired_ci, welch_ci = _interval(paired.get("ci95")), _interval(welch)
+    if paired_ci is not None:
+        return _verdict(a, b, paired_ci, "paired")
+    if welch_ci is not None:
+        reading = _verdict(a, b, welch_ci, "Welch's")
+        if flat_pairs:
+            reading += f"; {_no_spread(paired.get('diff_mean_score'), pairs)}: no paired interval"
+        return reading
+    if flat_pairs:
+        spread = _no_spread(paired.get("diff_mean_score"), pairs)
+        return f"{spread}: cannot estimate a 95% interval, so the data cannot tell"
+    if flat_arms:
+        return "no spread in either arm's scores: cannot estimate a 95% interval, so the data cannot tell"
+    return "too few scored episodes to tell (an interval needs two per arm)"
+
+
+def _interval(value: Any) -> tuple[float, float] | None:
+    """A ``ci95`` that is a 95% interval: two numbers, low below high; else ``None``."""
+    if not isinstance(value, list | tuple) or len(value) != 2:
+        return None
+    lo, hi = value
+    if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in (lo, hi)) or not lo < hi:
+        return None
+    return float(lo), float(hi)
+
+
+def _zero_width(value: Any) -> bool:
+    return isinstance(value, list | tuple) and len(value) == 2 and value[0] == value[1]
+
+
+def _no_spread(difference: Any, pairs: int) -> str:
+    """``no spread in the differences (+10.00 on each of 2 seeds)``."""
+    if isinstance(difference, int | float) and not isinstance(difference, bool):
+        shown = f"{difference:+.2f}" if difference else "0.00"
+    else:
+        shown = "the same"
+    return f"no spread in the differences ({shown} on each of {pairs} seeds)"
+
+
+def _verdict(a: Any, b: Any, interval: tuple[float, float], which: str) -> str:
     lo, hi = interval
     if lo > 0:
         return f"{a} scores higher ({which} 95% interval above 0)"
@@ -369,11 +427,26 @@ def comparison_reading(comparison: dict[str, Any]) -> str:
     return f"no difference shown ({which} 95% interval holds 0)"
 
 
+def csv_cell(value: Any) -> Any:
+    """A value as ``summary.csv`` holds it: text with its control characters visible, else as it is.
+
+    Text from outside (a provider's error message, a model's name) may hold control characters:
+    ``cat summary.csv`` would send an ``ESC [31m`` to the terminal. Each control character but
+    newline and tab is written as its Python escape (``\\x1b``, as ``report.html`` shows it,
+    :func:`~zorkmcp._controls.visible_controls`); the csv module quotes the rest (commas, quotes,
+    newlines), so a printable text reads back as it was.
+    """
+    return visible_controls(value) if isinstance(value, str) else value
+
+
 def write_summary_csv(episodes: Iterable[dict[str, Any]], path: Path) -> None:
-    """``summary.csv``: one row per episode, the columns of :data:`CSV_COLUMNS` (blank when absent)."""
+    """``summary.csv``: one row per episode, the columns of :data:`CSV_COLUMNS` (blank when absent).
+
+    Text is written as :func:`csv_cell` says: its control characters visible (``\\x1b``).
+    """
     text = io.StringIO(newline="")
     writer = csv.DictWriter(text, fieldnames=CSV_COLUMNS, extrasaction="ignore")
     writer.writeheader()
     for record in episodes:
-        writer.writerow({key: record.get(key, "") for key in CSV_COLUMNS})
+        writer.writerow({key: csv_cell(record.get(key, "")) for key in CSV_COLUMNS})
     write_atomically(path, text.getvalue())
