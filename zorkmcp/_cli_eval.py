@@ -93,8 +93,9 @@ has finished) report.html. Each arm's mcp_config.json is read once, when the run
 holds its folder until it ends (.zorkmcp-eval.lock, removed then): a second run into it is refused.
 --resume plays only the episodes whose file is missing or is not that episode's record (it does
 not parse, a field is not of the kind zorkmcp writes, its arm or seed differ), and stops (exit 2) if a
-finished one was played with another model, turn limit, game, sampling or tools setting, or other
-servers; --retry-failed also plays again the episodes that failed.
+finished one was played with another model or endpoint, turn limit, game or story file, sampling,
+tools or agent setting, or other servers (or a server set up otherwise); --retry-failed also plays
+again the episodes that failed.
 
 exit status: 0 every episode played; 1 some episode failed (recorded with its error, the run went
 on), or a file of the run could not be written (a full disk: the run stopped, the files written
