@@ -45,7 +45,7 @@ async def _silent(stream: trio.SocketStream) -> None:  # takes the request, neve
 async def _answers_after(seconds: float, stream: trio.SocketStream) -> None:  # a model still loading
     async with stream:
         await stream.receive_some()
-        await trio.sleep(seconds)
+        await trio.sleep(seconds)  # virtual: the tests run on autojump_clock
         await stream.send_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
 
 

@@ -335,7 +335,25 @@ class Wire:
 _GONE = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError)
 
 
-class _WatchedRead:
+class _Closing:
+    """A stream wrapper's ``async with``: leaving it closes the stream (:meth:`aclose`)."""
+
+    async def aclose(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+class _WatchedRead(_Closing):
     """The session's read stream: the transport's, through :meth:`Wire.received`, noting its end."""
 
     def __init__(self, inner: ReadStream[SessionMessage | Exception], wire: Wire) -> None:
@@ -369,19 +387,8 @@ class _WatchedRead:
         except anyio.EndOfStream:
             raise StopAsyncIteration from None
 
-    async def __aenter__(self) -> Self:
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-
-class _WatchedWrite:
+class _WatchedWrite(_Closing):
     """The session's write stream: the transport's, noting requests and a transport that is gone."""
 
     def __init__(self, inner: WriteStream[SessionMessage], wire: Wire) -> None:
@@ -398,17 +405,6 @@ class _WatchedWrite:
 
     async def aclose(self) -> None:
         await self._inner.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 @define(kw_only=True, eq=False)
