@@ -101,14 +101,11 @@ HOSTILE = 'upstream said "no", then \x1b[31mRED\x1b[0m\x07, a\r\nnew line\tand t
 SHOWN = 'upstream said "no", then \\x1b[31mRED\\x1b[0m\\x07, a\\x0d\nnew line\tand tab \\x9b2J'
 
 
-@pytest.mark.parametrize("which", ["write_summary_csv", "the run's"])
 def test_summary_csv_shows_control_characters_as_escapes_and_reads_back_printable_text(
-    which: str, tmp_path: Path
+    tmp_path: Path,
 ) -> None:
     # a provider's message with ESC: `cat summary.csv` recoloured the terminal
-    from zorkmcp.eval._results import write_run_csv  # what a run writes summary.csv with
-
-    writer = write_summary_csv if which == "write_summary_csv" else write_run_csv
+    writer = write_summary_csv  # what a run writes summary.csv with, too
     path = tmp_path / "summary.csv"
     writer([record("a", 1, 0, error=f"LLMHTTPError: {HOSTILE}", model="m\x1b]0;title\x07")], path)
     raw = path.read_bytes()
@@ -121,3 +118,33 @@ def test_summary_csv_shows_control_characters_as_escapes_and_reads_back_printabl
     writer([record("a", 1, 0, error=printable)], path)
     with path.open(encoding="utf-8", newline="") as f:
         assert next(csv.DictReader(f))["error"] == printable  # the csv module's quoting, as before
+
+
+def test_the_public_summary_is_the_runs_own_unknown_tokens_and_disabled_servers(tmp_path: Path) -> None:
+    # zorkmcp.eval.summarize / write_summary_csv gave 0 tokens for an endpoint that sends no usage,
+    # and no servers_disabled, where the run's summary.json said null and counted them
+    records = [
+        record("mcp", 1, 10, prompt_tokens=None, completion_tokens=None, servers_disabled=["flaky"]),
+        record("mcp", 2, 20, prompt_tokens=None, completion_tokens=None, servers_disabled=[]),
+        record("no-mcp", 1, 5, prompt_tokens=120, completion_tokens=7, servers_disabled=[]),
+        record("no-mcp", 2, 5, prompt_tokens=None, completion_tokens=3),
+    ]
+    arms = summarize(records, plan={"arms": ["mcp", "no-mcp"], "first_seed": 1, "last_seed": 2})["arms"]
+    assert (arms["mcp"]["prompt_tokens"], arms["mcp"]["completion_tokens"]) == (None, None)
+    assert (arms["no-mcp"]["prompt_tokens"], arms["no-mcp"]["completion_tokens"]) == (120, 10)
+    assert (arms["mcp"]["servers_disabled"], arms["no-mcp"]["servers_disabled"]) == ({"flaky": 1}, {})
+    assert summarize(records, plan={"arms": ["mcp"], "first_seed": 1, "last_seed": 2})["plan"] == {
+        "arms": ["mcp"],
+        "first_seed": 1,
+        "last_seed": 2,
+    }
+    assert "plan" not in summarize(records)
+    write_summary_csv(records, tmp_path / "summary.csv")
+    with (tmp_path / "summary.csv").open(encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["arm"], r["prompt_tokens"], r["servers_disabled"]) for r in rows] == [
+        ("mcp", "", "1"),
+        ("mcp", "", "0"),
+        ("no-mcp", "120", "0"),
+        ("no-mcp", "", ""),
+    ]

@@ -30,7 +30,6 @@ from ._results import (
     read_event_log,
     read_run,
     replayed_from,
-    run_summary,
 )
 from ._spec import RUN_LOCK
 from ._stats import comparison_reading, group_by_arm, summarize, write_summary_csv
@@ -517,7 +516,7 @@ def render_eval_report(
     summarized = episodes is not None or (run_dir / "summary.json").exists()  # given: by the run itself
     run = read_run(run_dir, episodes)
     episodes = run.records
-    summary = run_summary(episodes)
+    summary = summarize(episodes)
     arms = group_by_arm(episodes)
     score_ceiling = summary["arms"][next(iter(arms))].get("game_max_score")
     final_title = "Final score per episode" + (f" (of {score_ceiling:.0f})" if score_ceiling else "")

@@ -14,12 +14,9 @@ says why, and a resume plays the episode again.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 import re
-from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -27,12 +24,13 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from .._controls import visible_controls
-from .._outputs import write_atomically
 from ..errors import ZorkMCPError
-from ._stats import CSV_COLUMNS, csv_cell, group_by_arm, summarize
+from ._stats import is_count as _is_count
+from ._stats import is_int as _is_int
+from ._stats import is_strings as _is_strings
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable
 
 __all__ = [
     "RECORD_FIELDS",
@@ -47,8 +45,6 @@ __all__ = [
     "read_run_episodes",
     "record_problem",
     "replayed_from",
-    "run_summary",
-    "write_run_csv",
 ]
 
 
@@ -230,25 +226,12 @@ def read_event_log(path: Path) -> EventLog:
 # -- an eval run's episode records ------------------------------------------------------------------
 
 
-def _is_int(value: Any) -> bool:
-    # an integer past 2**53 is not exact as a float, and a 400-digit one would overflow the statistics
-    return isinstance(value, int) and not isinstance(value, bool) and -(2**53) <= value <= 2**53
-
-
-def _is_count(value: Any) -> bool:
-    return _is_int(value) and value >= 0
-
-
 def _is_seconds(value: Any) -> bool:
     return (_is_int(value) or isinstance(value, float)) and 0 <= value < math.inf
 
 
 def _is_ints(value: Any) -> bool:
     return isinstance(value, list) and all(_is_int(item) for item in value)
-
-
-def _is_strings(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(item, str) for item in value)
 
 
 _MD5: Final = re.compile(r"[0-9a-f]{32}")
@@ -400,64 +383,6 @@ def read_episode_file(path: Path) -> tuple[dict[str, Any] | None, str]:
         return None, "not JSON"
     problem = record_problem(data, path)
     return (None, problem) if problem is not None else (data, "")
-
-
-# -- summary.json and summary.csv of a run ----------------------------------------------------------
-
-
-def run_summary(episodes: Iterable[dict[str, Any]], *, plan: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``summary.json``'s object: :func:`~zorkmcp.eval.summarize`, with what a run's records know
-    beyond it, per arm.
-
-    ``prompt_tokens``/``completion_tokens``: the sums over the records that know them, ``null``
-    when none does (an endpoint that sends no ``usage``), not 0. ``servers_disabled``: per MCP
-    server, the episodes that disabled it after it failed to start twice (start, retry once, else
-    disable); ``{}`` when none did, ``null`` when no record of the arm counts them (an older
-    zorkmcp's). ``plan`` (the run's arms, ``first_seed`` and ``last_seed``), when given, is kept
-    as ``plan``: which episode files a resume of the run plays.
-    """
-    records = list(episodes)
-    summary = summarize(records)
-    for name, group in group_by_arm(records).items():
-        arm = summary["arms"][name]
-        for key in ("prompt_tokens", "completion_tokens"):
-            known = [r[key] for r in group if _is_count(r.get(key))]
-            arm[key] = sum(known) if known else None
-        arm["servers_disabled"] = _servers_disabled(group)
-    if plan is not None:
-        summary["plan"] = plan
-    return summary
-
-
-def _servers_disabled(records: list[dict[str, Any]]) -> dict[str, int] | None:
-    known = [r["servers_disabled"] for r in records if _is_strings(r.get("servers_disabled"))]
-    if not known:
-        return None
-    counts = Counter(name for names in known for name in set(names))
-    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
-
-
-RUN_CSV_COLUMNS: Final = (*CSV_COLUMNS, "servers_disabled")
-"""``summary.csv``'s columns: :data:`~zorkmcp.eval._stats.CSV_COLUMNS`, then ``servers_disabled``
-(how many of the arm's MCP servers the episode disabled; blank for an older record)."""
-
-
-def write_run_csv(episodes: Iterable[dict[str, Any]], path: Path) -> None:
-    """``summary.csv``: one row per episode, the columns of :data:`RUN_CSV_COLUMNS` (blank: unknown).
-
-    A count the record does not know (``null`` tokens, an older record's missing fields) is blank.
-    Text has its control characters written visible (``\\x1b``: :func:`~zorkmcp.eval._stats.csv_cell`),
-    so ``cat summary.csv`` shows a provider's ``ESC [31m`` and does not obey it.
-    """
-    text = io.StringIO(newline="")
-    writer = csv.DictWriter(text, fieldnames=RUN_CSV_COLUMNS, extrasaction="ignore")
-    writer.writeheader()
-    for record in episodes:
-        row = {key: csv_cell(record.get(key, "")) for key in CSV_COLUMNS}
-        disabled = record.get("servers_disabled")
-        row["servers_disabled"] = len(disabled) if isinstance(disabled, list) else ""
-        writer.writerow(row)
-    write_atomically(path, text.getvalue())
 
 
 # -- the episodes a report draws ----------------------------------------------------------------------

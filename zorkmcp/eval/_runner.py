@@ -989,9 +989,9 @@ def run_eval(
     except RunWriteError:
         if stopped is None:
             raise
-        from ._results import run_summary
+        from ._stats import summarize
 
-        summary = run_summary(episodes, plan=_plan_of(plan))  # told, not written: the first failure
+        summary = summarize(episodes, plan=_plan_of(plan))  # told, not written: the first failure
     return EvalOutcome(
         run_dir=plan.out,
         episodes=episodes,
@@ -1074,12 +1074,13 @@ def write_run_summary(
         RunWriteError: one of them cannot be written.
     """
     from ._report import render_eval_report
-    from ._results import ReportInputError, run_summary, write_run_csv
+    from ._results import ReportInputError
+    from ._stats import summarize, write_summary_csv
 
-    summary = run_summary(episodes, plan=_plan_of(plan) if plan is not None else None)
+    summary = summarize(episodes, plan=_plan_of(plan) if plan is not None else None)
     _replace(run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
     with writing(run_dir / "summary.csv"):
-        write_run_csv(episodes, run_dir / "summary.csv")
+        write_summary_csv(episodes, run_dir / "summary.csv")
     if episodes:  # a run stopped before any episode finished has nothing to draw
         try:
             render_eval_report(run_dir, episodes=episodes)

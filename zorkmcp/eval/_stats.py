@@ -26,6 +26,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from .._controls import visible_controls
@@ -40,6 +41,9 @@ __all__ = [
     "comparison_reading",
     "csv_cell",
     "group_by_arm",
+    "is_count",
+    "is_int",
+    "is_strings",
     "mean",
     "paired_interval",
     "standard_error",
@@ -74,9 +78,12 @@ CSV_COLUMNS = (
     "error",
     "parse_errors",
     "deadlines",
+    "servers_disabled",
 )
-"""The columns of ``summary.csv``, one row per episode, in this order (blank: the record lacks it).
-Columns added later go last, so that a column keeps its place from one zorkmcp to the next."""
+"""The columns of ``summary.csv``, one row per episode, in this order (blank: the record lacks it,
+or does not know it: ``null`` tokens). ``servers_disabled`` is how many of the arm's MCP servers
+the episode disabled. Columns added later go last, so that a column keeps its place from one
+zorkmcp to the next."""
 
 
 def mean(values: Sequence[float]) -> float | None:
@@ -218,6 +225,37 @@ def _numbers(records: Iterable[dict[str, Any]], key: str) -> list[float]:
     return [float(r[key]) for r in records if isinstance(r.get(key), int | float)]
 
 
+def is_int(value: Any) -> bool:
+    """An exact integer (not a bool): one past 2**53 is not exact as a float, and a 400-digit one
+    would overflow the statistics."""
+    return isinstance(value, int) and not isinstance(value, bool) and -(2**53) <= value <= 2**53
+
+
+def is_count(value: Any) -> bool:
+    """An exact integer >= 0 (:func:`is_int`)."""
+    return is_int(value) and value >= 0
+
+
+def is_strings(value: Any) -> bool:
+    """A list of strings."""
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _known_total(records: list[dict[str, Any]], key: str) -> int | None:
+    """The sum of a count over the records that know it; ``None`` when none does (not 0)."""
+    known = [r[key] for r in records if is_count(r.get(key))]
+    return sum(known) if known else None
+
+
+def _servers_disabled(records: list[dict[str, Any]]) -> dict[str, int] | None:
+    """Per MCP server, the episodes that disabled it, most first; ``None`` when no record counts them."""
+    known = [r["servers_disabled"] for r in records if is_strings(r.get("servers_disabled"))]
+    if not known:
+        return None
+    counts = Counter(name for names in known for name in set(names))
+    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
+
 def _counted(records: Iterable[dict[str, Any]], key: str) -> tuple[int | None, float | None]:
     """The total of a per-turn count over the records that have it, and per turn played in them.
 
@@ -264,9 +302,10 @@ def _arm_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
         "deadlines": deadlines,
         "deadline_rate": deadline_rate,
         "llm_requests": int(sum(_numbers(records, "llm_requests"))),
-        "prompt_tokens": int(sum(_numbers(records, "prompt_tokens"))),
-        "completion_tokens": int(sum(_numbers(records, "completion_tokens"))),
+        "prompt_tokens": _known_total(records, "prompt_tokens"),
+        "completion_tokens": _known_total(records, "completion_tokens"),
         "mean_wall_seconds": mean(_numbers(ok, "wall_seconds")),
+        "servers_disabled": _servers_disabled(records),
     }
 
 
@@ -318,7 +357,7 @@ def group_by_arm(episodes: Iterable[dict[str, Any]]) -> dict[str, list[dict[str,
     return arms
 
 
-def summarize(episodes: Iterable[dict[str, Any]]) -> dict[str, Any]:
+def summarize(episodes: Iterable[dict[str, Any]], *, plan: dict[str, Any] | None = None) -> dict[str, Any]:
     """``summary.json``'s object: per-arm figures and one comparison per pair of arms.
 
     Arms come in the order they first appear in ``episodes``; each comparison's ``a`` is the
@@ -333,6 +372,13 @@ def summarize(episodes: Iterable[dict[str, Any]]) -> dict[str, Any]:
     ``paired`` the paired interval over the seeds both arms scored (its ``se`` ``null`` below two
     pairs). A ``ci95`` is ``null`` where its ``se`` is ``null`` or ``0``: no spread was seen, so no
     95% interval can be estimated (see the module docstring).
+
+    ``prompt_tokens``/``completion_tokens`` are the sums over the records that know them, ``null``
+    when none does (an endpoint that sends no ``usage``), not 0. ``servers_disabled``: per MCP
+    server, the episodes that disabled it after it failed to start twice (start, retry once, else
+    disable); ``{}`` when none did, ``null`` when no record of the arm counts them (an older
+    zorkmcp's). ``plan`` (a run's arms, ``first_seed`` and ``last_seed``), when given, is kept as
+    ``plan``: which episode files a resume of the run plays.
     """
     arms = group_by_arm(episodes)
     scores = {name: _numbers([r for r in rs if not r.get("error")], "score") for name, rs in arms.items()}
@@ -354,11 +400,14 @@ def summarize(episodes: Iterable[dict[str, Any]]) -> dict[str, Any]:
                     "paired": _paired(arms[a], arms[b]),
                 }
             )
-    return {
+    summary = {
         "arms": {name: _arm_summary(records) for name, records in arms.items()},
         "comparisons": comparisons,
         "note": "failed episodes (with an error) are counted but excluded from score statistics",
     }
+    if plan is not None:
+        summary["plan"] = plan
+    return summary
 
 
 def comparison_reading(comparison: dict[str, Any]) -> str:
@@ -440,13 +489,19 @@ def csv_cell(value: Any) -> Any:
 
 
 def write_summary_csv(episodes: Iterable[dict[str, Any]], path: Path) -> None:
-    """``summary.csv``: one row per episode, the columns of :data:`CSV_COLUMNS` (blank when absent).
+    """``summary.csv``: one row per episode, the columns of :data:`CSV_COLUMNS` (blank: unknown).
 
-    Text is written as :func:`csv_cell` says: its control characters visible (``\\x1b``).
+    A count the record does not know (``null`` tokens, an older record's missing fields) is blank;
+    ``servers_disabled`` is the number of servers the episode disabled. Text is written as
+    :func:`csv_cell` says: its control characters visible (``\\x1b``), so ``cat summary.csv`` shows
+    a provider's ``ESC [31m`` and does not obey it.
     """
     text = io.StringIO(newline="")
     writer = csv.DictWriter(text, fieldnames=CSV_COLUMNS, extrasaction="ignore")
     writer.writeheader()
     for record in episodes:
-        writer.writerow({key: csv_cell(record.get(key, "")) for key in CSV_COLUMNS})
+        row = {key: csv_cell(record.get(key, "")) for key in CSV_COLUMNS}
+        disabled = record.get("servers_disabled")
+        row["servers_disabled"] = len(disabled) if isinstance(disabled, list) and is_strings(disabled) else ""
+        writer.writerow(row)
     write_atomically(path, text.getvalue())
