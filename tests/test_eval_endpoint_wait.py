@@ -7,6 +7,7 @@ stdout is not a terminal. Real servers on 127.0.0.1 (trio sockets), virtual time
 
 from __future__ import annotations
 
+import csv
 import json
 from functools import partial
 from io import StringIO
@@ -186,11 +187,14 @@ async def test_a_run_whose_model_requests_are_retried_says_so_on_stderr_with_std
     code = await trio.to_thread.run_sync(partial(main, flags))
     out, err = capsys.readouterr()
     assert code == 0, err
-    assert [r["turns"] for r in episode_records(tmp_path / "run").values()] == [1]
+    assert [(r["turns"], r["llm_retries"]) for r in episode_records(tmp_path / "run").values()] == [(1, 1)]
     assert (
         f"zorkmcp eval: a model request to {llm_server.base_url} (arm no-mcp) failed and is retried (retry "
         f"1/5, no-mcp seed 12): POST {llm_server.base_url}/chat/completions answered HTTP 503 Service "
         "Unavailable: busy"
     ) in " ".join(err.split())
-    assert json.loads((tmp_path / "run" / "summary.json").read_text())["arms"]["no-mcp"]["episodes"] == 1
+    arm = json.loads((tmp_path / "run" / "summary.json").read_text())["arms"]["no-mcp"]
+    assert (arm["episodes"], arm["llm_retries"]) == (1, 1)
+    with (tmp_path / "run" / "summary.csv").open(encoding="utf-8", newline="") as f:
+        assert [row["llm_retries"] for row in csv.DictReader(f)] == ["1"]
     assert "arm=no-mcp seed=12" in out

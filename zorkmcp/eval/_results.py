@@ -293,6 +293,7 @@ RECORD_FIELDS: Final[dict[str, tuple[Callable[[Any], bool], str, bool]]] = {
     "prompt_tokens": (*_COUNT, True),
     "completion_tokens": (*_COUNT, True),
     "requests_without_usage": (*_COUNT, False),
+    "llm_retries": (*_COUNT, False),
     "wall_seconds": (*_SECONDS, False),
     "start_seconds": (*_SECONDS, True),
     "scores": (_is_ints, "a list of integers", False),

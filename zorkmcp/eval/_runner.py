@@ -297,6 +297,8 @@ class _Tally:
     answer reported it (an endpoint that sends no ``usage`` leaves them unknown, not 0)."""
     unmetered: int = 0
     """Of those answers, the ones without a ``prompt_tokens`` or ``completion_tokens`` count."""
+    retries: int = 0
+    """Model requests that failed and were tried again (``llm_retry`` events): a rate limit, a 5xx."""
     parse_errors: int = 0
     """Played turns whose final answer did not parse: the agent played its fallback action."""
     deadlines: int = 0
@@ -354,11 +356,16 @@ async def play_episode(
     """
     started = time.perf_counter()
     recorder = EventRecorder()
-    if retried is not None:
-        recorder.add_listener(_OnRetry(retried))
+    tally = _Tally()
+
+    def on_retry(fields: dict[str, Any]) -> None:
+        tally.retries += 1
+        if retried is not None:
+            retried(fields)
+
+    recorder.add_listener(_OnRetry(on_retry))
     episode_id = f"{spec.arm}-seed-{spec.seed}"
     recorder.context["episode_id"] = episode_id
-    tally = _Tally()
     episode = Episode(
         events=recorder,
         episode_id=episode_id,
@@ -508,6 +515,7 @@ def _record(spec: EpisodeSpec, summary: Any, tally: _Tally, *, runner: Runner, w
         "llm_requests": tally.requests,
         **{key: _tokens(tally, key) for key in _TOKENS},
         "requests_without_usage": tally.unmetered,
+        "llm_retries": tally.retries,
         "wall_seconds": round(wall, 3),
         "start_seconds": tally.start_seconds,
         "scores": list(tally.scores),

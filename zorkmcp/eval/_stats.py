@@ -79,11 +79,12 @@ CSV_COLUMNS = (
     "parse_errors",
     "deadlines",
     "servers_disabled",
+    "llm_retries",
 )
 """The columns of ``summary.csv``, one row per episode, in this order (blank: the record lacks it,
 or does not know it: ``null`` tokens). ``servers_disabled`` is how many of the arm's MCP servers
-the episode disabled. Columns added later go last, so that a column keeps its place from one
-zorkmcp to the next."""
+the episode disabled; ``llm_retries`` how many model requests failed and were tried again. Columns
+added later go last, so that a column keeps its place from one zorkmcp to the next."""
 
 
 def mean(values: Sequence[float]) -> float | None:
@@ -302,6 +303,7 @@ def _arm_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
         "deadlines": deadlines,
         "deadline_rate": deadline_rate,
         "llm_requests": int(sum(_numbers(records, "llm_requests"))),
+        "llm_retries": _known_total(records, "llm_retries"),
         "prompt_tokens": _known_total(records, "prompt_tokens"),
         "completion_tokens": _known_total(records, "completion_tokens"),
         "mean_wall_seconds": mean(_numbers(ok, "wall_seconds")),
