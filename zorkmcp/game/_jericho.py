@@ -31,6 +31,8 @@ import os
 import re
 import threading
 import warnings
+import weakref
+from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
@@ -65,9 +67,54 @@ _GAME_ENDED = re.compile(
     r"\(Type RESTART, RESTORE,? or QUIT\)|Would you like to restart the game", re.IGNORECASE
 )
 _OPENING = threading.Lock()
+IDLE_INTERPRETERS = 64
+"""Most interpreters of ended games kept for the next games (:data:`_IDLE`)."""
+_IDLE: deque[Any] = deque(maxlen=IDLE_INTERPRETERS)
+"""``FrotzEnv`` objects of games that were closed or collected, for :meth:`ZorkGame.open` to reuse.
+
+A new ``FrotzEnv`` copies Jericho's interpreter library into a temporary folder and loads it (``dlopen``),
+and unloads it again when it is collected: about 2 ms of CPU, most of a game's start and end; loading a
+story into an idle one costs 0.25 ms. Each interpreter is given back once, by the game that held it, when
+it is closed or collected (:func:`weakref.finalize`), and taken by one game; ``append`` and ``pop`` of a
+deque are atomic, so a give-back from the garbage collector in any thread needs no lock. An idle one holds
+about 0.8 MB; the oldest is dropped (and freed) beyond :data:`IDLE_INTERPRETERS`."""
 SPARE_DESCRIPTORS = 8
 """File descriptors that must be free before the interpreter opens a game
 (:func:`_check_spare_descriptors`)."""
+
+
+def _reloaded(story_path: str, story: bytes, seed: int | None) -> Any | None:
+    """An idle interpreter (:data:`_IDLE`) with the story loaded afresh, or ``None`` when none is idle.
+
+    ``load`` then does what ``FrotzEnv(story_path, seed=seed)`` does after loading the library: it
+    sets the seed the same way and runs the interpreter's setup (after ``close``, as ``reset`` does).
+    Jericho's ``load`` reuses what it read of a path before (the bytes, the bindings, whether the game
+    is supported: its private ``_cache``); that is kept only when it holds this path alone with the
+    very bytes checked, else emptied so that ``load`` reads and identifies the file again.
+    """
+    try:
+        env = _IDLE.pop()
+    except IndexError:
+        return None
+    cache = getattr(env, "_cache", None)
+    if not isinstance(cache, dict):  # not the Jericho this was written for: a fresh FrotzEnv instead
+        return None
+    known = cache.get(story_path)
+    if not (len(cache) == 1 and isinstance(known, tuple) and known and known[0] == story):
+        cache.clear()
+    env.close()
+    env.load(story_path, seed=seed)
+    return env
+
+
+def _last_text(env: Any) -> str | None:
+    """The interpreter's last text (setup's or the last step's), as ``FrotzEnv.reset`` decodes it.
+
+    ``get_state()`` ends with it (Jericho 3.x: the "narrative" the state restores); ``None`` when this
+    Jericho's state has no such text, and the caller resets the game instead.
+    """
+    narrative = env.get_state()[-1]
+    return narrative.decode("cp1252") if isinstance(narrative, bytes) else None
 
 
 def _check_spare_descriptors(story_path: Path) -> None:
@@ -211,7 +258,17 @@ _SOUND_STORIES: dict[Path, bytes] = {}
 """The last bytes of each story file that passed :func:`_checked_story`. The checksum sums every
 byte in Python (0.4 ms for zork1.z3, a fifth of opening a game); ``zorkmcp eval`` opens the same file
 for every episode, and comparing the bytes read with these costs microseconds. The file is still read
-at every open: an edited file is checked again."""
+at every open: an edited file is checked again. Equal bytes are answered with the object kept here,
+so that the games of one file share it (and its hash, see :data:`_LAYOUTS`)."""
+
+_LAYOUTS: dict[tuple[bytes, bytes], tuple[int, int]] = {}
+"""(story, dynamic memory at the start) → (object count, player object) of an unsupported game.
+
+Both are pure functions of the memory snapshot (:meth:`ZorkGame._find_player`), and finding them
+walks the object table and the globals in Python (0.16 ms, as much as the rest of opening a game
+from a loaded interpreter). Zork I's memory at the start is the same whatever the seed: one entry.
+Bounded by :data:`_LAYOUTS_LIMIT` (emptied when full)."""
+_LAYOUTS_LIMIT = 64
 
 
 def _checked_story(story_path: Path) -> bytes:
@@ -232,8 +289,9 @@ def _checked_story(story_path: Path) -> bytes:
         ) from None
     except OSError as exc:
         raise GameError(f"cannot read game file {story_path}: {exc.strerror or exc}") from exc
-    if _SOUND_STORIES.get(story_path) == story:  # these very bytes passed below already
-        return story
+    known = _SOUND_STORIES.get(story_path)
+    if known == story:  # these very bytes passed below already
+        return known
     try:
         header = check_story_bytes(story, str(story_path))
     except ValueError as exc:
@@ -258,13 +316,25 @@ class ZorkGame:
     """One running game: a synchronous adapter over ``jericho.FrotzEnv``.
 
     Open one with :meth:`open`. Jericho is fast (a step takes tens of microseconds) and keeps a
-    private copy of the interpreter per instance, so several games can run in one process.
+    private copy of the interpreter per instance, so several games can run in one process; a game
+    that is closed or collected leaves its interpreter to the next game opened (:data:`_IDLE`).
     A ``ZorkGame`` is not thread-safe: call it from one thread at a time.
+
+    What the game reports of the machine (score, moves, location, inventory) is read from it once
+    after each change (a step, a reset) and kept until the next.
     """
 
-    def __init__(self, env: Any, *, path: Path, story: bytes, seed: int | None) -> None:
-        """Wrap a started ``FrotzEnv``; use :meth:`open` instead of calling this."""
+    def __init__(
+        self, env: Any, *, path: Path, story: bytes, seed: int | None, started: str | None = None
+    ) -> None:
+        """Wrap a started ``FrotzEnv``; use :meth:`open` instead of calling this.
+
+        ``started`` is the raw opening text when ``env`` is at the start of the game with the right
+        seed already (a fresh ``FrotzEnv`` is); else (``None``) the game is reset here.
+        """
         self._env = env
+        self._give_back: weakref.finalize[Any, ZorkGame] | None = None
+        """Hands the interpreter to :data:`_IDLE` once, when the game is closed or collected."""
         self.path = path
         """The story file."""
         self.seed = seed
@@ -285,7 +355,14 @@ class ZorkGame:
         self._victory = False
         self._died = False
         self._last_score = 0
-        self.reset()
+        self._status_now: tuple[int, int, str] | None = None
+        """Score, moves and location of the machine as it is; ``None`` until read (:meth:`_forget`)."""
+        self._memory_now: StoryMemory | None = None
+        """The memory snapshot of the machine as it is; ``None`` until read (:meth:`_forget`)."""
+        if started is None:
+            self.reset()
+        else:
+            self._start(started)
 
     # -- opening and closing ----------------------------------------------------------------
 
@@ -323,14 +400,27 @@ class ZorkGame:
             # The z3 is unsupported on purpose: this adapter supplies what Jericho lacks.
             warnings.simplefilter("ignore", UnsupportedGameWarning)
             _check_spare_descriptors(story_path)
-            env = FrotzEnv(str(story_path), seed=seed)
+            env = _reloaded(str(story_path), story, seed)
+            if env is None:
+                env = FrotzEnv(str(story_path), seed=seed)
         if seed == 0:
             env._seed = 0  # Jericho's seed() reads 0 as "no seed" (`seed or default`)
-        return cls(env, path=story_path, story=story, seed=seed)
+            game = cls(env, path=story_path, story=story, seed=seed)  # reset() starts it with seed 0
+        else:
+            # FrotzEnv() and load() have just run the interpreter's setup with this very seed: the game
+            # stands at its start, as after reset() (same memory, stack, PC and RNG), and setup's text
+            # is the interpreter's last text. Resetting would run setup a second time for nothing.
+            game = cls(env, path=story_path, story=story, seed=seed, started=_last_text(env))
+        game._give_back = weakref.finalize(game, _IDLE.append, env)
+        game._give_back.atexit = False  # nothing to hand over when the process ends
+        return game
 
     def close(self) -> None:
-        """Free the interpreter. The game cannot be used afterwards."""
+        """Free the interpreter (the next game opened may reuse it). The game cannot be used afterwards."""
         self._env = None
+        self._forget()
+        if self._give_back is not None:
+            self._give_back()  # once: a finalizer runs at most once, here or when the game is collected
 
     def __enter__(self) -> Self:
         return self
@@ -352,7 +442,13 @@ class ZorkGame:
             The game's opening text.
         """
         env = self._live_env()
+        self._forget()
         raw, _info = env.reset()
+        return self._start(raw)
+
+    def _start(self, raw: str) -> str:
+        """Take in the game's start, whose raw opening text is ``raw``."""
+        env = self._live_env()
         self._intro = self._observation = strip_status_line(raw)
         self._done = self._victory = self._died = False
         if self.supported:
@@ -365,8 +461,15 @@ class ZorkGame:
                 self.name = self._profile.name
                 self.max_score = self._profile.max_score
             memory = self._memory()
-            self._object_count = memory.object_count()
-            self._player = self._find_player(memory)
+            key = (self._story, memory.dynamic)
+            layout = _LAYOUTS.get(key)
+            if layout is None:
+                self._object_count = memory.object_count()
+                layout = (self._object_count, self._find_player(memory))
+                if len(_LAYOUTS) >= _LAYOUTS_LIMIT:
+                    _LAYOUTS.clear()
+                _LAYOUTS[key] = layout
+            self._object_count, self._player = layout
         self._last_score = self.score
         return self._intro
 
@@ -392,6 +495,7 @@ class ZorkGame:
                 "no more actions can be played in this game"
             )
         env = self._live_env()
+        self._forget()
         raw, _reward, _jericho_done, _info = env.step(text)
         self._observation = strip_status_line(raw)
         self._died = bool(_DEATH.search(raw))
@@ -477,9 +581,19 @@ class ZorkGame:
             raise GameError(f"the game {self.path} was closed")
         return self._env
 
+    def _forget(self) -> None:
+        """Drop what was read of the machine: called before anything that changes it."""
+        self._status_now = self._memory_now = None
+
     def _status(self) -> tuple[int, int, str]:
-        """Score, moves and location, read in one go."""
+        """Score, moves and location, read in one go, once per state of the machine."""
         env = self._live_env()
+        status = self._status_now
+        if status is None:
+            status = self._status_now = self._read_status(env)
+        return status
+
+    def _read_status(self, env: Any) -> tuple[int, int, str]:
         if self.supported:
             room = env.get_player_location()
             location = str(room.name) if room is not None else "Unknown"
@@ -491,8 +605,12 @@ class ZorkGame:
         return memory.global_signed(1), memory.global_word(2), location or "Unknown"
 
     def _memory(self) -> StoryMemory:
-        ram = self._live_env().get_state()[0]
-        return StoryMemory(self._story, bytes(ram))
+        """The memory snapshot, read once per state of the machine (the whole state is copied)."""
+        env = self._live_env()
+        memory = self._memory_now
+        if memory is None:
+            memory = self._memory_now = StoryMemory(self._story, bytes(env.get_state()[0]))
+        return memory
 
     def _find_player(self, memory: StoryMemory) -> int:
         """The player object: held by a global and sitting in the starting room.

@@ -129,12 +129,14 @@ class StoryMemory:
         ValueError: the story is not version 1-3 (its object table has another layout).
     """
 
-    __slots__ = ("_data", "header")
+    __slots__ = ("_data", "dynamic", "header")
 
     def __init__(self, story: bytes, dynamic: bytes) -> None:
         self.header = StoryHeader(story)
         if not 1 <= self.header.version <= 3:
             raise ValueError(f"a version {self.header.version} story: only versions 1-3 have a status line")
+        self.dynamic = dynamic
+        """The dynamic memory this snapshot was made of."""
         self._data = dynamic + story[len(dynamic) :]
 
     # -- globals (§6.2) -------------------------------------------------------------------------
