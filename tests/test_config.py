@@ -637,8 +637,8 @@ WHERE = " (/cfg/mcp_config.json)"
         (
             {"mcpServers": {"a": {"command": "python3", "envfile": ".env"}}},
             "$.mcpServers.a has unknown key 'envfile' (allowed: type, command, args, env, cwd, module, "
-            "disabled, lifecycle, timeout, tools, url, headers, envFile, serverUrl, autoApprove, "
-            "alwaysAllow, dev, gallery, version)",
+            "disabled, lifecycle, timeout, tools, roots, sampling, url, headers, envFile, serverUrl, "
+            "autoApprove, alwaysAllow, dev, gallery, version)",
         ),
         (
             {"servers": {"a": {"url": "http://h/mcp", "envFile": ".env"}}},

@@ -99,8 +99,10 @@ def test_a_record_says_what_it_was_played_with_and_holds_no_secret(
     }
     thinking = {
         "type": "stdio", "module": None, "lifecycle": "per_turn", "timeout": None, "tools": None,
+        "sampling": False,
         "command": _sha(sys.executable),  # python3: the interpreter running zorkmcp
         "args": "68213bde5bed8fc2", "env": "18a7294225763f34", "cwd": None, "url": None, "headers": None,
+        "roots": None,
     }  # fmt: skip
     assert (thinking["args"], thinking["env"]) == (_sha(THINKING["args"]), _sha(THINKING["env"]))
     assert record["setup"] == {
@@ -290,3 +292,29 @@ async def test_a_record_keeps_its_endpoint_without_credentials_and_a_resume_refu
     assert _joined(err) == _joined(_refusal(episode_paths(run, "no-mcp", 12)[0], clash))
     assert _files(run) == before
     assert len(llm_server.requests) == 3  # the probe and two turns: neither resume asked the model
+
+
+@pytest.mark.parametrize(
+    ("then", "now", "differs"),
+    [
+        ({"sampling": True}, {}, "sampling"),
+        ({"roots": ["/srv/notes"]}, {"roots": ["/srv/other"]}, "roots"),
+        ({"roots": ["/srv/notes"]}, {}, "roots"),
+    ],
+)
+def test_resume_tells_a_server_given_other_capabilities(
+    then: dict[str, Any], now: dict[str, Any], differs: str
+) -> None:
+    # sampling and roots change what a server offers (server-everything hides tools without them)
+    from zorkmcp.config import McpConfig, ServerConfig
+    from zorkmcp.eval._spec import arm_setup, setup_clash
+
+    def setup(extra: dict[str, Any]) -> dict[str, Any]:
+        server = ServerConfig(name="helper", command="python3", args=["-c", "pass"], **extra)
+        return arm_setup(Settings(), McpConfig(servers=(server,)))
+
+    assert setup_clash(setup(then), setup(now), arm="mcp", source=None, cluster=False) == (
+        f"server 'helper' of this run's arm mcp has other {differs} than the episode played with "
+        "(the arm's servers)"
+    )
+    assert setup_clash(setup(now), setup(now), arm="mcp", source=None, cluster=False) is None

@@ -26,7 +26,7 @@ from .agent import AgentAction, ZorkAgent
 from .config import McpConfig, Settings, check_settings_file
 from .errors import RunWriteError
 from .llm import ChatModel, ModelChoice
-from .mcp import EpisodeServers, McpManager, ToolCallResult
+from .mcp import EpisodeServers, McpManager, ModelSampler, ToolCallResult
 from .observability import EventRecorder, LogFiles, Tracer, open_tracer
 
 if TYPE_CHECKING:
@@ -194,7 +194,6 @@ class EpisodeSetup:
         episode_id = episode_id or f"episode-{uuid.uuid4().hex[:12]}"
         recorder = recorder if recorder is not None else EventRecorder()
         recorder.context.setdefault("episode_id", episode_id)
-        manager = McpManager(servers, settings.mcp, events=recorder) if servers is not None else None
         if chat_model is None:
             choice = ModelChoice.from_settings(
                 settings, model_override=model, base_url_override=base_url, walkthrough=walkthrough
@@ -205,6 +204,14 @@ class EpisodeSetup:
 
             def chat_model() -> AbstractAsyncContextManager[ChatModel]:
                 return choice.open(recorder)
+
+        # the model is not open yet (it is per call, or per episode): sampling opens it per request
+        sampler = ModelSampler.opening(chat_model)
+        manager = (
+            McpManager(servers, settings.mcp, events=recorder, sampler=sampler)
+            if servers is not None
+            else None
+        )
 
         if log_files is _FROM_SETTINGS:
             files = settings.files

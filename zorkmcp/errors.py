@@ -7,6 +7,7 @@ Every error the package raises on purpose derives from :class:`ZorkMCPError`::
     │   ├── ConfigError             bad settings or mcp_config.json (names file and key/JSON path)
     │   ├── MCPServerStartupError   a server did not start (command, exit status, stderr tail)
     │   ├── MCPToolCallError        a tool call failed in a way the caller must see
+    │   ├── SamplingError           a server's sampling request refused (zorkmcp.mcp; the server is told)
     │   └── ModelCompatibilityError the model cannot call tools (Requirement 12.5)
     ├── LLMError                    the chat-completions endpoint misbehaved
     │   ├── LLMHTTPError            non-2xx status

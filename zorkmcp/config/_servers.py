@@ -24,6 +24,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
+from urllib.parse import unquote, urlsplit
 
 import attrs
 from attrs import field, frozen
@@ -49,7 +50,15 @@ from ._convert import (
 )
 from ._settings import MAX_SECONDS
 
-__all__ = ["REMOTE_TYPES", "McpConfig", "RemoteKind", "ServerConfig", "input_variable", "remote_kind"]
+__all__ = [
+    "REMOTE_TYPES",
+    "McpConfig",
+    "RemoteKind",
+    "ServerConfig",
+    "input_variable",
+    "remote_kind",
+    "root_uri",
+]
 
 _timeout = optional(in_range(0, MAX_SECONDS, what="one week"))
 
@@ -108,6 +117,53 @@ def _tools(value: Iterable[str] | None) -> tuple[str, ...] | None:
     return None if value is None else _strings(value, "tools")
 
 
+_URI_SCHEME: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+"""How a ``roots`` entry that is a URI starts (``file://``, ``https://``); anything else is a path."""
+
+
+def _root_problem(value: str) -> str | None:
+    """What is wrong with one ``roots`` entry (``None``: nothing): an empty string, or a URI that is
+    not the ``file://`` URI of an absolute path."""
+    if not value.strip():
+        return "must not be empty: give a directory path or a file:// URI"
+    if _URI_SCHEME.match(value) is None:
+        return None
+    parts = urlsplit(value)
+    if parts.scheme.lower() != "file":
+        return f"must be a directory path or a file:// URI, got {show(value)}"
+    if parts.netloc not in ("", "localhost") or not parts.path.startswith("/"):
+        return f"must be the file:// URI of an absolute path (file:///home/me/notes), got {show(value)}"
+    return None
+
+
+def root_uri(value: str, base: str | os.PathLike[str] | None = None) -> str:
+    """One ``roots`` entry as the ``file://`` URI a client answers ``roots/list`` with.
+
+    A path has ``~`` expanded and is made absolute: relative to ``base`` (the config file's folder)
+    when given, else to the working folder. A ``file://`` URI is kept, its percent-encoding made
+    canonical (``file:///a%20b`` and ``file:///a b`` are one root). The entry must be valid (see
+    :class:`ServerConfig`): this does not check it.
+    """
+    if _URI_SCHEME.match(value) is not None:
+        return Path(unquote(urlsplit(value).path)).as_uri()
+    path = Path(value).expanduser()
+    if base is not None:
+        path = Path(base) / path  # an absolute path stays as it is
+    return Path(os.path.abspath(path)).as_uri()
+
+
+def _roots(value: Iterable[str] | None) -> tuple[str, ...] | None:
+    """attrs converter of ``ServerConfig.roots``: ``file://`` URIs (a relative path: from the working
+    folder)."""
+    if value is None:
+        return None
+    items = _strings(value, "roots")
+    for index, item in enumerate(items):
+        if (problem := _root_problem(item)) is not None:
+            raise Problem(problem, key=f"roots[{index}]")
+    return tuple(root_uri(item) for item in items)
+
+
 def _command(inst: ServerConfig, attribute: attrs.Attribute[Any], value: str | None) -> None:
     """attrs validator: a stdio server's command is not empty (``None`` is left to the caller)."""
     optional_string(inst, attribute, value)
@@ -139,9 +195,9 @@ def _factory(inst: object, attribute: attrs.Attribute[Any], value: object) -> No
 class ServerConfig:
     """One entry of ``mcpServers`` (or ``servers``) in ``mcp_config.json``.
 
-    Built in Python, it checks what it is given: ``args`` and ``tools`` take lists of strings (kept
-    as tuples; one string alone is refused), a stdio ``command`` must not be empty, booleans are
-    bools. A broken rule raises :class:`~zorkmcp.errors.ConfigError` naming the attribute.
+    Built in Python, it checks what it is given: ``args``, ``tools`` and ``roots`` take lists of
+    strings (kept as tuples; one string alone is refused), a stdio ``command`` must not be empty,
+    booleans are bools. A broken rule raises :class:`~zorkmcp.errors.ConfigError` naming the attribute.
     """
 
     name: str = field(validator=_name)
@@ -164,6 +220,15 @@ class ServerConfig:
     """Seconds per tool call; overrides ``tool_call_timeout_seconds``."""
     tools: tuple[str, ...] | None = field(default=None, converter=_tools)
     """Allow-list of tool names; ``None`` offers every tool."""
+    roots: tuple[str, ...] | None = field(default=None, converter=_roots)
+    """The folders the server is told it may work in (MCP's ``roots``), as ``file://`` URIs; given as
+    paths (``~`` expanded; a relative one is relative to the working folder here, to the config file's
+    folder in a file) or ``file://`` URIs. ``None``: the client does not declare the ``roots``
+    capability; ``()``: it declares it and lists none."""
+    sampling: bool = field(default=False, validator=boolean)
+    """Whether the client declares the ``sampling`` capability to this server and answers its
+    ``sampling/createMessage`` requests with the episode's model (when the MCP layer was given one,
+    see :class:`~zorkmcp.mcp.McpManager`)."""
     url: str | None = field(default=None, validator=optional_string)
     """The endpoint of a remote (``http`` / ``sse``) server."""
     headers: Mapping[str, str] = field(factory=dict, repr=False, validator=string_mapping)
@@ -283,7 +348,7 @@ class McpConfig:
         (and Cline's ``autoApprove``/``alwaysAllow``, VS Code's ``dev``, ``gallery`` and
         ``version``, accepted and ignored). ``${VAR}``, ``${VAR:-default}`` and
         ``${env:VAR}`` are expanded in ``command``, ``args``, ``env`` values, ``cwd``,
-        ``envFile``, ``url`` and ``headers`` (``:-`` also applies when the variable is empty);
+        ``envFile``, ``roots``, ``url`` and ``headers`` (``:-`` also applies when the variable is empty);
         so are the editors' predefined variables (``${workspaceFolder}``: the config file's
         folder, or the folder above it for a file in ``.vscode`` or ``.cursor``) and VS Code's
         ``${input:ID}``, read from the environment variable :func:`input_variable` names (or
@@ -292,7 +357,10 @@ class McpConfig:
 
         zorkmcp's own per-server keys: ``lifecycle`` (``"per_turn"``, the default, or
         ``"per_episode"``), ``timeout`` (seconds per tool call, > 0), ``tools`` (allow-list
-        of tool names) and ``"type": "inprocess"`` with ``"module": "package.module:factory"``
+        of tool names), ``roots`` (folders the server may work in: paths, relative to the config
+        file's folder, or ``file://`` URIs; the client then declares MCP's ``roots`` capability),
+        ``sampling`` (``true``: the client declares ``sampling`` and answers with the episode's
+        model) and ``"type": "inprocess"`` with ``"module": "package.module:factory"``
         (a Python MCP server object; the module is not imported here).
 
         The command ``python`` or ``python3`` means the interpreter running zorkmcp: it is
@@ -367,6 +435,8 @@ class _WireServer:
     lifecycle: Literal["per_turn", "per_episode"] = "per_turn"
     timeout: float | None = field(default=None, validator=_timeout)
     tools: list[str] | None = None
+    roots: list[str] | None = None
+    sampling: bool = False
     url: str | None = None
     headers: dict[str, str] | None = None
     envFile: str | None = None  # VS Code's and Cursor's
@@ -584,6 +654,7 @@ def _build_server(
         problems.append(f"{path}.tools must name at least one tool (remove it to offer every tool)")
     if cwd is not None and base is not None:
         cwd = str(base / Path(cwd).expanduser())
+    roots = _expanded_roots(entry.roots, path, base, variables, sink, problems)
     if len(problems) > before:
         return None
     return ServerConfig(
@@ -598,6 +669,8 @@ def _build_server(
         lifecycle=entry.lifecycle,
         timeout=entry.timeout,
         tools=None if entry.tools is None else tuple(entry.tools),
+        roots=roots,
+        sampling=entry.sampling,
         url=url,
         headers=headers,
     )
@@ -664,6 +737,28 @@ def _expanded(
     env = {k: _expand(v, json_path(path, "env", k), variables, sink) for k, v in (entry.env or {}).items()}
     cwd = None if entry.cwd is None else _expand(entry.cwd, json_path(path, "cwd"), variables, sink)
     return command, args, env, cwd
+
+
+def _expanded_roots(
+    roots: list[str] | None,
+    path: str,
+    base: Path | None,
+    variables: _Variables,
+    sink: list[str] | None,
+    problems: list[str],
+) -> tuple[str, ...] | None:
+    """``roots`` with ``${VAR}`` expanded, as ``file://`` URIs (a relative path: from the file's folder)."""
+    if roots is None:
+        return None
+    uris: list[str] = []
+    for index, item in enumerate(roots):
+        where = json_path(path, "roots", index)
+        value = _expand(item, where, variables, sink)
+        if (problem := _root_problem(value)) is not None:
+            problems.append(f"{where} {problem}")
+        else:
+            uris.append(root_uri(value, base))
+    return tuple(uris)
 
 
 def _read_env_file(name: str, base: Path | None, path: str, problems: list[str]) -> dict[str, str]:

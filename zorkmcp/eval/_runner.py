@@ -45,7 +45,7 @@ from ..llm import OPENROUTER_HEADERS, LLMClient, ModelChoice, resolve_api_key
 from ..llm._client import new_http_client
 from ..llm._scripted import SCRIPTED_MODEL_NAME
 from ..llm._urls import is_openrouter
-from ..mcp import EpisodeServers, McpManager, ZygoteGroup, build_server_env, open_zygotes
+from ..mcp import EpisodeServers, McpManager, ModelSampler, ZygoteGroup, build_server_env, open_zygotes
 from ..observability import EventRecorder, open_tracer
 from ._results import read_episode_file
 from ._spec import arm_setup, setup_clash
@@ -433,7 +433,10 @@ async def _run_loop(
     tally.base_url = None if choice.scripted is not None else safe_url(choice.base_url)
     model: ChatModel = _Metered(chat, tally)
     episode.model_name, episode.scripted = model.model, model.scripted  # also when the servers fail
-    manager = tally.manager = McpManager(servers, spec.settings.mcp, events=recorder)
+    # servers' sampling requests go to the metered model: their tokens count in the episode's
+    manager = tally.manager = McpManager(
+        servers, spec.settings.mcp, events=recorder, sampler=ModelSampler(model)
+    )
     agent = ZorkAgent(
         model=model,
         settings=spec.settings.mcp,

@@ -513,10 +513,10 @@ record's ``setup.agent`` (numbers and booleans: no secret). An arm without tools
 
 _AGENT_WITHOUT_TOOLS: Final = ("turn_timeout_seconds",)
 
-SERVER_SHOWN: Final = ("type", "module", "lifecycle", "timeout", "tools")
+SERVER_SHOWN: Final = ("type", "module", "lifecycle", "timeout", "tools", "sampling")
 """A server's settings a record keeps as they are: none holds a secret, none is expanded from ``${VAR}``."""
 
-SERVER_DIGESTED: Final = ("command", "args", "env", "cwd", "url", "headers")
+SERVER_DIGESTED: Final = ("command", "args", "env", "cwd", "url", "headers", "roots")
 """A server's settings a record keeps only as a digest (:func:`digest`): they may hold a token
 (``env`` values, ``headers``, an ``--api-key`` argument, a URL's query), and ``${VAR}`` in them is
 expanded from the environment of the process that reads ``mcp_config.json``."""
@@ -538,6 +538,7 @@ def _server_setup(server: ServerConfig) -> dict[str, Any]:
         "lifecycle": server.lifecycle,
         "timeout": server.timeout,
         "tools": list(server.tools) if server.tools is not None else None,
+        "sampling": server.sampling,
     }
     digested = {
         "command": digest(server.command),
@@ -546,6 +547,7 @@ def _server_setup(server: ServerConfig) -> dict[str, Any]:
         "cwd": digest(server.cwd),
         "url": digest(server.url),
         "headers": digest(dict(server.headers)),
+        "roots": digest(list(server.roots)) if server.roots is not None else None,
     }
     return shown | digested
 

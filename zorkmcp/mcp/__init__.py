@@ -22,6 +22,10 @@ from ._names import assign_wire_names as assign_wire_names
 from ._names import canonical_name as canonical_name
 from ._results import ToolCallResult as ToolCallResult
 from ._results import convert_call_result as convert_call_result
+from ._sampling import ModelSampler as ModelSampler
+from ._sampling import Sample as Sample
+from ._sampling import Sampler as Sampler
+from ._sampling import SamplingError as SamplingError
 from ._schema import SchemaTranslation as SchemaTranslation
 from ._schema import translate_schema as translate_schema
 from ._session import ServerHandle as ServerHandle
@@ -41,7 +45,11 @@ __all__ = [
     "WIRE_NAME_PATTERN",
     "EpisodeServers",
     "McpManager",
+    "ModelSampler",
     "ProcessInfo",
+    "Sample",
+    "Sampler",
+    "SamplingError",
     "SchemaTranslation",
     "ServerHandle",
     "ServerSession",

@@ -12,6 +12,12 @@ properties 26–27), applied per server:
 * A ``per_episode`` server whose process died mid-episode gives error results for the rest of that
   turn; the next turn restarts it under the same rule (start, retry once, else disable).
 
+Sampling (:mod:`zorkmcp.mcp._sampling`): given a ``sampler`` (the episode's model), the manager
+declares the ``sampling`` capability to every session of a server with ``"sampling": true``,
+whatever its lifecycle or transport, and counts the per-turn limit by its own turns. Without one
+those servers are not told the client can sample (they may then offer fewer tools), and a warning
+says so once per episode.
+
 Two things the manager says once per episode, however many toolboxes it builds (one per turn, one
 more whenever a tool list changes, and one for the program's own calls): each tool left out for its
 schema (``mcp_tool_excluded`` and its warning), and, when the tools offered to the model are more
@@ -52,6 +58,7 @@ from zorkmcp.observability import EventSink, NullSink
 from ._env import build_server_env
 from ._prewarm import MAX_CONCURRENT_TEARDOWNS, Spare, TeardownGate, start_spare
 from ._remote import open_remote_pool
+from ._sampling import SamplingPolicy
 from ._session import ServerHandle, ServerSession, start_server
 from ._tools import Toolbox
 from ._zygote import ZygoteGone, ZygoteGroup, open_zygote, same_python_vars, zygote_module, zygote_supported
@@ -62,6 +69,7 @@ if TYPE_CHECKING:
     from zorkmcp.config import McpSettings, ServerConfig
 
     from ._results import ToolCallResult
+    from ._sampling import Sampler
 
 __all__ = [
     "MAX_OPENAI_TOOLS",
@@ -227,8 +235,10 @@ class EpisodeServers:
         *,
         prewarm: bool = False,
         reported: set[tuple[str, str]] | None = None,
+        sampling: SamplingPolicy | None = None,
     ) -> None:
         self._nursery = nursery
+        self._sampling = sampling
         self._settings = settings
         self._events = events
         self._reported = reported if reported is not None else set()
@@ -286,6 +296,7 @@ class EpisodeServers:
             gate=self._gate,
             pool=pool,
             zygote=self.zygote,
+            sampling=self._sampling,
         )
 
     def drop_spare(self, name: str) -> None:
@@ -335,6 +346,7 @@ class EpisodeServers:
             events=self._events,
             pool=pool,
             zygote=self.zygote,
+            sampling=self._sampling,
         )
         handle = await attempts.run(start)
         if handle is not None:
@@ -437,15 +449,27 @@ class McpManager:
         config: the servers (``mcp_config.json``).
         settings: ``[tool.zorkgpt.mcp]``.
         events: where events and log lines go (default: nowhere; pass an ``EventRecorder`` to keep them).
+        sampler: answers the ``sampling/createMessage`` requests of the servers with ``"sampling":
+            true`` (:class:`~zorkmcp.mcp._sampling.ModelSampler` of the episode's model); ``None``:
+            no server is told the client can sample, and a warning names those that ask for it.
 
     Attributes:
         turn: turns opened in this episode so far.
     """
 
-    def __init__(self, config: McpConfig, settings: McpSettings, *, events: EventSink | None = None) -> None:
+    def __init__(
+        self,
+        config: McpConfig,
+        settings: McpSettings,
+        *,
+        events: EventSink | None = None,
+        sampler: Sampler | None = None,
+    ) -> None:
         self.config = config
         self.settings = settings
         self._events = events if events is not None else NullSink()
+        self._sampling = SamplingPolicy(sampler, turn=lambda: self.turn) if sampler is not None else None
+        self._told_no_sampler = False
         self._excluded: set[tuple[str, str]] = set()
         """The tools left out (``mcp_tool_excluded``) already reported this episode: each toolbox
         (one per turn, one more when a tool list changes, one for the program's own calls) leaves
@@ -462,6 +486,22 @@ class McpManager:
         self._health = {server.name: _Health() for server in self.config.enabled_servers}
         self._excluded = set()
         self._told_tool_count = False
+        self._told_no_sampler = False
+
+    def _check_sampler(self) -> None:
+        """Warn, once per episode, that servers asking for sampling get none: no model was given."""
+        if self._sampling is not None or self._told_no_sampler:
+            return
+        asking = [server.name for server in self.config.enabled_servers if server.sampling]
+        if not asking:
+            return
+        self._told_no_sampler = True
+        names = ", ".join(repr(name) for name in asking)
+        self._events.log(
+            "WARNING",
+            f'MCP server(s) {names} ask for sampling ("sampling": true), but the MCP layer was given no '
+            "model: sampling is off (the capability is not declared, so such a server may offer fewer tools)",
+        )
 
     @property
     def is_disabled(self) -> bool:
@@ -487,7 +527,14 @@ class McpManager:
             attempts = _Attempts(self, server, fail_fast)
             pool = pools.get(server.name) if pools is not None else None
             start = partial(
-                start_server, nursery, server, self.settings, events=self._events, pool=pool, zygote=zygote
+                start_server,
+                nursery,
+                server,
+                self.settings,
+                events=self._events,
+                pool=pool,
+                zygote=zygote,
+                sampling=self._sampling,
             )
             return await attempts.run(start)
 
@@ -530,6 +577,7 @@ class McpManager:
             MCPServerStartupError: a ``per_episode`` server did not start.
         """
         self.reset()
+        self._check_sampler()
         active = self._active()
         servers = [s for s in active if s.lifecycle == "per_episode"]
         with _plain_errors():
@@ -546,7 +594,12 @@ class McpManager:
                     )
                 async with anyio.create_task_group() as nursery:
                     episode = EpisodeServers(
-                        nursery, self.settings, self._events, prewarm=prewarm, reported=self._excluded
+                        nursery,
+                        self.settings,
+                        self._events,
+                        prewarm=prewarm,
+                        reported=self._excluded,
+                        sampling=self._sampling,
                     )
                     episode.pools.update(pools)
                     episode.zygote = zygotes if zygotes.zygotes else None
@@ -576,6 +629,7 @@ class McpManager:
             MCPServerStartupError: on the first turn, a server did not start.
         """
         self.turn += 1
+        self._check_sampler()
         plan = _TurnPlan.of(self._active(), episode, fail_fast=self.turn <= 1)
         toolbox: Toolbox | None = None
         closing_at: float | None = None
@@ -753,6 +807,7 @@ async def open_toolbox(
     settings: McpSettings,
     *,
     events: EventSink | None = None,
+    sampler: Sampler | None = None,
 ) -> AsyncIterator[Toolbox]:
     """Start ``servers`` concurrently and yield their tools, without any retry policy.
 
@@ -763,6 +818,8 @@ async def open_toolbox(
         servers: the servers to start (``McpConfig.enabled_servers``, for instance).
         settings: timeouts and the result cap.
         events: where events and log lines go.
+        sampler: answers the sampling requests of servers with ``"sampling": true`` (see
+            :class:`McpManager`; the per-turn limit is then per session); ``None``: none is asked.
 
     Raises:
         MCPServerStartupError: a server did not start (the first one in ``servers`` order).
@@ -770,9 +827,10 @@ async def open_toolbox(
     """
     events = events if events is not None else NullSink()
     servers = McpConfig(servers=tuple(servers)).servers  # its checks: one name, one server
+    sampling = SamplingPolicy(sampler) if sampler is not None else None
 
     async def start_one(nursery: anyio.abc.TaskGroup, server: ServerConfig) -> ServerHandle | None:
-        return await start_server(nursery, server, settings, events=events)
+        return await start_server(nursery, server, settings, events=events, sampling=sampling)
 
     toolbox: Toolbox | None = None
     closing_at: float | None = None

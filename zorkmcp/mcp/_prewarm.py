@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from zorkmcp.config import McpSettings, ServerConfig
     from zorkmcp.observability import EventSink
 
+    from ._sampling import SamplingPolicy
     from ._zygote import Forker
 
 
@@ -165,13 +166,14 @@ async def _own(
     gate: TeardownGate,
     pool: httpx2.AsyncBaseTransport | None,
     zygote: Forker | None,
+    sampling: SamplingPolicy | None,
 ) -> None:
     started = False
     try:
         async with gate.slot() as slot:
             with spare._cancel:
                 async with open_server_session(
-                    spare.server, settings, events=events, pool=pool, zygote=zygote
+                    spare.server, settings, events=events, pool=pool, zygote=zygote, sampling=sampling
                 ) as session:
                     spare.session = session
                     started = True
@@ -199,6 +201,7 @@ def start_spare(
     gate: TeardownGate | None = None,
     pool: httpx2.AsyncBaseTransport | None = None,
     zygote: Forker | None = None,
+    sampling: SamplingPolicy | None = None,
 ) -> Spare:
     """Start ``server`` in the background in a task of ``nursery``; returns at once.
 
@@ -210,8 +213,11 @@ def start_spare(
         gate: bounds how many used sessions close at once (default: no bound).
         pool: a remote server's connection pool, owned by the episode (default: the session's own).
         zygote: the episode's zygote (default: the server is spawned with ``Popen``).
+        sampling: the episode's sampler (see :func:`~._session.open_server_session`).
     """
     spare = Spare(server)
     gate = gate if gate is not None else TeardownGate(limit=1_000_000)
-    nursery.start_soon(_own, spare, settings, events, gate, pool, zygote, name=f"zorkmcp-spare-{server.name}")
+    nursery.start_soon(
+        _own, spare, settings, events, gate, pool, zygote, sampling, name=f"zorkmcp-spare-{server.name}"
+    )
     return spare

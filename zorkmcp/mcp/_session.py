@@ -29,6 +29,9 @@ Between each transport and its ``ClientSession`` sits a :class:`Wire`, which wat
   each validated on its own (:func:`_repair_tool`: what is repaired, what is dropped, what is left
   out). The SDK's own ``list_tools`` still reads every page, so pagination and its cache of output
   schemas (which it checks each ``tools/call`` result against) stay as they are.
+* which ``tools/call`` requests are in flight, for a server zorkmcp samples for
+  (:class:`~._sampling.ServerSampling`): a sampling request is answered only during a tool call, and
+  is cancelled when the call ends (its answer, or the ``notifications/cancelled`` of its timeout).
 """
 
 from __future__ import annotations
@@ -42,9 +45,11 @@ import signal
 import sys
 from contextlib import AsyncExitStack, asynccontextmanager, nullcontext
 from typing import TYPE_CHECKING, Any, Final, Self, cast
+from urllib.parse import unquote, urlsplit
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 import anyio.to_thread
 import mcp_types
 import mcp_types.methods
@@ -52,6 +57,7 @@ from attrs import define, field, frozen
 from mcp.client.session import ClientSession
 from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.exceptions import MCPError as SdkMCPError
+from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
 from mcp.shared.memory import create_client_server_memory_streams
 from mcp.shared.message import SessionMessage
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
@@ -80,11 +86,13 @@ if TYPE_CHECKING:
 
     import httpx2
     from mcp.client._transport import ReadStream, WriteStream
+    from mcp.client.session import ClientRequestContext, ListRootsFnT
     from mcp.server.lowlevel import Server
     from mcp_types import RequestId
 
     from zorkmcp.config import McpSettings, RemoteKind, ServerConfig
 
+    from ._sampling import SamplingPolicy, ServerSampling
     from ._zygote import Forker
 
 __all__ = [
@@ -273,11 +281,13 @@ class Wire:
             closed under it, or a write found the transport gone.
         released: the session let go of the transport (it is closing).
         protocol_version: the version the server answered ``initialize`` with (as sent, any JSON).
+        sampling: told when each ``tools/call`` starts and ends (a server zorkmcp samples for).
     """
 
     ended: bool = False
     released: bool = False
     protocol_version: object = None
+    sampling: ServerSampling | None = None
     _asked: dict[RequestId, str] = field(factory=dict, alias="_asked")
 
     @property
@@ -293,10 +303,22 @@ class Wire:
         return _WatchedRead(read, self), _WatchedWrite(write, self)
 
     def sent(self, item: SessionMessage) -> None:
-        """Note a request whose answer the wire reads (``initialize``, ``tools/list``)."""
+        """Note a request whose answer the wire reads (``initialize``, ``tools/list``), and a tool call
+        that starts or is cancelled (for :attr:`sampling`)."""
         message = item.message
         if isinstance(message, mcp_types.JSONRPCRequest) and message.method in ("initialize", "tools/list"):
             self._asked[coerce_request_id(message.id)] = message.method
+        elif self.sampling is None:
+            return
+        elif isinstance(message, mcp_types.JSONRPCRequest) and message.method == "tools/call":
+            tool = (message.params or {}).get("name")
+            self.sampling.call_started(coerce_request_id(message.id), tool if isinstance(tool, str) else None)
+        elif (
+            isinstance(message, mcp_types.JSONRPCNotification) and message.method == "notifications/cancelled"
+        ):
+            cancelled = cancelled_request_id_from_params(message.params)
+            if cancelled is not None:
+                self.sampling.call_ended(coerce_request_id(cancelled))
 
     def received(self, item: SessionMessage | Exception) -> SessionMessage | Exception:
         """Read an answer to a noted request; a ``tools/list`` page comes back as the SDK will take it."""
@@ -305,6 +327,8 @@ class Wire:
         message = item.message
         if not isinstance(message, mcp_types.JSONRPCResponse | mcp_types.JSONRPCError) or message.id is None:
             return item
+        if self.sampling is not None:
+            self.sampling.call_ended(coerce_request_id(message.id))
         method = self._asked.pop(coerce_request_id(message.id), None)
         if method is None or isinstance(message, mcp_types.JSONRPCError):
             return item
@@ -837,6 +861,7 @@ class _Options:
     base_env: Mapping[str, str]
     pool: httpx2.AsyncBaseTransport | None
     zygote: Forker | None = None
+    sampling: ServerSampling | None = None
 
 
 def _failure(
@@ -892,10 +917,39 @@ def _stopped(server: ServerConfig, info: ProcessInfo | None, events: EventSink) 
     events.emit("mcp_server_stopped", **fields)
 
 
-def _client_session(read: Any, write: Any, notes: ServerNotifications) -> ClientSession:
+def _client_session(
+    read: Any, write: Any, notes: ServerNotifications, server: ServerConfig, sampling: ServerSampling | None
+) -> ClientSession:
+    """The SDK session; it declares ``roots`` for a server with ``roots`` and ``sampling`` when it has an
+    answerer (a callback given is a capability declared), and nothing else (no ``elicitation``)."""
     return ClientSession(
-        read, write, client_info=_CLIENT_INFO, logging_callback=notes.on_log, message_handler=notes.on_message
+        read,
+        write,
+        client_info=_CLIENT_INFO,
+        logging_callback=notes.on_log,
+        message_handler=notes.on_message,
+        sampling_callback=sampling.answer if sampling is not None else None,
+        list_roots_callback=_roots_answer(server.roots) if server.roots is not None else None,
     )
+
+
+def _root_name(uri: str) -> str:
+    """The name a root is listed with: its folder's name (``/`` for the file system's root)."""
+    return os.path.basename(unquote(urlsplit(uri).path).rstrip("/")) or "/"
+
+
+def _roots_answer(roots: tuple[str, ...]) -> ListRootsFnT:
+    """``ClientSession(list_roots_callback=...)``: the server's ``roots``, each named after its folder."""
+    listing = mcp_types.ListRootsResult(
+        roots=[mcp_types.Root.model_validate({"uri": uri, "name": _root_name(uri)}) for uri in roots]
+    )
+
+    async def list_roots(context: ClientRequestContext) -> mcp_types.ListRootsResult:
+        del context
+        await anyio.lowlevel.checkpoint()
+        return listing
+
+    return list_roots
 
 
 @define(kw_only=True, eq=False)
@@ -938,9 +992,11 @@ async def _hold_remote(
             try:
                 async with AsyncExitStack() as stack:
                     read, write = await _enter_remote(stack, server, opening, events, pool)
-                    opening.wire = Wire()
+                    opening.wire = Wire(sampling=options.sampling)
+                    if options.sampling is not None:
+                        options.sampling.new_connection()
                     client = await stack.enter_async_context(
-                        _client_session(*opening.wire.wrap(read, write), notes)
+                        _client_session(*opening.wire.wrap(read, write), notes, server, options.sampling)
                     )
                     initialized = await client.initialize()
                     if first:
@@ -1031,8 +1087,10 @@ async def _connect(
     notes = ServerNotifications(server.name, events)
     async with AsyncExitStack() as stack:
         read, write = await _enter_transport(stack, server, lowlevel, opening, events, options)
-        opening.wire = Wire()
-        client = await stack.enter_async_context(_client_session(*opening.wire.wrap(read, write), notes))
+        opening.wire = Wire(sampling=options.sampling)
+        client = await stack.enter_async_context(
+            _client_session(*opening.wire.wrap(read, write), notes, server, options.sampling)
+        )
         offers_tools, listing = await _discover(client)
         report_repairs(server.name, listing, events)
         yield ServerSession(
@@ -1058,8 +1116,12 @@ async def open_server_session(
     base_env: Mapping[str, str] | None = None,
     pool: httpx2.AsyncBaseTransport | None = None,
     zygote: Forker | None = None,
+    sampling: SamplingPolicy | None = None,
 ) -> AsyncIterator[ServerSession]:
     """Start one MCP server and yield its initialized session with its tools listed.
+
+    The client declares the ``roots`` capability to a server with ``roots`` (and lists them), and
+    ``sampling`` to a server with ``"sampling": true`` when ``sampling`` is given; no other.
 
     Args:
         server: the server's configuration (``stdio``, ``inprocess``, or remote ``http`` / ``sse``).
@@ -1071,13 +1133,22 @@ async def open_server_session(
             owned by the episode; without one the session opens (and closes) its own.
         zygote: the episode's zygote (:mod:`zorkmcp.mcp._zygote`); a stdio server it accepts is
             forked from it instead of spawned.
+        sampling: the episode's sampler (:mod:`zorkmcp.mcp._sampling`); ``None``: no server is
+            told the client can sample.
 
     Raises:
         MCPServerStartupError: the server did not start (plain, never inside an exception group).
     """
     events = events if events is not None else NullSink()
     timeout = settings.server_startup_timeout_seconds
-    options = _Options(base_env=os.environ if base_env is None else base_env, pool=pool, zygote=zygote)
+    options = _Options(
+        base_env=os.environ if base_env is None else base_env,
+        pool=pool,
+        zygote=zygote,
+        sampling=sampling.for_server(server.name, events)
+        if sampling is not None and server.sampling
+        else None,
+    )
     opening = _Opening()
     session: ServerSession | None = None
     try:
@@ -1106,13 +1177,16 @@ async def _serve(
     events: EventSink | None,
     pool: httpx2.AsyncBaseTransport | None,
     zygote: Forker | None,
+    sampling: SamplingPolicy | None,
     *,
     task_status: anyio.abc.TaskStatus[ServerHandle] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     stop, done = anyio.Event(), anyio.Event()
     started = False
     try:
-        async with open_server_session(server, settings, events=events, pool=pool, zygote=zygote) as session:
+        async with open_server_session(
+            server, settings, events=events, pool=pool, zygote=zygote, sampling=sampling
+        ) as session:
             task_status.started(ServerHandle(session, stop=stop, done=done))
             started = True
             await stop.wait()
@@ -1133,6 +1207,7 @@ async def start_server(
     events: EventSink | None = None,
     pool: httpx2.AsyncBaseTransport | None = None,
     zygote: Forker | None = None,
+    sampling: SamplingPolicy | None = None,
 ) -> ServerHandle:
     """Start a server in a new task of ``nursery`` and return once it is ready.
 
@@ -1146,9 +1221,10 @@ async def start_server(
         events: where events go.
         pool: a remote server's connection pool, owned by the caller (see :func:`open_server_session`).
         zygote: the episode's zygote, owned by the caller (see :func:`open_server_session`).
+        sampling: the episode's sampler (see :func:`open_server_session`).
 
     Raises:
         MCPServerStartupError: the server did not start.
     """
-    handle: ServerHandle = await nursery.start(_serve, server, settings, events, pool, zygote)
+    handle: ServerHandle = await nursery.start(_serve, server, settings, events, pool, zygote, sampling)
     return handle

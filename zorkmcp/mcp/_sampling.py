@@ -1,0 +1,428 @@
+"""MCP sampling: a server asks the client's model for a completion (``sampling/createMessage``).
+
+A server whose ``mcp_config.json`` entry says ``"sampling": true`` is told that the client can sample
+(the ``sampling`` client capability) when its :class:`~zorkmcp.mcp.McpManager` was given a
+*sampler*; its requests are then answered with the episode's own model. The pieces, from the model
+to the wire:
+
+* :class:`Sampler`: what an episode gives its MCP layer, anything that turns the request's
+  parameters into a :class:`Sample`; :class:`ModelSampler` is the one of a
+  :class:`~zorkmcp.llm.ChatModel` (the conversion rules are on it).
+* :class:`SamplingPolicy`: what the manager hands its sessions: the sampler and the episode's turn
+  counter, for the per-turn limit.
+* :class:`ServerSampling`: one session's answerer (its ``sampling_callback``). A request is answered
+  only while a ``tools/call`` to that server is in flight (the :class:`~._session.Wire` tells it
+  when one starts and ends), so it runs inside the tool call it belongs to: when that call ends (its
+  answer, or its timeout or cancellation, which sends ``notifications/cancelled``) any sampling
+  still running is cancelled, the model request with it. At most :data:`MAX_SAMPLES_PER_TURN`
+  requests are answered per server and turn; the rest get an error answer (and one warning).
+
+Every request is an ``mcp_sampling`` event (``server``, ``tool``, ``model``, ``prompt_tokens``,
+``completion_tokens``, ``duration_ms``, ``error``) and an INFO line of the episode log. A request
+that is not answered gets a JSON-RPC error the server sees, never invented text.
+
+Elicitation (``elicitation/create``) is not declared: an autonomous agent has no human to ask.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final, Protocol
+
+import anyio
+import anyio.lowlevel
+import mcp_types
+from attrs import field, frozen
+
+from zorkmcp.config import SamplingSettings
+from zorkmcp.errors import LLMError, MCPError
+from zorkmcp.llm import CompletionRequest, RecordingModel, ReplayModel
+
+from ._names import canonical_name
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from contextlib import AbstractAsyncContextManager
+
+    from mcp.client.session import ClientRequestContext
+    from mcp_types import RequestId
+
+    from zorkmcp.llm import ChatModel, LLMResponse
+    from zorkmcp.observability import EventSink
+
+__all__ = [
+    "MAX_SAMPLES_PER_TURN",
+    "MAX_SAMPLING_TOKENS",
+    "ModelSampler",
+    "Sample",
+    "Sampler",
+    "SamplingError",
+    "SamplingPolicy",
+    "ServerSampling",
+    "completion_request",
+]
+
+MAX_SAMPLING_TOKENS: Final = 4096
+"""The most tokens a sampling request may have the model write: a larger ``maxTokens`` is cut to it
+(a server's request spends the episode's tokens; the agent's own answers are far shorter)."""
+
+MAX_SAMPLES_PER_TURN: Final = 8
+"""The most sampling requests answered per server and turn; more get an error answer."""
+
+SCRIPTED_REFUSAL: Final = "sampling needs a model endpoint; the offline scripted model cannot answer it"
+REPLAY_REFUSAL: Final = "sampling needs a model endpoint; a replayed cassette cannot answer it"
+RECORDING_REFUSAL: Final = (
+    "sampling is off while a cassette is recorded: its replay could not answer the request the same way"
+)
+NO_TOOL_CALL: Final = "zorkmcp answers sampling/createMessage only during a tool call to this server"
+_ENDED: Final = "cancelled: the tool call it belongs to ended (its timeout, or the turn was cancelled)"
+_WITHDRAWN: Final = "cancelled: the server withdrew the request, or the session closed"
+
+
+class SamplingError(MCPError):
+    """Why a sampling request is answered with an error; the message is what the server is told.
+
+    Attributes:
+        model: the model that was asked (or would have been), if known.
+        code: the JSON-RPC error code (``-32600`` invalid request: refused by policy or because of
+            the request; ``-32603`` internal error: the model failed).
+    """
+
+    def __init__(
+        self, message: str, *, model: str | None = None, code: int = mcp_types.INVALID_REQUEST
+    ) -> None:
+        super().__init__(message)
+        self.model = model
+        self.code = code
+
+
+@frozen(kw_only=True)
+class Sample:
+    """A sampling request answered: the result for the server and what it cost.
+
+    Attributes:
+        result: the ``sampling/createMessage`` result (``result.model`` names the model).
+        prompt_tokens: as the model's answer reported it (``None``: not reported).
+        completion_tokens: likewise.
+    """
+
+    result: mcp_types.CreateMessageResult
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+class Sampler(Protocol):
+    """Answers a server's ``sampling/createMessage`` (what :class:`~zorkmcp.mcp.McpManager` takes)."""
+
+    async def sample(self, params: mcp_types.CreateMessageRequestParams, /) -> Sample:
+        """Ask the model.
+
+        Raises:
+            SamplingError: the request is refused or the model failed (the server gets the message).
+        """
+        ...
+
+
+def _block_text(block: Any) -> str:
+    """One content block of a sampling message as text: never an image's or a sound's base64."""
+    if isinstance(block, mcp_types.TextContent):
+        return block.text
+    if isinstance(block, mcp_types.ImageContent | mcp_types.AudioContent):
+        return f"[{block.type}: {block.mime_type}, {len(block.data)} bytes of base64 not shown]"
+    return f"[{block.type} content not shown]"  # tool_use / tool_result: sampling with tools is not declared
+
+
+def completion_request(params: mcp_types.CreateMessageRequestParams) -> CompletionRequest:
+    """The chat completion a ``sampling/createMessage`` asks for.
+
+    ``systemPrompt`` is a system message first; each message keeps its role, its text blocks their
+    text (several blocks: one per line), and an image or audio block becomes a placeholder such as
+    ``[image: image/png, 1234 bytes of base64 not shown]``. ``maxTokens`` is sent as ``max_tokens``,
+    cut to :data:`MAX_SAMPLING_TOKENS`; ``temperature`` and ``stopSequences`` when given. The
+    server's ``includeContext`` (no other server's context is shared) and ``modelPreferences`` (the
+    episode has one model) are ignored, and so is ``metadata``.
+
+    Raises:
+        SamplingError: the request offers tools (the ``sampling.tools`` capability is not declared),
+            has no message, a ``maxTokens`` below 1 or a ``temperature`` outside 0 to 2.
+    """
+    if params.tools or params.tool_choice is not None:
+        raise SamplingError("zorkmcp does not sample with tools (it declares no sampling.tools capability)")
+    if not params.messages:
+        raise SamplingError("the request has no messages")
+    if params.max_tokens < 1:
+        raise SamplingError(f"maxTokens must be at least 1, got {params.max_tokens}")
+    temperature = params.temperature
+    if temperature is not None and not 0 <= temperature <= 2:
+        raise SamplingError(f"temperature must be between 0 and 2, got {temperature}")
+    messages: list[Mapping[str, Any]] = []
+    if params.system_prompt:
+        messages.append({"role": "system", "content": params.system_prompt})
+    for message in params.messages:
+        blocks = message.content if isinstance(message.content, list) else [message.content]
+        messages.append({"role": message.role, "content": "\n".join(_block_text(b) for b in blocks)})
+    return CompletionRequest(
+        messages,
+        sampling=SamplingSettings(
+            temperature=temperature, max_tokens=min(params.max_tokens, MAX_SAMPLING_TOKENS)
+        ),
+        stop=tuple(params.stop_sequences) if params.stop_sequences else None,
+    )
+
+
+def _refusal(model: ChatModel) -> str | None:
+    """Why ``model`` cannot answer a sampling request (``None``: it can)."""
+    if isinstance(model, ReplayModel):
+        return REPLAY_REFUSAL
+    if isinstance(model, RecordingModel):
+        return RECORDING_REFUSAL
+    if model.scripted:
+        return SCRIPTED_REFUSAL
+    return None
+
+
+def _sample(response: LLMResponse) -> Sample:
+    if response.tool_calls:
+        raise SamplingError(
+            "the model answered with tool calls instead of text",
+            model=response.model,
+            code=mcp_types.INTERNAL_ERROR,
+        )
+    if not response.content:
+        raise SamplingError(
+            "the model answered with no text", model=response.model, code=mcp_types.INTERNAL_ERROR
+        )
+    usage = response.usage or {}
+    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    result = mcp_types.CreateMessageResult(
+        role="assistant",
+        content=mcp_types.TextContent(type="text", text=response.content),
+        model=response.model,
+        stop_reason="maxTokens" if response.finish_reason == "length" else "endTurn",
+    )
+    return Sample(
+        result=result,
+        prompt_tokens=prompt if isinstance(prompt, int) else None,
+        completion_tokens=completion if isinstance(completion, int) else None,
+    )
+
+
+class ModelSampler:
+    """The :class:`Sampler` of an episode's chat model (see :func:`completion_request` for the request).
+
+    The answer is ``CreateMessageResult(role="assistant", content=TextContent(...), model=<the model
+    that answered>, stopReason="maxTokens" when the model stopped at the limit, else "endTurn")``.
+    Refused, with the reason as the server's error: the offline scripted model (it plays a
+    walkthrough and cannot answer a question), a replayed cassette, and a recording one (its replay
+    could not answer the same way); a model that answers with tool calls or no text.
+
+    Args:
+        model: the episode's model. A wrapper that counts tokens (``zorkmcp eval``'s) counts these too.
+    """
+
+    def __init__(self, model: ChatModel) -> None:
+        self._model: ChatModel | None = model
+        self._open: Callable[[], AbstractAsyncContextManager[ChatModel]] | None = None
+
+    @classmethod
+    def opening(cls, open_model: Callable[[], AbstractAsyncContextManager[ChatModel]]) -> ModelSampler:
+        """A sampler that opens its model for each request, for an owner whose model is not open yet
+        when its MCP layer is made (``bridge``: the model is opened per call or per episode).
+
+        Args:
+            open_model: opens the episode's model (the ``chat_model`` factory of ``bridge``).
+        """
+        sampler = cls.__new__(cls)
+        sampler._model, sampler._open = None, open_model
+        return sampler
+
+    async def sample(self, params: mcp_types.CreateMessageRequestParams, /) -> Sample:
+        """Ask the model (see the class).
+
+        Raises:
+            SamplingError: refused (see the class), or the model failed (an ``LLMError``).
+        """
+        request = completion_request(params)
+        if self._model is not None:
+            return await self._ask(self._model, request)
+        assert self._open is not None
+        async with self._open() as model:
+            return await self._ask(model, request)
+
+    @staticmethod
+    async def _ask(model: ChatModel, request: CompletionRequest) -> Sample:
+        if (refusal := _refusal(model)) is not None:
+            raise SamplingError(refusal, model=model.model)
+        try:
+            response = await model.complete(request)
+        except LLMError as exc:
+            raise SamplingError(
+                f"the model request failed: {exc}", model=model.model, code=mcp_types.INTERNAL_ERROR
+            ) from exc
+        return _sample(response)
+
+
+def _no_turns() -> int:
+    return 0
+
+
+@frozen
+class SamplingPolicy:
+    """How the sessions of one :class:`~zorkmcp.mcp.McpManager` reach its sampler.
+
+    Attributes:
+        sampler: answers the requests.
+        turn: the episode's turn number now; the limit of :data:`MAX_SAMPLES_PER_TURN` starts again
+            when it changes (constant by default: the limit is then per session).
+    """
+
+    sampler: Sampler
+    turn: Callable[[], int] = field(default=_no_turns, kw_only=True)
+
+    def for_server(self, server: str, events: EventSink) -> ServerSampling:
+        """The answerer of one session of ``server``."""
+        return ServerSampling(server, self.sampler, events, turn=self.turn)
+
+
+class ServerSampling:
+    """Answers one session's ``sampling/createMessage`` requests (see the module docstring).
+
+    Args:
+        server: the server's name in ``mcp_config.json``.
+        sampler: what answers.
+        events: where ``mcp_sampling``, the log lines and the warning go.
+        turn: the episode's turn number now.
+    """
+
+    def __init__(self, server: str, sampler: Sampler, events: EventSink, *, turn: Callable[[], int]) -> None:
+        self.server = server
+        self._sampler = sampler
+        self._events = events
+        self._turn = turn
+        self._calls: dict[RequestId, str | None] = {}
+        """The ``tools/call`` requests in flight: request id → tool name (as the server knows it)."""
+        self._running: set[anyio.CancelScope] = set()
+        self._counted_turn: int | None = None
+        self._answered = 0
+        self._warned = False
+
+    def __repr__(self) -> str:
+        return (
+            f"ServerSampling(server={self.server!r}, calls={len(self._calls)}, running={len(self._running)})"
+        )
+
+    def call_started(self, request_id: RequestId, tool: str | None) -> None:
+        """A ``tools/call`` was sent (by the :class:`~._session.Wire`)."""
+        self._calls[request_id] = tool
+
+    def call_ended(self, request_id: RequestId) -> None:
+        """A request was answered or cancelled; once no tool call is in flight, sampling still running
+        is cancelled (a request of another id is none of ours: ignored)."""
+        if request_id not in self._calls:
+            return
+        del self._calls[request_id]
+        if self._calls:
+            return
+        for scope in self._running:
+            scope.cancel()
+
+    def new_connection(self) -> None:
+        """The session speaks over a new connection (a remote session renewed): no call is in flight."""
+        self._calls.clear()
+        for scope in self._running:
+            scope.cancel()
+
+    def _tool(self) -> str | None:
+        """The canonical name of the tool call in flight (``None``: none, or several)."""
+        tools = set(self._calls.values())
+        if len(tools) != 1:
+            return None
+        (tool,) = tools
+        return canonical_name(self.server, tool) if tool is not None else None
+
+    def _admit(self) -> str | None:
+        """Why a request is refused before the model is asked (``None``: it is not; it is counted)."""
+        if not self._calls:
+            return NO_TOOL_CALL
+        turn = self._turn()
+        if turn != self._counted_turn:
+            self._counted_turn, self._answered, self._warned = turn, 0, False
+        if self._answered >= MAX_SAMPLES_PER_TURN:
+            if not self._warned:
+                self._warned = True
+                when = f"Turn {turn}: " if turn > 0 else ""  # 0: no turns are counted (``open_toolbox``)
+                self._events.log(
+                    "WARNING",
+                    f"{when}MCP server '{self.server}' asked for more than {MAX_SAMPLES_PER_TURN} "
+                    "samplings in one turn; the rest of this turn's are refused",
+                )
+            return f"at most {MAX_SAMPLES_PER_TURN} sampling requests per server and turn are answered"
+        self._answered += 1
+        return None
+
+    async def answer(
+        self, context: ClientRequestContext, params: mcp_types.CreateMessageRequestParams
+    ) -> mcp_types.CreateMessageResult | mcp_types.ErrorData:
+        """``ClientSession(sampling_callback=...)``: the model's answer, or an error for the server."""
+        del context
+        start = anyio.current_time()
+        tool = self._tool()
+        refusal = self._admit()
+        if refusal is not None:
+            self._report(start, tool, SamplingError(refusal))
+            await anyio.lowlevel.checkpoint()
+            return mcp_types.ErrorData(code=mcp_types.INVALID_REQUEST, message=refusal)
+        outcome: Sample | SamplingError = SamplingError(_WITHDRAWN)  # if cancelled from outside
+        scope = anyio.CancelScope()
+        self._running.add(scope)
+        try:
+            with scope:
+                outcome = await self._ask(params)
+            if scope.cancelled_caught:
+                outcome = SamplingError(_ENDED)
+        finally:
+            self._running.discard(scope)
+            self._report(start, tool, outcome)
+        if isinstance(outcome, SamplingError):
+            return mcp_types.ErrorData(code=outcome.code, message=str(outcome))
+        return outcome.result
+
+    async def _ask(self, params: mcp_types.CreateMessageRequestParams) -> Sample | SamplingError:
+        try:
+            return await self._sampler.sample(params)
+        except SamplingError as exc:
+            return exc
+        except Exception as exc:  # noqa: BLE001 - a server's request must not end the turn; it is told why
+            return SamplingError(f"{type(exc).__name__}: {exc}", code=mcp_types.INTERNAL_ERROR)
+
+    def _report(self, start: float, tool: str | None, outcome: Sample | SamplingError) -> None:
+        seconds = anyio.current_time() - start
+        model: str | None
+        error: str | None
+        if isinstance(outcome, Sample):
+            model, error = outcome.result.model, None
+            prompt, completion = outcome.prompt_tokens, outcome.completion_tokens
+        else:
+            model, error, prompt, completion = outcome.model, str(outcome), None, None
+        self._events.emit(
+            "mcp_sampling",
+            server=self.server,
+            tool=tool,
+            model=model,
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            duration_ms=round(seconds * 1000, 1),
+            error=error,
+        )
+        during = f" during {tool}" if tool is not None else ""
+        if error is None:
+            tokens = f"{_count(prompt)} prompt + {_count(completion)} completion tokens"
+            message = (
+                f"MCP server '{self.server}' sampled the model {model}{during}: {tokens}, {seconds:.1f}s"
+            )
+        else:
+            message = f"MCP server '{self.server}' asked for sampling{during}; not answered: {error}"
+        self._events.log("INFO", message)
+
+
+def _count(tokens: int | None) -> str:
+    return "?" if tokens is None else str(tokens)
