@@ -456,3 +456,28 @@ async def test_server_everything_triggers_a_sampling_request(llm_server: LLMServ
     assert [(e["server"], e["tool"], e["error"]) for e in sampling_events(events)] == [
         ("everything", "everything.trigger-sampling-request", None)
     ]
+
+
+def test_zorkmcp_tools_and_call_declare_sampling_as_play_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `zorkmcp tools` listed fewer tools than play offered (server-everything's sampling tools), and
+    # `zorkmcp call` of such a tool could not work: neither declared the capability
+    from zorkmcp._cli_mcp import cmd_call
+
+    monkeypatch.chdir(tmp_path)
+    entry = {"type": "inprocess", "module": "servers.sampling:create_server", "sampling": True}
+    config = tmp_path / "mcp_config.json"
+    config.write_text(json.dumps({"mcpServers": {"sampler": entry}}))
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[tool.zorkgpt.llm]\napi_key_env = "ZORKMCP_TEST_UNSET_KEY"\n')  # the scripted model
+    monkeypatch.delenv("ZORKMCP_TEST_UNSET_KEY", raising=False)
+    assert cmd_call("sampler.capabilities", "{}", config, pyproject, None) == 0
+    assert json.loads(capsys.readouterr().out) == {"content": {"sampling": {}}}
+    assert cmd_call("sampler.ask", json.dumps(LAMP), config, pyproject, None) == 0
+    assert json.loads(capsys.readouterr().out) == {
+        "content": {
+            "error": "sampling needs a model endpoint; the offline scripted model cannot answer it",
+            "code": -32600,
+        }
+    }

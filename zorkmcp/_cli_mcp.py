@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Sequence
 
     from .config import McpConfig, McpSettings, ServerConfig, Settings
-    from .mcp import ServerHandle, Toolbox, ToolCallResult, ToolInfo
+    from .mcp import ModelSampler, ServerHandle, Toolbox, ToolCallResult, ToolInfo
 
 __all__ = ["add_mcp_subcommands", "cmd_call", "cmd_tools"]
 
@@ -167,9 +167,20 @@ def _print_table(tools: list[ToolInfo]) -> None:
     print_line(capture.get().removesuffix("\n"))
 
 
+def _sampler(settings: Settings, events: _Warnings) -> ModelSampler:
+    """The sampler ``zorkmcp play`` would give the servers with ``"sampling": true``: the settings'
+    model, opened for each request (``tools`` declares the capability as ``play`` does, so a server
+    lists the same tools; ``call`` answers with that model, or refuses with the offline scripted one)."""
+    from .llm import ModelChoice
+    from .mcp import ModelSampler
+
+    choice = ModelChoice.from_settings(settings)
+    return ModelSampler.opening(lambda: choice.open(events))
+
+
 @asynccontextmanager
 async def _open_servers(
-    servers: Sequence[ServerConfig], settings: McpSettings
+    servers: Sequence[ServerConfig], settings: McpSettings, sampler: ModelSampler
 ) -> AsyncIterator[tuple[Toolbox, dict[str, MCPServerStartupError]]]:
     """Like :func:`~zorkmcp.mcp.open_toolbox`, but a server that does not start leaves the others.
 
@@ -180,14 +191,18 @@ async def _open_servers(
     import anyio
 
     from .mcp import Toolbox, start_server
+    from .mcp._sampling import SamplingPolicy
 
     events = _Warnings()
+    sampling = SamplingPolicy(sampler)
     handles: dict[str, ServerHandle] = {}
     errors: dict[str, MCPServerStartupError] = {}
 
     async def start(nursery: anyio.abc.TaskGroup, server: ServerConfig) -> None:
         try:
-            handles[server.name] = await start_server(nursery, server, settings, events=events)
+            handles[server.name] = await start_server(
+                nursery, server, settings, events=events, sampling=sampling
+            )
         except MCPServerStartupError as exc:
             errors[server.name] = exc
 
@@ -261,7 +276,8 @@ def cmd_tools(config_path: Path | None, pyproject: Path | None, as_json: bool, *
 
     def tools(settings: Settings, config: McpConfig) -> int:
         async def main() -> tuple[list[ToolInfo], list[_Listed], list[str], list[str]]:
-            async with _open_servers(config.enabled_servers, settings.mcp) as (toolbox, failed):
+            sampler = _sampler(settings, _Warnings())
+            async with _open_servers(config.enabled_servers, settings.mcp, sampler) as (toolbox, failed):
                 failures = [str(exc) for exc in failed.values()]
                 return list(toolbox.tools), _listed_schemas(toolbox), failures, _without_tools(toolbox)
 
@@ -357,7 +373,9 @@ def cmd_call(
 
             async def main() -> ToolCallResult:
                 # the warnings of `tools` too: a tool left out for its schema is otherwise just "Unknown tool"
-                async with open_toolbox(servers, settings.mcp, events=_Warnings()) as toolbox:
+                events = _Warnings()
+                sampler = _sampler(settings, events)
+                async with open_toolbox(servers, settings.mcp, events=events, sampler=sampler) as toolbox:
                     if toolbox.resolve(name) is None and (why := _why_unknown(name, toolbox, config)):
                         return why
                     return await toolbox.call_tool(name, arguments, timeout=timeout)
