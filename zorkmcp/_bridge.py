@@ -22,9 +22,10 @@ import attrs
 import trio
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
+from ._urls import url_problem
 from .agent import AgentAction, ZorkAgent
 from .config import McpConfig, Settings, check_settings_file
-from .errors import RunWriteError
+from .errors import ConfigError, RunWriteError
 from .llm import ChatModel, ModelChoice
 from .mcp import EpisodeServers, McpManager, ModelSampler, ToolCallResult
 from .observability import EventRecorder, LogFiles, Tracer, open_tracer
@@ -73,6 +74,41 @@ def _check_text(name: str, value: object, *, optional: bool = False) -> None:
         return
     expected = "a str or None" if optional else "a str"
     raise TypeError(f"{name} must be {expected}, got {type(value).__name__}")
+
+
+def _check_arguments(servers: object, model: object, base_url: object) -> None:
+    """The arguments of :meth:`EpisodeSetup.create` that would otherwise fail at the first turn."""
+    if servers is not None and not isinstance(servers, McpConfig):
+        raise TypeError(
+            f"servers must be a zorkmcp.McpConfig or None, got {type(servers).__name__} (build one with "
+            "McpConfig.from_dict(...), McpConfig.from_file(path) or McpConfig(servers=[ServerConfig(...)]))"
+        )
+    _check_text("model", model, optional=True)
+    if isinstance(model, str) and not model.strip():  # it would be sent as it is
+        raise ConfigError("model is blank: give the model's name, or leave model out")
+    _check_text("base_url", base_url, optional=True)
+    # the check and the words of `zorkmcp play --base-url`: with no API key, a URL that is not local
+    # would otherwise let the offline scripted model play without a word about it
+    if isinstance(base_url, str) and (problem := url_problem(base_url, example="http://127.0.0.1:11434/v1")):
+        raise ConfigError(f"base_url {problem}")
+
+
+def _tool_call(name: object, arguments: object) -> None:
+    """The arguments of :meth:`Bridge.call_tool`: a tool name, and a mapping of JSON values by name."""
+    if not isinstance(name, str):
+        raise TypeError(
+            f'name must be a tool name, a str such as "game.play_action", got {type(name).__name__}'
+        )
+    if arguments is None:
+        return
+    if not isinstance(arguments, Mapping):
+        raise TypeError(
+            "arguments must be a dict of the tool's arguments by name (JSON values) or None, "
+            f"got {type(arguments).__name__}"
+        )
+    for key in arguments:
+        if not isinstance(key, str):
+            raise TypeError(f"arguments must have str keys (the arguments' names), got {key!r}")
 
 
 def _refuse_inside_event_loop(what: str) -> None:
@@ -178,16 +214,19 @@ class EpisodeSetup:
         ``zorkmcp.bridge`` logger, unless ``walkthrough`` asked for it.
 
         Raises:
-            ConfigError: bad settings or ``mcp_config.json`` (an ``MCPError``, Requirement 9.3), or a
-                ``pyproject`` that is not there.
+            ConfigError: bad settings or ``mcp_config.json`` (an ``MCPError``, Requirement 9.3), a
+                ``pyproject`` that is not there, a blank ``model``, or a ``base_url`` the HTTP client
+                cannot use (``localhost:8080/v1`` without ``http://``), with or without an API key.
             TypeError: ``settings`` is not a :class:`~zorkmcp.config.Settings` (a path goes in
-                ``pyproject``).
+                ``pyproject``), ``servers`` not a :class:`~zorkmcp.config.McpConfig`, ``model`` or
+                ``base_url`` not a str.
         """
         if settings is not None and not isinstance(settings, Settings):
             raise TypeError(
                 f"settings must be a zorkmcp.config.Settings, got {type(settings).__name__} "
                 "(pass a settings file as pyproject=...)"
             )
+        _check_arguments(servers, model, base_url)
         settings = settings if settings is not None else Settings.from_pyproject(_settings_file(pyproject))
         if servers is None and settings.mcp.enabled:
             servers = McpConfig.from_file(settings.mcp_config_path())
@@ -478,7 +517,16 @@ class Bridge:
 
     def call_tool(self, name: str, arguments: Mapping[str, Any] | None = None) -> ToolCallResult:
         """Call any tool of the episode's per_episode servers from the synchronous side (e.g. the game's
-        ``play_action``, which the agent is not offered)."""
+        ``play_action``, which the agent is not offered).
+
+        Args:
+            name: the tool, as ``server.tool`` (or the wire name ``server__tool``).
+            arguments: the tool's arguments by name (JSON values); ``None`` for none.
+
+        Raises:
+            TypeError: ``name`` is not a str, or ``arguments`` not a mapping with str keys.
+        """
+        _tool_call(name, arguments)
         live = self._live
         server = self._per_turn_server(name)
         if server is not None:

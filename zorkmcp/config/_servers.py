@@ -165,7 +165,7 @@ def _roots(value: Iterable[str] | None) -> tuple[str, ...] | None:
 
 
 def _command(inst: ServerConfig, attribute: attrs.Attribute[Any], value: str | None) -> None:
-    """attrs validator: a stdio server's command is not empty (``None`` is left to the caller)."""
+    """attrs validator: a stdio server's command is not empty (``None``: see :func:`_complete`)."""
     optional_string(inst, attribute, value)
     if value is not None and not value.strip() and inst.type == "stdio":
         raise Problem(
@@ -173,6 +173,34 @@ def _command(inst: ServerConfig, attribute: attrs.Attribute[Any], value: str | N
             "or sys.executable for a Python server)",
             key=attribute.name,
         )
+
+
+def _complete(server: ServerConfig) -> None:
+    """What its ``type`` needs is there: a stdio server's ``command``, an inprocess server's ``module``
+    (or ``factory``), a remote server's ``url`` (one the HTTP client can use, once ``${VAR}`` is
+    expanded). Checked after the attributes' own rules, so a bad value is named first."""
+    if server.type == "stdio" and server.command is None:
+        raise Problem(
+            'is required for a stdio server: give the program that starts it (e.g. "npx", or '
+            "sys.executable for a Python server)",
+            key="command",
+        )
+    if server.type == "inprocess" and server.module is None and server.factory is None:
+        raise Problem(
+            'is required for an inprocess server: give "package.module:factory", or pass factory= (a '
+            "callable that returns the server)",
+            key="module",
+        )
+    if server.remote:
+        if server.url is None:
+            raise Problem(
+                f'is required for a remote ({server.type}) server: give its endpoint (e.g. "https://example.com/mcp")',
+                key="url",
+            )
+        if "${" not in server.url:  # a disabled server's unset variable stays as written
+            problem = url_problem(server.url, example="https://example.com/mcp")
+            if problem is not None:
+                raise Problem(problem, key="url")
 
 
 def _name(inst: object, attribute: attrs.Attribute[Any], value: str) -> None:
@@ -196,8 +224,10 @@ class ServerConfig:
     """One entry of ``mcpServers`` (or ``servers``) in ``mcp_config.json``.
 
     Built in Python, it checks what it is given: ``args``, ``tools`` and ``roots`` take lists of
-    strings (kept as tuples; one string alone is refused), a stdio ``command`` must not be empty,
-    booleans are bools. A broken rule raises :class:`~zorkmcp.errors.ConfigError` naming the attribute.
+    strings (kept as tuples; one string alone is refused), a stdio ``command`` must be given and not
+    empty, an ``inprocess`` server needs ``module`` or ``factory``, a remote one a ``url`` the HTTP
+    client can use, booleans are bools. A broken rule raises :class:`~zorkmcp.errors.ConfigError`
+    naming the attribute.
     """
 
     name: str = field(validator=_name)
@@ -233,6 +263,9 @@ class ServerConfig:
     """The endpoint of a remote (``http`` / ``sse``) server."""
     headers: Mapping[str, str] = field(factory=dict, repr=False, validator=string_mapping)
     """HTTP headers of a remote server (expanded; never shown: they often hold a token)."""
+
+    def __attrs_post_init__(self) -> None:
+        _complete(self)
 
     @property
     def remote(self) -> bool:
