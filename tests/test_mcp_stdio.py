@@ -21,6 +21,7 @@ import trio
 import trio.testing
 from backends import BACKENDS, run
 from servers.helpers import (
+    MISBEHAVING,
     announced,
     content_json,
     fifo_at,
@@ -84,14 +85,26 @@ async def test_server_that_never_answers_initialize() -> None:
     assert not is_alive(pid)
 
 
-async def test_a_server_killed_at_start_is_said_to_be_killed_not_an_exit_status(
-    mock_clock: trio.testing.MockClock, tmp_path: Path
-) -> None:
-    # It never answers and ignores SIGTERM and EOF: SIGKILL ends it, status -9, which is no exit status.
-    # Virtual time stands still until it says it ignores SIGTERM (on a slow machine a start-up timeout
-    # that passed at once would reach it before that, and SIGTERM would end it: -15).
-    fifo = fifo_at(tmp_path / "ready")
-    server = misbehaving("no-init,stubborn", env={"MISBEHAVING_READY_FIFO": str(fifo)})
+NEVER_ANSWERS = """\
+import os, signal, sys
+sys.stderr.write(f"PID {os.getpid()}\\n")
+sys.stderr.flush()
+with open(os.environ["READY_FIFO"], "w") as fifo:
+    fifo.write(f"PID {os.getpid()}\\n")
+signal.pause()  # never reads its stdin, never answers; SIGTERM ends it
+"""
+"""A stdio server that ignores stdin EOF and dies of SIGTERM (the ``misbehaving.py`` modes either
+exit on EOF or, ``stubborn``, ignore SIGTERM as well)."""
+
+
+async def stopped_at_start(
+    mock_clock: trio.testing.MockClock, server: ServerConfig, fifo: Path
+) -> tuple[MCPServerStartupError, str]:
+    """Start ``server`` (which never answers) until its 0.5 s start-up timeout; its error, announcement.
+
+    Virtual time stands still until the server has said it is ready (on a slow machine a start-up
+    timeout that passed at once would reach it before it set up its signals).
+    """
     settings = McpSettings(server_startup_timeout_seconds=0.5)
     failures: list[MCPServerStartupError] = []
 
@@ -109,11 +122,47 @@ async def test_a_server_killed_at_start_is_said_to_be_killed_not_an_exit_status(
             # process's exit (milliseconds) must not let the clock jump to the guard's deadline.
             mock_clock.autojump_threshold = 0.2
     [failure] = failures
-    head, _, tail = str(failure).partition("\nLast stderr lines:")
-    assert head.endswith("stubborn\nExit status: -9 (killed by SIGKILL)")
+    return failure, announcement
+
+
+async def test_a_server_zorkmcp_sigkilled_at_start_was_still_running_not_killed(
+    mock_clock: trio.testing.MockClock, tmp_path: Path
+) -> None:
+    # It never answers and ignores SIGTERM and EOF: zorkmcp's SIGKILL ends it, status -9, which is
+    # neither an exit status it chose nor a death of its own.
+    fifo = fifo_at(tmp_path / "ready")
+    server = misbehaving("no-init,stubborn", env={"MISBEHAVING_READY_FIFO": str(fifo)})
+    failure, announcement = await stopped_at_start(mock_clock, server, fifo)
     [pid] = pids_from_stderr([announcement])
-    assert tail == f"\n  PID {pid}"
-    assert failure.exit_status == -9
+    assert str(failure) == (
+        "Failed to start MCP server 'bad': no answer to initialize and tools/list within 0.5s\n"
+        f"Command: {shlex.join([sys.executable, '-S', str(MISBEHAVING), 'no-init,stubborn'])}\n"
+        "The server was still running; zorkmcp stopped it.\n"
+        "Last stderr lines:\n"
+        f"  PID {pid}"
+    )
+    assert failure.exit_status is None
+    assert not is_alive(pid)
+
+
+async def test_a_server_zorkmcp_sigtermed_at_start_was_still_running_not_killed(
+    mock_clock: trio.testing.MockClock, tmp_path: Path
+) -> None:
+    # It never answers and never reads its stdin: zorkmcp's SIGTERM ends it, status -15.
+    fifo = fifo_at(tmp_path / "ready")
+    server = ServerConfig(
+        name="mute", command=sys.executable, args=("-S", "-c", NEVER_ANSWERS), env={"READY_FIFO": str(fifo)}
+    )
+    failure, announcement = await stopped_at_start(mock_clock, server, fifo)
+    [pid] = pids_from_stderr([announcement])
+    assert str(failure) == (
+        "Failed to start MCP server 'mute': no answer to initialize and tools/list within 0.5s\n"
+        f"Command: {shlex.join([sys.executable, '-S', '-c', NEVER_ANSWERS])}\n"
+        "The server was still running; zorkmcp stopped it.\n"
+        "Last stderr lines:\n"
+        f"  PID {pid}"
+    )
+    assert failure.exit_status is None
     assert not is_alive(pid)
 
 

@@ -19,6 +19,7 @@ application configured a tracer provider).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 import time
@@ -51,6 +52,8 @@ __all__ = [
     "open_tracer",
 ]
 
+_log = logging.getLogger("zorkmcp.observability")
+
 
 class EventSink(Protocol):
     """Where the engine and the MCP layer report what happened."""
@@ -75,6 +78,9 @@ class NullSink:
 DEFAULT_EVENT_LIMIT = 5000
 """How many events (and, separately, episode-log lines) an :class:`EventRecorder` holds at most."""
 
+_CONTEXT_FIELDS = frozenset({"episode_id", "turn"})
+"""Fields an event leaves out when it sets them to ``None`` (also any other field of the context)."""
+
 
 @attrs.define
 class EventRecorder:
@@ -92,7 +98,8 @@ class EventRecorder:
     counts them, so a long episode holds flat memory.
 
     ``context`` fields (``episode_id``, ``turn``) are added to every event that does not set them;
-    in the episode log, lines start with the episode id (see :meth:`drain`). Thread-safe: a
+    an event that sets one to ``None`` goes without it (a prewarmed server's start belongs to no
+    turn). In the episode log, lines start with the episode id (see :meth:`drain`). Thread-safe: a
     ``bridge.Bridge`` records from its loop thread (prewarmed
     servers start and stop in the background) while the caller's thread drains.
     """
@@ -110,9 +117,14 @@ class EventRecorder:
         """Also pass every event and line to ``listener`` as it happens (a live view, a terminal).
 
         Listeners are called from whichever thread reports (the loop thread of a ``Bridge``), after
-        the record is stored; they must be quick and must not raise.
+        the record is stored; they must be quick and must not raise. One that raises an
+        ``Exception`` is removed (it gets nothing more; the others still get every record) and
+        said once: an ``ERROR`` line in the episode log and an error of the ``zorkmcp.observability``
+        logger with its traceback, naming the listener, the record and the exception. The engine
+        goes on as if nothing had happened. Other exceptions (``KeyboardInterrupt``) go through.
         """
-        self._listeners.append(listener)
+        with self._lock:
+            self._listeners.append(listener)
 
     def __attrs_post_init__(self) -> None:
         self._events = deque(maxlen=self.limit)
@@ -129,12 +141,23 @@ class EventRecorder:
         with self._lock:
             record.update(self.context)
             record.update(fields)
+            for key in _CONTEXT_FIELDS | self.context.keys():
+                if key in fields and fields[key] is None:
+                    del record[key]  # set to None: the event has none (not the context's)
             if len(self._events) == self.limit:
                 self.dropped += 1
             self._events.append(record)
             self._recent.append(record)
-        for listener in self._listeners:
-            listener.emit(event_type, **{k: v for k, v in record.items() if k != "event_type"})
+            listeners = list(self._listeners)
+        shown = {k: v for k, v in record.items() if k != "event_type"}
+        failed: list[tuple[EventSink, Exception]] = []
+        for listener in listeners:
+            try:
+                listener.emit(event_type, **shown)
+            except Exception as exc:  # noqa: BLE001 - a reader's fault must not become the engine's
+                failed.append((listener, exc))
+        for listener, error in failed:  # said once the others have this event
+            self._drop_listener(listener, f"the event '{event_type}'", error)
 
     def log(self, level: str, message: str, /) -> None:
         with self._lock:
@@ -142,8 +165,30 @@ class EventRecorder:
             if len(self._lines) == self.limit:
                 self.dropped += 1
             self._lines.append((None if episode is None else str(episode), f"[{level}] {message}"))
-        for listener in self._listeners:
-            listener.log(level, message)
+            listeners = list(self._listeners)
+        failed: list[tuple[EventSink, Exception]] = []
+        for listener in listeners:
+            try:
+                listener.log(level, message)
+            except Exception as exc:  # noqa: BLE001 - a reader's fault must not become the engine's
+                failed.append((listener, exc))
+        for listener, error in failed:  # said once the others have this line
+            self._drop_listener(listener, f"an episode-log line ({level})", error)
+
+    def _drop_listener(self, listener: EventSink, record: str, exc: Exception) -> None:
+        """Remove a listener that raised, and say so once (the other listeners hear it too)."""
+        with self._lock:
+            index = next((i for i, known in enumerate(self._listeners) if known is listener), None)
+            if index is None:
+                return  # another thread removed it already (and said so)
+            del self._listeners[index]
+        kind = type(listener)
+        message = (
+            f"event listener {kind.__module__}.{kind.__qualname__} raised {type(exc).__name__}: {exc} "
+            f"on {record}; it was removed and gets no more events (a listener must not raise)"
+        )
+        _log.error("%s", message, exc_info=exc)
+        self.log("ERROR", message)
 
     @property
     def events(self) -> list[dict[str, Any]]:

@@ -278,11 +278,15 @@ class EpisodeServers:
         self.drop_spare(server.name)
         self._spares[server.name] = self._start_spare(server)
 
-    def take_spare(self, server: ServerConfig) -> Spare:
-        """The spare waiting for this turn (started now if there is none); the next one starts now."""
+    def take_spare(self, server: ServerConfig, turn: int | None = None) -> Spare:
+        """The spare waiting for ``turn`` (started now if there is none); the next one starts now.
+
+        Once started, the spare's events carry ``turn`` (its start has none: it is prewarmed).
+        """
         spare = self._spares.pop(server.name, None)
         if spare is None:
             spare = self._start_spare(server)
+        spare.turn = turn
         self.warm(server)
         return spare
 
@@ -733,7 +737,9 @@ class McpManager:
         serves as the retry) and then disable the server.
         """
         try:
-            spare = await _Attempts(self, server, fail_fast).run(partial(_ready_spare, episode, server))
+            spare = await _Attempts(self, server, fail_fast).run(
+                partial(_ready_spare, episode, server, self.turn)
+            )
         except MCPServerStartupError:
             episode.drop_spare(server.name)
             raise
@@ -757,9 +763,9 @@ class McpManager:
         handles.update(await _start_all(nursery, servers, policy))
 
 
-async def _ready_spare(episode: EpisodeServers, server: ServerConfig) -> Spare:
-    """One start attempt through a spare: its session once ready, or its failure raised."""
-    spare = episode.take_spare(server)
+async def _ready_spare(episode: EpisodeServers, server: ServerConfig, turn: int) -> Spare:
+    """One start attempt of ``turn`` through a spare: its session once ready, or its failure raised."""
+    spare = episode.take_spare(server, turn)
     try:
         await spare.wait_ready()
     except BaseException:

@@ -16,14 +16,19 @@ its close. Inside a long-lived owner (``bridge.Bridge``, through
   opens and every session closes at once, within the transport's teardown bound.
 
 Every turn still gets its own fresh process; there is at most one spare per server; spares end
-with the episode. A spare that failed to start (or died before its turn) is handled like a failed
-start in that turn: the first turn raises, later turns retry once and then disable the server.
+with the episode. A spare's events never carry the turn that happens to run when they are
+reported: those of its start have no ``turn`` (it starts in the background, for a later turn, even
+when that turn comes before it is ready), and from then on they carry the turn that took it (its
+stop and what the server says during and after that turn), or none if no turn did.
+
+A spare that failed to start (or died before its turn) is handled like a failed start in that
+turn: the first turn raises, later turns retry once and then disable the server.
 """
 
 from __future__ import annotations
 
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -124,11 +129,14 @@ class Spare:
         server: what was started.
         session: the ready session (``None`` until ready, or when the start failed).
         error: why the start failed.
+        turn: the turn that took this spare (``None`` until one did); its events after its start
+            carry it.
     """
 
     server: ServerConfig
     session: ServerSession | None = None
     error: MCPServerStartupError | None = None
+    turn: int | None = None
     _ready: anyio.Event = Factory(anyio.Event)
     _release: anyio.Event = Factory(anyio.Event)
     _done: anyio.Event = Factory(anyio.Event)
@@ -159,6 +167,26 @@ class Spare:
         await self._done.wait()
 
 
+@define
+class _SpareEvents:
+    """The event sink of one spare: no ``turn`` while it starts, then the turn that took it.
+
+    The spare starts during the turn before the one it serves and closes after that one has
+    returned; the recorder's context then names a turn the session has nothing to do with.
+    """
+
+    events: EventSink
+    spare: Spare
+
+    def emit(self, event_type: str, /, **fields: Any) -> None:
+        turn = self.spare.turn if self.spare.ready else None  # None: no turn (EventRecorder.emit)
+        fields.setdefault("turn", turn)
+        self.events.emit(event_type, **fields)
+
+    def log(self, level: str, message: str, /) -> None:
+        self.events.log(level, message)
+
+
 async def _own(
     spare: Spare,
     settings: McpSettings,
@@ -169,6 +197,7 @@ async def _own(
     sampling: SamplingPolicy | None,
 ) -> None:
     started = False
+    events = _SpareEvents(events, spare)
     try:
         async with gate.slot() as slot:
             with spare._cancel:

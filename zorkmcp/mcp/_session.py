@@ -593,11 +593,29 @@ def _ended(exit_status: int) -> str:
         return f"killed by signal {-exit_status}"
 
 
+_SIGNALS_SENT: dict[str, tuple[int, ...]] = {
+    "none": (),
+    "sigterm": (signal.SIGTERM,),
+    "sigkill": (signal.SIGTERM, signal.SIGKILL),
+}
+"""The signals zorkmcp sent a server it stopped, by :attr:`ProcessInfo.escalation`."""
+
+
 def _chosen_status(info: ProcessInfo) -> int | None:
-    """The process's exit status, unless it only answered zorkmcp's stop (a signal is always shown)."""
+    """The process's exit status, unless it only answered zorkmcp's stop (``None``).
+
+    A server still running when zorkmcp stopped it (after a start-up timeout or any other failure)
+    exits because its stdin closed, or dies of the SIGTERM or SIGKILL zorkmcp sent: neither is a
+    status it chose. Another signal (a crash while it was being stopped) is its own and shown, and so
+    is zorkmcp's signal to a server stopped for a protocol error (its reason says "it was stopped").
+    """
     status = info.returncode
-    if status is not None and status >= 0 and info.stopped:
-        return None  # it exited because zorkmcp closed its stdin: not a status it chose
+    if status is None or not info.stopped:
+        return status
+    if status >= 0:
+        return None  # it exited because zorkmcp closed its stdin
+    if info.protocol_error is None and -status in _SIGNALS_SENT[info.escalation]:
+        return None  # zorkmcp's own signal ended it
     return status
 
 
