@@ -149,3 +149,20 @@ def test_call_tool_names_an_argument_of_the_wrong_kind_and_the_episode_goes_on(
         assert str(raised.value) == message
         result = episode.call_tool("tools.echo", {"text": "still here"})
     assert (result.is_error, result.content) == (False, "still here")
+
+
+@pytest.mark.usefixtures("api_key")
+def test_the_orchestrator_refuses_an_unusable_base_url_before_any_turn(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # with no key, Orchestrator(base_url="127.0.0.1:8080/v1") let the offline scripted model play
+    # its turns without a word about the URL
+    from zorkmcp.game import PACKAGED_GAME
+    from zorkmcp.orchestrator import Orchestrator
+
+    monkeypatch.chdir(tmp_path)
+    orchestrator = Orchestrator(Settings(), PACKAGED_GAME, base_url="127.0.0.1:8080/v1", max_turns=1)
+    with pytest.raises(ConfigError) as raised:
+        orchestrator.run()
+    assert str(raised.value) == NO_SCHEME
+    assert [e for e in orchestrator.recorder.events if e["event_type"] == "turn_complete"] == []

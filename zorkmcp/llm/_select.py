@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from attrs import define, field
 
-from .._urls import safe_url
+from .._urls import safe_url, url_problem
+from ..errors import ConfigError
 from ..observability import EventSink, NullSink
 from ._client import LLMClient, open_llm_client
 from ._scripted import DEFAULT_WALKTHROUGH, ScriptedModel
@@ -35,6 +36,10 @@ DEFAULT_BASE_URL = "https://openrouter.ai/api/v1"
 DEFAULT_MODEL = "openai/gpt-4o-mini"
 API_KEY_ENV_VARS: tuple[str, ...] = ("OPENROUTER_API_KEY", "OPENAI_API_KEY")
 """Where the API key is looked for when ``api_key_env`` names no variable."""
+
+
+_URL_EXAMPLE = "http://127.0.0.1:11434/v1"
+"""The example URL of the message about an unusable base URL (as ``Bridge``'s)."""
 
 
 def resolve_api_key(
@@ -126,7 +131,15 @@ class ModelChoice:
         base_url_override: str | None = None,
         walkthrough: Sequence[str] | None = None,
     ) -> ModelChoice:
-        """Decide between a real endpoint and the offline scripted model (see :func:`resolve_api_key`)."""
+        """Decide between a real endpoint and the offline scripted model (see :func:`resolve_api_key`).
+
+        Raises:
+            ConfigError: ``base_url_override`` is a URL the HTTP client cannot use (``localhost:8080/v1``
+                without ``http://``): without an API key it would otherwise let the offline scripted
+                model play without a word about it. (A base URL from the settings is checked with them.)
+        """
+        if base_url_override and (problem := url_problem(base_url_override, example=_URL_EXAMPLE)):
+            raise ConfigError(f"base_url {problem}")
         llm = settings.llm
         base_url = base_url_override or llm.agent_base_url or llm.client_base_url or DEFAULT_BASE_URL
         model = model_override or llm.agent_model or DEFAULT_MODEL
