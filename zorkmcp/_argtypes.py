@@ -44,9 +44,9 @@ def non_negative_int(text: str) -> int:
 
 def http_url(text: str) -> str:
     """``text`` as a model endpoint the HTTP client can use (argparse ``type=``): ``--base-url``."""
-    from ._urls import url_problem
+    from ._urls import MODEL_URL_EXAMPLE, url_problem
 
-    problem = url_problem(text, example="http://127.0.0.1:11434/v1")
+    problem = url_problem(text, example=MODEL_URL_EXAMPLE)
     if problem is not None:
         raise argparse.ArgumentTypeError(problem)
     return text

@@ -22,11 +22,11 @@ import attrs
 import trio
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
-from ._urls import url_problem
 from .agent import AgentAction, ZorkAgent
 from .config import McpConfig, Settings, check_settings_file
 from .errors import ConfigError, RunWriteError
 from .llm import ChatModel, ModelChoice
+from .llm._select import check_base_url
 from .mcp import EpisodeServers, McpManager, ModelSampler, ToolCallResult
 from .observability import EventRecorder, LogFiles, Tracer, open_tracer
 
@@ -87,10 +87,8 @@ def _check_arguments(servers: object, model: object, base_url: object) -> None:
     if isinstance(model, str) and not model.strip():  # it would be sent as it is
         raise ConfigError("model is blank: give the model's name, or leave model out")
     _check_text("base_url", base_url, optional=True)
-    # the check and the words of `zorkmcp play --base-url`: with no API key, a URL that is not local
-    # would otherwise let the offline scripted model play without a word about it
-    if isinstance(base_url, str) and (problem := url_problem(base_url, example="http://127.0.0.1:11434/v1")):
-        raise ConfigError(f"base_url {problem}")
+    if isinstance(base_url, str):  # also "" (ModelChoice reads it as no override) and with a chat_model
+        check_base_url(base_url)
 
 
 def _tool_call(name: object, arguments: object) -> None:

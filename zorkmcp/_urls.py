@@ -12,11 +12,13 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["host_of", "safe_url", "split_url", "url_problem"]
+__all__ = ["MODEL_URL_EXAMPLE", "host_of", "safe_url", "split_url", "url_problem"]
 
 _URL_PARTS: Final = re.compile(r"(?:([^:/?#]+):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?", re.S)
 """RFC 3986 appendix B: matches every string."""
 _SCHEME: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
+MODEL_URL_EXAMPLE: Final = "http://127.0.0.1:11434/v1"
+"""The model endpoint a message about an unusable base URL shows as an example (Ollama's)."""
 
 
 def split_url(url: str) -> tuple[str, str | None, str, str, str]:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from attrs import define, field
 
-from .._urls import safe_url, url_problem
+from .._urls import MODEL_URL_EXAMPLE, safe_url, url_problem
 from ..errors import ConfigError
 from ..observability import EventSink, NullSink
 from ._client import LLMClient, open_llm_client
@@ -26,6 +26,7 @@ __all__ = [
     "DEFAULT_BASE_URL",
     "DEFAULT_MODEL",
     "ModelChoice",
+    "check_base_url",
     "describe_model",
     "open_chat_model",
     "resolve_api_key",
@@ -38,8 +39,14 @@ API_KEY_ENV_VARS: tuple[str, ...] = ("OPENROUTER_API_KEY", "OPENAI_API_KEY")
 """Where the API key is looked for when ``api_key_env`` names no variable."""
 
 
-_URL_EXAMPLE = "http://127.0.0.1:11434/v1"
-"""The example URL of the message about an unusable base URL (as ``Bridge``'s)."""
+def check_base_url(base_url: str) -> None:
+    """Refuse a model endpoint the HTTP client cannot use, in the words of ``--base-url``.
+
+    Raises:
+        ConfigError: ``base_url must be an http:// or https:// URL with a host, got …`` (one line).
+    """
+    if (problem := url_problem(base_url, example=MODEL_URL_EXAMPLE)) is not None:
+        raise ConfigError(f"base_url {problem}")
 
 
 def resolve_api_key(
@@ -138,8 +145,8 @@ class ModelChoice:
                 without ``http://``): without an API key it would otherwise let the offline scripted
                 model play without a word about it. (A base URL from the settings is checked with them.)
         """
-        if base_url_override and (problem := url_problem(base_url_override, example=_URL_EXAMPLE)):
-            raise ConfigError(f"base_url {problem}")
+        if base_url_override:
+            check_base_url(base_url_override)
         llm = settings.llm
         base_url = base_url_override or llm.agent_base_url or llm.client_base_url or DEFAULT_BASE_URL
         model = model_override or llm.agent_model or DEFAULT_MODEL

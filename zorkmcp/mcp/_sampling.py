@@ -26,6 +26,7 @@ Elicitation (``elicitation/create``) is not declared: an autonomous agent has no
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import anyio
@@ -220,8 +221,10 @@ class ModelSampler:
     """
 
     def __init__(self, model: ChatModel) -> None:
-        self._model: ChatModel | None = model
-        self._open: Callable[[], AbstractAsyncContextManager[ChatModel]] | None = None
+        def opened() -> AbstractAsyncContextManager[ChatModel]:
+            return nullcontext(model)  # open already: its owner closes it
+
+        self._open: Callable[[], AbstractAsyncContextManager[ChatModel]] = opened
 
     @classmethod
     def opening(cls, open_model: Callable[[], AbstractAsyncContextManager[ChatModel]]) -> ModelSampler:
@@ -232,7 +235,7 @@ class ModelSampler:
             open_model: opens the episode's model (the ``chat_model`` factory of ``bridge``).
         """
         sampler = cls.__new__(cls)
-        sampler._model, sampler._open = None, open_model
+        sampler._open = open_model
         return sampler
 
     async def sample(self, params: mcp_types.CreateMessageRequestParams, /) -> Sample:
@@ -242,9 +245,6 @@ class ModelSampler:
             SamplingError: refused (see the class), or the model failed (an ``LLMError``).
         """
         request = completion_request(params)
-        if self._model is not None:
-            return await self._ask(self._model, request)
-        assert self._open is not None
         async with self._open() as model:
             return await self._ask(model, request)
 
