@@ -281,3 +281,37 @@ def test_summary_csv_has_one_row_per_episode(tmp_path: Path) -> None:
     assert "scores" not in rows[0]
     assert list(rows[0])[17:20] == ["pid", "host", "model"]  # which process, on which machine
     assert rows[0]["prompt_tokens"] == "1000"
+
+
+_PASS = (
+    "pass the records zorkmcp eval writes "
+    "(episodes/<arm>/seed-<N>.json; zorkmcp.eval.read_run_episodes reads a run's)"
+)
+
+
+@pytest.mark.parametrize(
+    ("episodes", "message"),
+    [
+        ([{}], f"episodes[0] has no arm: {_PASS}"),
+        ([record("a", 1, 5), {"arm": "a", "seed": 2}], f"episodes[1] has no score: {_PASS}"),
+        ([{**record("a", 1, 5), "score": "5"}], f'episodes[0] score is "5", not an integer: {_PASS}'),
+        ([record("a", -1, 5)], f"episodes[0] seed is -1, not a count (an integer >= 0): {_PASS}"),
+        (
+            [record("a", 1, 5, scores=[5, None])],
+            f"episodes[0] scores is [5, null], not a list of integers: {_PASS}",
+        ),
+        (["seed-1.json"], f"episodes[0] is str, not an episode record (a JSON object): {_PASS}"),
+    ],
+)
+def test_summarize_and_the_csv_refuse_what_is_not_an_episode_record(
+    episodes: list[Any], message: str, tmp_path: Path
+) -> None:
+    """A library caller's records are checked by the rule the report and --resume read files by:
+    a record without an arm or seed made an arm named "" of seed null, a score of "5" was left out."""
+    with pytest.raises(ValueError, match=r"^episodes\[") as summarized:
+        summarize(episodes)
+    assert str(summarized.value) == message
+    with pytest.raises(ValueError, match=r"^episodes\[") as written:
+        write_summary_csv(episodes, tmp_path / "summary.csv")
+    assert str(written.value) == message
+    assert not (tmp_path / "summary.csv").exists()

@@ -19,18 +19,13 @@ import math
 import re
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import attrs
 
 from .._controls import visible_controls
 from ..errors import ZorkMCPError
-from ._stats import is_count as _is_count
-from ._stats import is_int as _is_int
-from ._stats import is_strings as _is_strings
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
+from ._record import RECORD_FIELDS, field_problem, is_count, is_int, is_strings, shown
 
 __all__ = [
     "RECORD_FIELDS",
@@ -136,7 +131,7 @@ def _described(episode: EpisodeEvents) -> str:
     (``replayed_from``, which a live run's records lack) names the cassette.
     """
     start, end = episode.start or {}, episode.complete or {}
-    parts = [f"seed {start['seed']}"] if _is_int(start.get("seed")) else []
+    parts = [f"seed {start['seed']}"] if is_int(start.get("seed")) else []
     when = start.get("timestamp")
     if isinstance(when, int | float) and not isinstance(when, bool) and math.isfinite(when):
         parts.append(f"started {datetime.fromtimestamp(when, UTC):%Y-%m-%d %H:%M} UTC")
@@ -223,109 +218,6 @@ def read_event_log(path: Path) -> EventLog:
     return EventLog(path, episodes, bad, sessions)
 
 
-# -- an eval run's episode records ------------------------------------------------------------------
-
-
-def _is_seconds(value: Any) -> bool:
-    return (_is_int(value) or isinstance(value, float)) and 0 <= value < math.inf
-
-
-def _is_ints(value: Any) -> bool:
-    return isinstance(value, list) and all(_is_int(item) for item in value)
-
-
-_MD5: Final = re.compile(r"[0-9a-f]{32}")
-
-
-def _is_setup(value: Any) -> bool:
-    """``setup`` as ``zorkmcp eval`` writes it: an object whose ``agent`` is an object and whose
-    ``servers`` is an object of objects (a resume compares them key by key)."""
-    if not isinstance(value, dict):
-        return False
-    agent, servers = value.get("agent", {}), value.get("servers", {})
-    return (
-        isinstance(agent, dict)
-        and isinstance(servers, dict)
-        and all(isinstance(server, dict) for server in servers.values())
-        and isinstance(value.get("fingerprint", ""), str | None)
-    )
-
-
-_TOOL_FIELDS: Final[dict[str, Callable[[Any], bool]]] = {
-    "calls": _is_count,
-    "errors": _is_count,
-    "timeouts": _is_count,
-    "skipped": _is_count,
-    "seconds": _is_seconds,
-}
-
-
-def _is_tools(value: Any) -> bool:
-    return isinstance(value, dict) and all(
-        isinstance(use, dict) and all(check(use[key]) for key, check in _TOOL_FIELDS.items() if key in use)
-        for use in value.values()
-    )
-
-
-_INTEGER = (_is_int, "an integer")
-_COUNT = (_is_count, "a count (an integer >= 0)")
-_SECONDS = (_is_seconds, "a number of seconds (finite, >= 0)")
-_BOOL = (lambda value: isinstance(value, bool), "true or false")
-_TEXT = (lambda value: isinstance(value, str), "a string")
-
-RECORD_FIELDS: Final[dict[str, tuple[Callable[[Any], bool], str, bool]]] = {
-    "arm": (*_TEXT, False),
-    "seed": (*_COUNT, False),
-    "score": (*_INTEGER, False),
-    "max_score": (*_INTEGER, True),
-    "moves": (*_COUNT, False),
-    "turns": (*_COUNT, False),
-    "victory": (*_BOOL, False),
-    "game_over": (*_BOOL, False),
-    "deaths": (*_COUNT, False),
-    "tool_calls": (*_COUNT, False),
-    "tool_errors": (*_COUNT, False),
-    "tool_timeouts": (*_COUNT, False),
-    "tools": (_is_tools, "an object of tools, each with counts and seconds", False),
-    "parse_errors": (*_COUNT, False),
-    "deadlines": (*_COUNT, False),
-    "llm_requests": (*_COUNT, False),
-    "prompt_tokens": (*_COUNT, True),
-    "completion_tokens": (*_COUNT, True),
-    "requests_without_usage": (*_COUNT, False),
-    "llm_retries": (*_COUNT, False),
-    "wall_seconds": (*_SECONDS, False),
-    "start_seconds": (*_SECONDS, True),
-    "scores": (_is_ints, "a list of integers", False),
-    "runner": (*_TEXT, False),
-    "pid": (*_INTEGER, True),
-    "host": (*_TEXT, True),
-    "model": (*_TEXT, False),
-    "scripted": (*_BOOL, False),
-    "base_url": (*_TEXT, True),
-    "mcp": (*_BOOL, False),
-    "servers": (_is_strings, "a list of strings", False),
-    "servers_disabled": (_is_strings, "a list of strings", False),
-    "max_turns": (*_COUNT, False),
-    "game": (*_TEXT, False),
-    "game_md5": (lambda value: isinstance(value, str) and bool(_MD5.fullmatch(value)), "an md5", True),
-    "sampling": (lambda value: isinstance(value, dict), "an object", False),
-    "setup": (_is_setup, "an object of agent settings and servers", False),
-    "stopped": (*_TEXT, False),
-    "error": (*_TEXT, True),
-}
-"""What each field of an episode record must hold, as ``zorkmcp eval`` writes it: (check, what it
-must be, whether ``null`` is allowed). Fields a record lacks (an older zorkmcp's) are not checked,
-but for ``arm``, ``seed`` and ``score``, which every record has."""
-
-_REQUIRED: Final = ("arm", "seed", "score")
-
-
-def _shown(value: Any) -> str:
-    text = json.dumps(value, allow_nan=True, default=str)
-    return text if len(text) <= 40 else text[:39] + "…"
-
-
 def record_problem(data: Any, path: Path) -> str | None:
     """Why ``data``, read from ``path`` (``episodes/<arm>/seed-<N>.json``), is not that episode's record.
 
@@ -335,15 +227,10 @@ def record_problem(data: Any, path: Path) -> str | None:
     """
     if not isinstance(data, dict):
         return "not a JSON object"
-    for key in _REQUIRED:
-        if key not in data:
-            return f"has no {key}"
-    for key, (check, kind, nullable) in RECORD_FIELDS.items():
-        if key not in data or (nullable and data[key] is None) or check(data[key]):
-            continue
-        return f"{key} is {_shown(data[key])}, not {kind}{' or null' if nullable else ''}"
+    if (problem := field_problem(data)) is not None:
+        return problem
     if data["arm"] != path.parent.name:
-        return f"arm is {_shown(data['arm'])}, but the file is in {path.parent.name}/"
+        return f"arm is {shown(data['arm'])}, but the file is in {path.parent.name}/"
     if path.name != f"seed-{data['seed']}.json":
         return f"seed is {data['seed']}, but the file is {path.name}"
     return _implausible(data)
@@ -553,7 +440,7 @@ def _summary_coverage(
         seeds = arm.get("seeds") if isinstance(arm, dict) else None
         if Path(name).name != name or name in ("", ".", "..") or not isinstance(seeds, list):
             return order, None, plan
-        if not all(_is_count(seed) for seed in seeds):
+        if not all(is_count(seed) for seed in seeds):
             return order, None, plan
         covered += [(name, seed) for seed in seeds]
     return order, covered or None, plan
@@ -561,9 +448,9 @@ def _summary_coverage(
 
 def _plan(value: Any) -> dict[str, Any] | None:
     """``summary.json``'s ``plan`` when it is one ``zorkmcp eval`` writes, else ``None``."""
-    if not isinstance(value, dict) or not _is_strings(value.get("arms")):
+    if not isinstance(value, dict) or not is_strings(value.get("arms")):
         return None
-    if not (_is_count(value.get("first_seed")) and _is_count(value.get("last_seed"))):
+    if not (is_count(value.get("first_seed")) and is_count(value.get("last_seed"))):
         return None
     return value
 

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._controls import visible_controls
 from .._outputs import write_atomically
+from ._record import checked_records, is_count, is_int, is_strings
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -226,22 +227,6 @@ def _numbers(records: Iterable[dict[str, Any]], key: str) -> list[float]:
     return [float(r[key]) for r in records if isinstance(r.get(key), int | float)]
 
 
-def is_int(value: Any) -> bool:
-    """An exact integer (not a bool): one past 2**53 is not exact as a float, and a 400-digit one
-    would overflow the statistics."""
-    return isinstance(value, int) and not isinstance(value, bool) and -(2**53) <= value <= 2**53
-
-
-def is_count(value: Any) -> bool:
-    """An exact integer >= 0 (:func:`is_int`)."""
-    return is_int(value) and value >= 0
-
-
-def is_strings(value: Any) -> bool:
-    """A list of strings."""
-    return isinstance(value, list) and all(isinstance(item, str) for item in value)
-
-
 def _known_total(records: list[dict[str, Any]], key: str) -> int | None:
     """The sum of a count over the records that know it; ``None`` when none does (not 0)."""
     known = [r[key] for r in records if is_count(r.get(key))]
@@ -382,7 +367,7 @@ def summarize(episodes: Iterable[dict[str, Any]], *, plan: dict[str, Any] | None
     zorkmcp's). ``plan`` (a run's arms, ``first_seed`` and ``last_seed``), when given, is kept as
     ``plan``: which episode files a resume of the run plays.
     """
-    arms = group_by_arm(episodes)
+    arms = group_by_arm(checked_records(episodes))
     scores = {name: _numbers([r for r in rs if not r.get("error")], "score") for name, rs in arms.items()}
     names = list(arms)
     comparisons = []
@@ -501,7 +486,7 @@ def write_summary_csv(episodes: Iterable[dict[str, Any]], path: Path) -> None:
     text = io.StringIO(newline="")
     writer = csv.DictWriter(text, fieldnames=CSV_COLUMNS, extrasaction="ignore")
     writer.writeheader()
-    for record in episodes:
+    for record in checked_records(episodes):
         row = {key: csv_cell(record.get(key, "")) for key in CSV_COLUMNS}
         disabled = record.get("servers_disabled")
         row["servers_disabled"] = len(disabled) if isinstance(disabled, list) and is_strings(disabled) else ""
