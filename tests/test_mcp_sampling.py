@@ -343,7 +343,10 @@ async def test_an_eval_episode_counts_the_sampling_tokens(
     ]
 
 
-def test_the_play_path_samples_with_a_model_it_opens_for_the_request(tmp_path: Path) -> None:
+@pytest.mark.parametrize("caller", ["get_action", "Bridge"])
+def test_the_play_path_samples_with_the_turns_own_model(caller: str, tmp_path: Path) -> None:
+    """get_action's turn and a Bridge's episode (zorkmcp play's) lend their open model to the sampler:
+    the request shares its connection (a client opened per request paid a new TCP and TLS start)."""
     handover: queue.Queue[tuple[LLMServer, trio.lowlevel.TrioToken, trio.Event]] = queue.Queue()
 
     async def serve() -> None:
@@ -381,13 +384,17 @@ def test_the_play_path_samples_with_a_model_it_opens_for_the_request(tmp_path: P
                 episode_log_file = "{tmp_path / "episode.log"}"
                 """)
         )
-        action = bridge.get_action("West of House.", pyproject=pyproject)
+        if caller == "get_action":
+            action = bridge.get_action("West of House.", pyproject=pyproject)
+        else:
+            with bridge.Bridge(pyproject=pyproject) as episode:
+                action = episode.get_action("West of House.")
     finally:
         bridge.reset()
         token.run_sync_soon(stop.set)
         thread.join(60)
     assert action["action"] == "go west"
-    assert [request.connection for request in server.requests] == [1, 2, 1]  # its own client, then back
+    assert [request.connection for request in server.requests] == [1, 1, 1]
     tool_messages = [m for m in server.requests[2].messages if m["role"] == "tool"]
     assert [json.loads(m["content"]) for m in tool_messages] == [
         {"content": {"text": "In the living room.", "model": "test-model", "stopReason": "endTurn"}}

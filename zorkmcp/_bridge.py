@@ -181,6 +181,9 @@ class EpisodeSetup:
     recorder: EventRecorder
     tracer: Tracer
     manager: McpManager | None
+    sampler: ModelSampler
+    """Answers the servers' sampling requests: with the model open for the turn or the episode
+    (``sampler.using``), so they share its connection to the endpoint."""
     episode_id: str
     log_files: LogFiles | None = None
     turn: int = 0
@@ -242,7 +245,7 @@ class EpisodeSetup:
             def chat_model() -> AbstractAsyncContextManager[ChatModel]:
                 return choice.open(recorder)
 
-        # the model is not open yet (it is per call, or per episode): sampling opens it per request
+        # the model is not open yet (it is per call, or per episode): a turn lends it (sampler.using)
         sampler = ModelSampler.opening(chat_model)
         manager = (
             McpManager(servers, settings.mcp, events=recorder, sampler=sampler)
@@ -261,6 +264,7 @@ class EpisodeSetup:
             recorder=recorder,
             tracer=open_tracer(),
             manager=manager,
+            sampler=sampler,
             episode_id=episode_id,
             log_files=log_files,
         )
@@ -303,7 +307,8 @@ async def _cold_turn(setup: EpisodeSetup, game_state_text: str, relevant_memorie
     """One whole turn inside one ``trio.run``: model client, servers and tools live only for it."""
     turn = setup.next_turn()
     async with setup.chat_model() as model:
-        return await setup.agent(model).generate_action(game_state_text, relevant_memories, turn=turn)
+        with setup.sampler.using(model):
+            return await setup.agent(model).generate_action(game_state_text, relevant_memories, turn=turn)
 
 
 _DEFAULT: dict[Path | None, EpisodeSetup] = {}
@@ -436,11 +441,12 @@ class Bridge:
     async def _episode(self) -> Any:
         setup = self.setup
         async with setup.chat_model() as model:
-            if setup.manager is not None:
-                async with setup.manager.open_episode() as episode:
-                    yield _Live(model=model, agent=setup.agent(model), episode=episode)
-            else:
-                yield _Live(model=model, agent=setup.agent(model), episode=None)
+            with setup.sampler.using(model):
+                if setup.manager is not None:
+                    async with setup.manager.open_episode() as episode:
+                        yield _Live(model=model, agent=setup.agent(model), episode=episode)
+                else:
+                    yield _Live(model=model, agent=setup.agent(model), episode=None)
 
     def __enter__(self) -> Self:
         _refuse_inside_event_loop("bridge.Bridge")

@@ -26,7 +26,7 @@ Elicitation (``elicitation/create``) is not declared: an autonomous agent has no
 
 from __future__ import annotations
 
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import anyio
@@ -41,7 +41,7 @@ from zorkmcp.llm import CompletionRequest, RecordingModel, ReplayModel
 from ._names import canonical_name
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Iterator, Mapping
     from contextlib import AbstractAsyncContextManager
 
     from mcp.client.session import ClientRequestContext
@@ -225,18 +225,31 @@ class ModelSampler:
             return nullcontext(model)  # open already: its owner closes it
 
         self._open: Callable[[], AbstractAsyncContextManager[ChatModel]] = opened
+        self._live: ChatModel | None = None
 
     @classmethod
     def opening(cls, open_model: Callable[[], AbstractAsyncContextManager[ChatModel]]) -> ModelSampler:
-        """A sampler that opens its model for each request, for an owner whose model is not open yet
-        when its MCP layer is made (``bridge``: the model is opened per call or per episode).
+        """A sampler for an owner whose model is not open yet when its MCP layer is made (``bridge``:
+        the model is opened per call or per episode): requests go to the model :meth:`using` names,
+        and only outside it does each open one of its own.
 
         Args:
             open_model: opens the episode's model (the ``chat_model`` factory of ``bridge``).
         """
         sampler = cls.__new__(cls)
         sampler._open = open_model
+        sampler._live = None
         return sampler
+
+    @contextmanager
+    def using(self, model: ChatModel) -> Iterator[None]:
+        """Within it, requests go to ``model``, open already (its owner closes it): the episode's own
+        connection to its endpoint, not a client opened per request (with its own TCP and TLS start)."""
+        self._live = model
+        try:
+            yield
+        finally:
+            self._live = None
 
     async def sample(self, params: mcp_types.CreateMessageRequestParams, /) -> Sample:
         """Ask the model (see the class).
@@ -245,6 +258,8 @@ class ModelSampler:
             SamplingError: refused (see the class), or the model failed (an ``LLMError``).
         """
         request = completion_request(params)
+        if self._live is not None:
+            return await self._ask(self._live, request)
         async with self._open() as model:
             return await self._ask(model, request)
 
