@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -287,7 +288,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv: the command-line arguments (default ``sys.argv[1:]``).
 
     Returns:
-        The exit status: 0 after the client closed the connection, 2 when no game could be opened.
+        The exit status: 0 after the client closed the connection, 2 when no game could be opened,
+        130 on Ctrl-C (with ``--sdk`` the process ends by SIGINT itself, which a shell reports as 130).
     """
     parser = argparse.ArgumentParser(
         prog="python -m zorkmcp.game.server",
@@ -320,9 +322,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.sdk:
         import anyio
 
+        # The SDK reads stdin in a worker thread that Ctrl-C cannot interrupt: with Python's handler
+        # the server would hang until its input closed, then exit 1 with a traceback.
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # an ignored SIGINT stays ignored
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
         anyio.run(build_server(state).run_stdio_async, backend="trio")
-    else:
+        return 0
+    try:
         build_stdio_server(state).serve(sys.stdin.buffer, sys.stdout.buffer)
+    except KeyboardInterrupt:
+        return 130
     return 0
 
 

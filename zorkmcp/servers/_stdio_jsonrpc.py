@@ -4,7 +4,10 @@ Importing any part of the MCP SDK costs 1.0-1.9 s here; a server that is spawned
 turn cannot afford that. This loop speaks just enough of MCP for tool
 servers: newline-delimited JSON-RPC 2.0 on stdin/stdout with ``initialize``,
 ``notifications/initialized``, ``ping``, ``tools/list``, ``tools/call`` and
-``notifications/cancelled`` (ignored: every tool here answers at once).
+``notifications/cancelled`` (ignored: every tool here answers at once). A JSON-RPC batch (an
+array) is answered when the client negotiated 2025-03-26, the one revision whose servers MUST
+receive batches (its stdio transport carries them); every other revision sends single messages,
+and a batch is an Invalid Request there.
 
 The loop is synchronous on purpose: it is a separate process with one client, and a
 blocking ``readline`` is the cheapest correct way to wait for it. It exits on stdin EOF.
@@ -20,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any, Final
 
 __all__ = [
+    "BATCH_PROTOCOL_VERSIONS",
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
     "INVALID_REQUEST",
@@ -35,6 +39,9 @@ __all__ = [
 # SDK 2.3 client, which offers the newest and rejects an answer outside this set).
 SUPPORTED_PROTOCOL_VERSIONS: Final = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 LATEST_PROTOCOL_VERSION: Final = SUPPORTED_PROTOCOL_VERSIONS[-1]
+BATCH_PROTOCOL_VERSIONS: Final = ("2025-03-26",)
+"""The revisions that carry JSON-RPC batches ("MCP implementations MAY support sending JSON-RPC
+batches, but MUST support receiving JSON-RPC batches"); 2025-06-18 removed them again."""
 
 PARSE_ERROR: Final = -32700
 INVALID_REQUEST: Final = -32600
@@ -116,21 +123,60 @@ class JsonRpcServer:
             response = self.handle_line(line)
             if response is None:
                 continue
-            data = json.dumps(response, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            data = _encode(response)
             try:
                 stdout.write(data + b"\n")
                 stdout.flush()
             except BrokenPipeError:
                 return
 
-    def handle_line(self, line: bytes | str) -> dict[str, Any] | None:
-        """Answer one line of input; ``None`` when nothing is to be sent back."""
+    def handle_line(self, line: bytes | str) -> dict[str, Any] | list[dict[str, Any]] | None:
+        """Answer one line of input; ``None`` when nothing is to be sent back.
+
+        A batch (a JSON array) gets a list of answers, under a revision that carries batches
+        (:data:`BATCH_PROTOCOL_VERSIONS`).
+        """
         try:
             text = line.decode("utf-8") if isinstance(line, bytes) else line
             message = json.loads(text)
         except (UnicodeDecodeError, ValueError) as exc:
             return _error(None, PARSE_ERROR, f"Parse error: {exc}")
+        if isinstance(message, list):
+            return self.handle_batch(message)
         return self.handle_message(message)
+
+    def handle_batch(self, batch: list[object]) -> dict[str, Any] | list[dict[str, Any]] | None:
+        """Answer a JSON-RPC batch: one answer per request, in order; ``None`` when all are notifications.
+
+        JSON-RPC 2.0 §6: an empty batch is one Invalid Request, and every member is answered as if
+        it came alone. MCP 2025-03-26 (Lifecycle): ``initialize`` MUST NOT be part of a batch.
+        """
+        if self.protocol_version not in BATCH_PROTOCOL_VERSIONS:
+            negotiated = self.protocol_version or "none negotiated yet"
+            return _error(
+                None,
+                INVALID_REQUEST,
+                f"Invalid Request: batches are not supported (protocol version {negotiated}; "
+                f"only {', '.join(BATCH_PROTOCOL_VERSIONS)} carries them)",
+            )
+        if not batch:
+            return _error(None, INVALID_REQUEST, "Invalid Request: an empty batch")
+        answers: list[dict[str, Any]] = []
+        for message in batch:
+            if isinstance(message, dict) and message.get("method") == "initialize" and "id" in message:
+                request_id = message["id"]
+                answer: dict[str, Any] | None = _error(
+                    request_id if _is_request_id(request_id) else None,
+                    INVALID_REQUEST,
+                    "Invalid Request: initialize must not be part of a batch",
+                )
+            elif isinstance(message, list):
+                answer = _error(None, INVALID_REQUEST, "Invalid Request: expected a JSON object")
+            else:
+                answer = self.handle_message(message)
+            if answer is not None:
+                answers.append(answer)
+        return answers or None
 
     def handle_message(self, message: object) -> dict[str, Any] | None:
         """Answer one parsed JSON-RPC message; ``None`` for notifications and responses."""
@@ -139,7 +185,11 @@ class JsonRpcServer:
             return _error(None, INVALID_REQUEST, f"Invalid Request: {kind}")
         has_id = "id" in message
         request_id = message.get("id")
-        if has_id and (isinstance(request_id, bool) or not isinstance(request_id, str | int | None)):
+        if has_id and not _is_request_id(request_id):
+            if request_id is None and "method" not in message and ("result" in message or "error" in message):
+                return None  # a response (we never send requests, so nothing waits for it)
+            # MCP (Basic, Requests): "Requests MUST include a string or integer ID. Unlike base
+            # JSON-RPC, the ID MUST NOT be null." A result sent back with "id": null matches nothing.
             return _error(None, INVALID_REQUEST, "Invalid Request: id must be a string or an integer")
         method = message.get("method")
         if message.get("jsonrpc") != "2.0" or not isinstance(method, str):
@@ -172,6 +222,10 @@ class JsonRpcServer:
 
     def _initialize(self, params: Mapping[str, Any]) -> dict[str, Any]:
         requested = params.get("protocolVersion")
+        if not isinstance(requested, str):
+            # Lifecycle: "the client MUST send a protocol version it supports"; without one there
+            # is nothing to negotiate (the SDK's server answers the same code).
+            raise _RpcError(INVALID_PARAMS, "Invalid params: initialize needs a protocolVersion (a string)")
         version = requested if requested in SUPPORTED_PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION
         self.protocol_version = version
         result: dict[str, Any] = {
@@ -201,6 +255,23 @@ class JsonRpcServer:
         except Exception as exc:  # noqa: BLE001 - a tool bug becomes an error result; the server lives on
             text, is_error = f"internal error in tool {name}: {type(exc).__name__}: {exc}", True
         return {"content": [{"type": "text", "text": text}], "isError": is_error}
+
+
+def _encode(response: object) -> bytes:
+    """One line of UTF-8 JSON; all in ``\\uXXXX`` escapes when it holds a lone surrogate (no UTF-8 form).
+
+    A client may send ``"\\ud800"`` (valid JSON) in an id, a method or a tool name, and the answer
+    echoes it: written raw it cannot be encoded, and the server would die on it.
+    """
+    text = json.dumps(response, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(response, separators=(",", ":")).encode("ascii")
+
+
+def _is_request_id(value: object) -> bool:
+    return isinstance(value, str | int) and not isinstance(value, bool)
 
 
 def _error(request_id: object, code: int, message: str) -> dict[str, Any]:

@@ -63,6 +63,8 @@ def _tools() -> list[StdioTool]:
 
 def _serve_with_sdk() -> None:
     """The same tool on the MCP SDK's own stdio server (``--sdk``): for comparison in benchmarks."""
+    import signal
+
     import anyio
     from mcp.server.stdio import stdio_server
 
@@ -71,6 +73,10 @@ def _serve_with_sdk() -> None:
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
+    # The SDK reads stdin in a worker thread that Ctrl-C cannot interrupt: with Python's handler the
+    # server would hang until its input closed, then exit 1 with a traceback.
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # an ignored SIGINT stays ignored
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
     anyio.run(run, backend="trio")
 
 
@@ -82,14 +88,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             standard-library loop (about a second slower to start; used by the benchmarks).
 
     Returns:
-        The exit status: 0 on EOF, 130 on Ctrl-C.
+        The exit status: 0 on EOF, 130 on Ctrl-C (with ``--sdk`` the process ends by SIGINT itself,
+        which a shell reports as 130).
     """
     args = sys.argv[1:] if argv is None else list(argv)
     if args == ["--sdk"]:
-        try:
-            _serve_with_sdk()
-        except KeyboardInterrupt:
-            return 130
+        _serve_with_sdk()
         return 0
     if args:
         print(
