@@ -1,23 +1,28 @@
-"""The ``turn`` of the events a prewarmed ``per_turn`` server reports in the background.
+"""The ``turn`` of the events a server reports in the background.
 
-A spare starts during the turn before the one it serves and is closed after that one has returned;
-its events must carry the turn it served (or none, before a turn took it), never the turn that
-happens to be in the recorder's context when they are reported. A real SDK server in-process (the
-SDK's memory transport), on virtual time.
+A spare (a prewarmed ``per_turn`` server) starts during the turn before the one it serves and is
+closed after that one has returned; its events must carry the turn it served (or none, before a
+turn took it), never the turn that happens to be in the recorder's context when they are reported.
+So must the stop of a ``per_episode`` session, closed in the background at the episode's end or
+after a later turn replaced it: the last turn that used it, or none if no turn did. A real SDK server
+in-process (the SDK's memory transport), on virtual time; a replaced session needs a server process
+that dies (real processes, real clock).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import sys
+from typing import Any
 
 import engine_servers
+import pytest
+import trio
+import trio.testing
+from servers.helpers import is_alive, misbehaving
 
 from zorkmcp.config import McpConfig, McpSettings, ServerConfig
 from zorkmcp.mcp import McpManager
 from zorkmcp.observability import EventRecorder
-
-if TYPE_CHECKING:
-    import trio.testing
 
 TOOLS = ServerConfig(name="tools", type="inprocess", module="engine_servers:create_tools_server")
 SERVER_EVENTS = ("mcp_server_started", "mcp_server_stopped", "mcp_turn_teardown")
@@ -91,3 +96,79 @@ async def test_a_spare_its_turn_waits_for_starts_without_a_turn_and_stops_with_i
         ("mcp_server_stopped", 1),
         ("mcp_server_stopped", None),  # the spare no turn took
     ]
+
+
+GAME = ServerConfig(
+    name="game", type="inprocess", module="engine_servers:create_tools_server", lifecycle="per_episode"
+)
+
+
+async def test_a_per_episode_sessions_stop_carries_the_last_turn_that_used_it(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The episode ends while the recorder already names turn 3: a Bridge's get_action sets the turn
+    # before the turn opens its tools, and one interrupted then (Ctrl-C) never used the session.
+    del autojump_clock
+    engine_servers.reset()
+    recorder = EventRecorder(context={"episode_id": "ep-1"})
+    manager = McpManager(McpConfig(servers=(GAME,)), McpSettings(enabled=True), events=recorder)
+    async with manager.open_episode() as episode:
+        for turn in (1, 2):
+            recorder.set_context(turn=turn)
+            async with manager.open_turn(episode) as toolbox:
+                assert (await toolbox.call_tool("game.counter", {})).content == turn  # one session
+        recorder.set_context(turn=3)
+    assert engine_servers.SESSIONS == [1]
+    assert turns_of(recorder.events) == [
+        ("mcp_server_started", None),  # with the episode, before its first turn
+        ("mcp_turn_teardown", 1),
+        ("mcp_turn_teardown", 2),
+        ("mcp_server_stopped", 2),  # the last turn that used it, not turn 3
+    ]
+
+
+async def test_a_per_episode_session_no_turn_used_stops_without_a_turn(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # Only the program's own calls used it (the game's status before the first turn opened its tools).
+    del autojump_clock
+    engine_servers.reset()
+    recorder = EventRecorder(context={"episode_id": "ep-1"})
+    manager = McpManager(McpConfig(servers=(GAME,)), McpSettings(enabled=True), events=recorder)
+    async with manager.open_episode() as episode:
+        assert (await episode.call_tool("game.echo", {"text": "status"})).content == "status"
+        recorder.set_context(turn=1)
+    assert turns_of(recorder.events) == [("mcp_server_started", None), ("mcp_server_stopped", None)]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process checks read /proc")
+async def test_a_replaced_per_episode_sessions_stop_carries_the_last_turn_that_used_it() -> None:
+    # Turn 1's session dies (the program crashes the game server); turn 2 replaces it and the dead one
+    # closes in the background, reported during turn 2 or after: it carries turn 1, the last that
+    # used it. The episode then ends while the recorder already names turn 3.
+    recorder = EventRecorder(context={"episode_id": "ep-1"})
+    game = misbehaving("ok", name="game", lifecycle="per_episode", tools=("pid",))
+    settings = McpSettings(enabled=True, server_startup_timeout_seconds=10)
+    manager = McpManager(McpConfig(servers=(game,)), settings, events=recorder)
+    pids: list[int] = []
+    with trio.fail_after(20):  # a hung test fails instead of hanging the suite
+        async with manager.open_episode() as episode:
+            for turn in (1, 2):
+                recorder.set_context(turn=turn)
+                async with manager.open_turn(episode) as toolbox:
+                    pids.append((await toolbox.call_tool("game.pid", {})).content["pid"])
+                    if turn == 1:
+                        assert (await episode.call_tool("game.crash", {})).is_error
+            recorder.set_context(turn=3)
+    first, second = pids
+    assert first != second  # a fresh process in turn 2
+    stops = [
+        (e["pid"], e.get("turn"), e["exit_status"])
+        for e in recorder.events
+        if e["event_type"] == "mcp_server_stopped"
+    ]
+    assert sorted(stops) == sorted([(first, 1, 7), (second, 2, 0)])  # exit status 7: the crash tool's
+    [restart] = [e for e in recorder.events if e["event_type"] == "mcp_server_restart"]
+    assert restart["turn"] == 2
+    assert not is_alive(first)
+    assert not is_alive(second)

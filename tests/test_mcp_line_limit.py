@@ -9,6 +9,7 @@ a second here); the others lower the limit in this process, where the transport 
 
 from __future__ import annotations
 
+import shlex
 import signal
 import sys
 
@@ -16,7 +17,7 @@ import anyio
 import pytest
 import trio
 from backends import BACKENDS, run
-from servers.helpers import RecordingSink, is_alive, misbehaving, pids_from_stderr
+from servers.helpers import MISBEHAVING, RecordingSink, is_alive, misbehaving, pids_from_stderr
 
 from zorkmcp.config import McpConfig, McpSettings
 from zorkmcp.errors import MCPServerStartupError
@@ -30,8 +31,9 @@ GUARD = 20  # seconds: a hung test fails instead of hanging the suite
 NEVER = GUARD * 10  # a per-call timeout that must not be what ends a call
 TOO_LONG = (
     "Tool call failed: MCP server 'bad' sent a message of more than 64 MiB "
-    "(the limit of one JSON-RPC line); it was stopped (killed by SIGTERM)"
+    "(the limit of one JSON-RPC line); zorkmcp stopped it"
 )
+"""Its SIGTERM ended the server (-15): zorkmcp's own signal, never shown as the server's exit."""
 
 
 async def _a_line_over_the_limit_fails_the_call_at_once_and_stops_the_server() -> None:
@@ -50,8 +52,9 @@ async def _a_line_over_the_limit_fails_the_call_at_once_and_stops_the_server() -
     assert big.error_message == f"{TOO_LONG}; last stderr lines: PID {pid}"
     assert after.error_message == big.error_message  # the same reason for every later call
     assert session.process is not None
-    assert session.process.returncode == -signal.SIGTERM
+    assert session.process.returncode == -signal.SIGTERM  # what the process record keeps, raw
     assert session.process.escalation == "sigterm"
+    assert session.process.stopped
     assert session.process.non_json_lines == 0  # no piece of the long line was taken for a line
     assert session.process.stderr_tail == (f"PID {pid}",)
     assert not is_alive(pid)
@@ -76,7 +79,7 @@ async def test_the_limit_is_on_the_line_without_its_newline(monkeypatch: pytest.
     assert over.error_message is not None
     assert over.error_message.startswith(
         "Tool call failed: MCP server 'bad' sent a message of more than 64 KiB "
-        "(the limit of one JSON-RPC line); it was stopped"
+        "(the limit of one JSON-RPC line); zorkmcp stopped it; last stderr lines: PID "
     )
 
 
@@ -86,12 +89,18 @@ async def test_a_line_over_the_limit_during_startup_says_so(monkeypatch: pytest.
         async with open_toolbox([misbehaving("flood=100000")], SETTINGS):
             pytest.fail("should not start")  # pragma: no cover
     error = caught.value
-    assert str(error).startswith(
-        "Failed to start MCP server 'bad': the server sent a message of more than 64 KiB "
-        "(the limit of one JSON-RPC line); it was stopped\nCommand: "
-    )
-    assert error.exit_status == -signal.SIGTERM
     [pid] = pids_from_stderr(error.stderr_tail)
+    # zorkmcp's SIGTERM ended it (-15): it was still running, as after a start-up timeout; no exit
+    # status of its own (the message, `zorkmcp tools` and the mcp_server_start_failed event say so).
+    assert str(error) == (
+        "Failed to start MCP server 'bad': the server sent a message of more than 64 KiB "
+        "(the limit of one JSON-RPC line)\n"
+        f"Command: {shlex.join([sys.executable, '-S', str(MISBEHAVING), 'flood=100000'])}\n"
+        "The server was still running; zorkmcp stopped it.\n"
+        "Last stderr lines:\n"
+        f"  PID {pid}"
+    )
+    assert error.exit_status is None
     assert not is_alive(pid)
 
 
@@ -111,7 +120,7 @@ async def test_a_per_episode_server_over_the_limit_is_reported_and_restarted_nex
                 second = (await toolbox.call_tool("bad.pid", {})).content
     reason = (
         "MCP server 'bad' sent a message of more than 1 MiB (the limit of one JSON-RPC line); "
-        f"it was stopped (killed by SIGTERM); last stderr lines: PID {first}"
+        f"zorkmcp stopped it; last stderr lines: PID {first}"
     )
     assert big.error_message == f"Tool call failed: {reason}"
     assert not big.timed_out
@@ -119,6 +128,29 @@ async def test_a_per_episode_server_over_the_limit_is_reported_and_restarted_nex
     assert died == [{"server": "bad", "tool": "bad.big", "reason": reason}]
     assert ("mcp_server_restart", {"server": "bad", "turn": 2}) in sink.events
     assert ("WARNING", f"Turn 2: restarting MCP server 'bad': {reason}") in sink.lines
+    # The stop of the session zorkmcp stopped says why; its status stays the raw one, with the
+    # escalation that shows whose signal it was (as any stop's); the next session's stop is plain.
+    stops = {fields["pid"]: fields for event, fields in sink.events if event == "mcp_server_stopped"}
+    assert {pid: {k: v for k, v in f.items() if k != "teardown_ms"} for pid, f in stops.items()} == {
+        first: {
+            "server": "bad",
+            "pid": first,
+            "exit_status": -signal.SIGTERM,
+            "escalation": "sigterm",
+            "strays_killed": 0,
+            "reason": "MCP server 'bad' sent a message of more than 1 MiB (the limit of one JSON-RPC "
+            "line); zorkmcp stopped it",
+            "turn": 1,  # the last turn that used it, not turn 2 that replaced it
+        },
+        second["pid"]: {
+            "server": "bad",
+            "pid": second["pid"],
+            "exit_status": 0,
+            "escalation": "none",
+            "strays_killed": 0,
+            "turn": 2,
+        },
+    }
     assert second["pid"] != first
     assert second["calls"] == 1  # a fresh process
     assert not is_alive(first)

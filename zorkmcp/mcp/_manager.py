@@ -11,6 +11,9 @@ properties 26–27), applied per server:
   servers' tools. :attr:`McpManager.is_disabled` (the seeds' flag) is true once every server is.
 * A ``per_episode`` server whose process died mid-episode gives error results for the rest of that
   turn; the next turn restarts it under the same rule (start, retry once, else disable).
+* A ``per_episode`` session closes in the background once the episode lets it go (at its end, or
+  when a turn replaces it after it died); its stop carries the last turn that used it, or no turn
+  when none did, never the turn running when the stop is reported (as a spare's, :mod:`._prewarm`).
 
 Sampling (:mod:`zorkmcp.mcp._sampling`): given a ``sampler`` (the episode's model), the manager
 declares the ``sampling`` capability to every session of a server with ``"sampling": true``,
@@ -221,6 +224,30 @@ class _Attempts:
         raise AssertionError("unreachable")  # pragma: no cover
 
 
+@define
+class _EpisodeSessionEvents:
+    """The event sink of one ``per_episode`` session: once the episode lets it go, its last turn.
+
+    While turns use the session its events take the turn that runs (the recorder's context). The
+    episode lets it go at its end (:meth:`EpisodeServers.close_all`) or when a turn replaces it after
+    it died (:meth:`EpisodeServers.restart`); it then closes in the background, and its stop is
+    reported whenever that ends: it carries the last turn that used the session (``served``), or
+    none when no turn did, never the turn that happens to run by then.
+    """
+
+    events: EventSink
+    served: int | None = None
+    released: bool = False
+
+    def emit(self, event_type: str, /, **fields: Any) -> None:
+        if self.released:
+            fields.setdefault("turn", self.served)  # None: no turn (EventRecorder.emit)
+        self.events.emit(event_type, **fields)
+
+    def log(self, level: str, message: str, /) -> None:
+        self.events.log(level, message)
+
+
 class EpisodeServers:
     """The ``per_episode`` sessions of one episode, owned by :meth:`McpManager.open_episode`.
 
@@ -244,6 +271,8 @@ class EpisodeServers:
         self._reported = reported if reported is not None else set()
         """The tools left out already reported this episode (shared with the manager's toolboxes)."""
         self._handles: dict[str, ServerHandle] = {}
+        self._sinks: dict[ServerHandle, _EpisodeSessionEvents] = {}
+        """The event sink of each session started by :meth:`start_session` (by its handle)."""
         self._prewarm = prewarm
         self._spares: dict[str, Spare] = {}
         self._gate = TeardownGate(MAX_CONCURRENT_TEARDOWNS)
@@ -331,6 +360,41 @@ class EpisodeServers:
         """Take ``handles`` (started into this episode's nursery) as the episode's sessions."""
         self._handles.update(handles)
 
+    async def start_session(self, server: ServerConfig) -> ServerHandle:
+        """Start a session of ``per_episode`` server ``server`` into the episode (one attempt).
+
+        Its stop, in the background, carries the last turn that used it (:meth:`serve`).
+
+        Raises:
+            MCPServerStartupError: the server did not start.
+        """
+        events = _EpisodeSessionEvents(self._events)
+        handle = await start_server(
+            self._nursery,
+            server,
+            self._settings,
+            events=events,
+            pool=self.pools.get(server.name),
+            zygote=self.zygote,
+            sampling=self._sampling,
+        )
+        self._sinks[handle] = events
+        return handle
+
+    def serve(self, names: Iterable[str], turn: int) -> None:
+        """Turn ``turn`` uses the sessions of ``per_episode`` servers ``names`` (those running)."""
+        for name in names:
+            handle = self._handles.get(name)
+            sink = self._sinks.get(handle) if handle is not None else None
+            if sink is not None:
+                sink.served = turn
+
+    def _let_go(self, handle: ServerHandle) -> None:
+        """The episode no longer uses ``handle``: from now on its events carry its last turn."""
+        sink = self._sinks.pop(handle, None)
+        if sink is not None:
+            sink.released = True
+
     async def restart(self, server: ServerConfig, attempts: _Attempts, turn: int) -> None:
         """Replace the dead session of ``server`` (if any) by a new one started under ``attempts``."""
         old = self._handles.pop(server.name, None)
@@ -340,19 +404,9 @@ class EpisodeServers:
                 f"Turn {turn}: restarting MCP server '{server.name}': {old.session.describe_death()}",
             )
             self._events.emit("mcp_server_restart", server=server.name, turn=turn)
+            self._let_go(old)
             self._nursery.start_soon(self._close_when_allowed, old)
-        pool = self.pools.get(server.name)
-        start = partial(
-            start_server,
-            self._nursery,
-            server,
-            self._settings,
-            events=self._events,
-            pool=pool,
-            zygote=self.zygote,
-            sampling=self._sampling,
-        )
-        handle = await attempts.run(start)
+        handle = await attempts.run(partial(self.start_session, server))
         if handle is not None:
             self._handles[server.name] = handle
 
@@ -414,6 +468,7 @@ class EpisodeServers:
         self.release_spares()
         self._gate.open()
         for handle in self._handles.values():
+            self._let_go(handle)
             handle.close()
 
 
@@ -544,6 +599,15 @@ class McpManager:
 
         return start_one
 
+    def _episode_policy(self, episode: EpisodeServers) -> _StartOne:
+        """How :meth:`open_episode` starts its ``per_episode`` servers (fail fast, as a first turn)."""
+
+        async def start_one(nursery: anyio.abc.TaskGroup, server: ServerConfig) -> ServerHandle | None:
+            del nursery  # the episode's own
+            return await _Attempts(self, server, fail_fast=True).run(partial(episode.start_session, server))
+
+        return start_one
+
     def _disable(self, server: ServerConfig, turn: int, error: MCPServerStartupError) -> None:
         """Requirements 6.9, 6.10: the retry failed too; the server is off for the rest of the episode."""
         self._health[server.name].disabled = True
@@ -612,8 +676,7 @@ class McpManager:
                             for server in self._active():
                                 if server.lifecycle == "per_turn":
                                     episode.warm(server)
-                        policy = self._policy(fail_fast=True, pools=episode.pools, zygote=episode.zygote)
-                        episode.adopt(await _start_all(nursery, servers, policy))
+                        episode.adopt(await _start_all(nursery, servers, self._episode_policy(episode)))
                         yield episode
                     finally:
                         episode.close_all()
@@ -645,6 +708,8 @@ class McpManager:
                     taken: dict[str, Spare] = {}
                     try:
                         await self._start_turn(plan, episode, nursery, handles, taken)
+                        if episode is not None:
+                            episode.serve((server.name for server in plan.shared), self.turn)
                         toolbox = self._turn_toolbox(plan, episode, handles, taken)
                         toolbox.startup_seconds = anyio.current_time() - start
                         self._check_tool_count(toolbox)

@@ -509,8 +509,8 @@ class ServerSession:
         """A sentence for an error result: which server is gone and what it said last."""
         parts = [f"MCP server '{self.name}' is not running"]
         if self.process is not None and self.process.protocol_error is not None:
-            parts = [f"MCP server '{self.name}' {self.process.protocol_error}; it was stopped"]
-        if self.process is not None and (status := _chosen_status(self.process)) is not None:
+            parts = [f"MCP server '{self.name}' {_broken(self.process)}"]
+        elif self.process is not None and (status := _chosen_status(self.process)) is not None:
             parts[0] += f" ({_ended(status)})"
         if self.failure:
             parts.append(self.failure)
@@ -604,19 +604,31 @@ _SIGNALS_SENT: dict[str, tuple[int, ...]] = {
 def _chosen_status(info: ProcessInfo) -> int | None:
     """The process's exit status, unless it only answered zorkmcp's stop (``None``).
 
-    A server still running when zorkmcp stopped it (after a start-up timeout or any other failure)
-    exits because its stdin closed, or dies of the SIGTERM or SIGKILL zorkmcp sent: neither is a
-    status it chose. Another signal (a crash while it was being stopped) is its own and shown, and so
-    is zorkmcp's signal to a server stopped for a protocol error (its reason says "it was stopped").
+    A server still running when zorkmcp stopped it (after a start-up timeout, a protocol error such
+    as a line over ``MAX_LINE_BYTES``, or any other failure) exits because its stdin closed or it was
+    told to, or dies of the SIGTERM or SIGKILL zorkmcp sent: none of them is a status it chose.
+    Another signal (a crash while it was being stopped) is its own and shown.
     """
     status = info.returncode
     if status is None or not info.stopped:
         return status
     if status >= 0:
-        return None  # it exited because zorkmcp closed its stdin
-    if info.protocol_error is None and -status in _SIGNALS_SENT[info.escalation]:
+        return None  # it exited because zorkmcp closed its stdin, or signalled it
+    if -status in _SIGNALS_SENT[info.escalation]:
         return None  # zorkmcp's own signal ended it
     return status
+
+
+def _broken(info: ProcessInfo) -> str:
+    """What a server that broke the protocol did, and how it ended, said of it.
+
+    ``sent a message of more than 64 MiB (the limit of one JSON-RPC line); zorkmcp stopped it``;
+    its own status instead when it ended without zorkmcp's stop (it had exited, or crashed).
+    """
+    status = _chosen_status(info)
+    if info.stopped and status is None:
+        return f"{info.protocol_error}; zorkmcp stopped it"
+    return f"{info.protocol_error}; it ended" + (f" ({_ended(status)})" if status is not None else "")
 
 
 def _startup_error(server: ServerConfig, info: ProcessInfo | None, reason: str) -> MCPServerStartupError:
@@ -631,7 +643,9 @@ def _startup_error(server: ServerConfig, info: ProcessInfo | None, reason: str) 
     lines = [f"Failed to start MCP server '{server.name}': {reason}", f"Command: {command}"]
     if exit_status is not None:  # a negative status is the signal that ended it (-15: SIGTERM)
         lines.append(f"Exit status: {exit_status}" + (f" ({_ended(exit_status)})" if exit_status < 0 else ""))
-    elif info is not None and info.returncode is not None:
+    elif info is not None and (
+        info.returncode is not None or (info.stopped and info.protocol_error is not None)
+    ):
         lines.append("The server was still running; zorkmcp stopped it.")
     if tail:
         lines.append("Last stderr lines:")
@@ -898,7 +912,7 @@ def _failure(
             kind=cast("RemoteKind", server.type),
         )
     if reason is None and opening.info is not None and opening.info.protocol_error is not None:
-        reason = f"the server {opening.info.protocol_error}; it was stopped"
+        reason = f"the server {opening.info.protocol_error}"  # how it ended follows (_startup_error)
     if reason is None:
         reason = _reason(exc, server, opening.wire) if exc is not None else "unknown failure"
     return _startup_error(server, opening.info, reason)
@@ -932,6 +946,8 @@ def _stopped(server: ServerConfig, info: ProcessInfo | None, events: EventSink) 
             strays_killed=info.strays_killed,
             teardown_ms=round((info.teardown_seconds or 0.0) * 1000, 1),
         )
+        if info.protocol_error is not None:  # stopped before its teardown: why (its status is raw)
+            fields["reason"] = f"MCP server '{server.name}' {_broken(info)}"
     events.emit("mcp_server_stopped", **fields)
 
 
