@@ -11,9 +11,11 @@ Event types (seeds 000 §Observability, 002 Requirement 7): ``mcp_tool_call``, `
 ``mcp_unexpected_state``, ``mcp_disabled_fallback``, ``agent_parse_error`` (and a few of ours, listed
 in the README).
 
-Tracing: one span for the tool-calling session and one per tool call. Langfuse when its keys are set
-and the optional ``langfuse`` package is installed, otherwise OpenTelemetry (a no-op unless the
-application configured a tracer provider).
+Tracing: one span for the tool-calling session and one per tool call. Langfuse (any SDK from 3.0)
+when its keys are set and the optional ``langfuse`` package is installed, otherwise OpenTelemetry (a
+no-op unless the application configured a tracer provider; ``opentelemetry-instrument`` does for the
+CLI). A failed or timed-out tool call, a turn past its deadline and a span a cancellation ends are
+errors. A fault of the tracing backend never fails a turn: it is logged once and the tracer goes quiet.
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ import os
 import threading
 import time
 from collections import deque
-from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
@@ -32,8 +33,10 @@ import attrs
 from ._outputs import append_whole, write_error
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping
+    from collections.abc import Mapping
+    from contextlib import AbstractContextManager
     from pathlib import Path
+    from types import TracebackType
 
     from opentelemetry.trace import TracerProvider
 
@@ -318,17 +321,146 @@ def _flatten(attributes: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-@attrs.define
-class _OtelSpan:
-    span: Any
+def _problem(attributes: Mapping[str, Any]) -> str | None:
+    """What went wrong, when the engine's attributes say something did (the span's error status)."""
+    if attributes.get("timed_out") is True:
+        return "the tool call timed out"
+    if attributes.get("is_error") is True:
+        return "the tool call failed"
+    if attributes.get("deadline_exceeded") is True:
+        return "the turn's deadline passed"
+    return None
+
+
+class _Backend(Protocol):
+    """One tracing backend's three moves, each of which may fail (they are guarded by the caller)."""
+
+    def start(self, name: str, attributes: Mapping[str, Any]) -> AbstractContextManager[Any]: ...
+
+    def update(self, span: Any, attributes: Mapping[str, Any]) -> None: ...
+
+    def cut(self, span: Any, exc: BaseException) -> None: ...
+
+
+@attrs.define(eq=False)
+class _Faults:
+    """Whether a tracer's backend has failed: the first fault is said once and ends its spans."""
+
+    backend: str
+    broken: bool = False
+
+    def fault(self, doing: str, exc: Exception) -> None:
+        if self.broken:
+            return
+        self.broken = True
+        _log.error(
+            "tracing through %s failed %s (%s: %s); this tracer opens no more spans, the turns go on",
+            self.backend,
+            doing,
+            type(exc).__name__,
+            exc,
+            exc_info=exc,
+        )
+
+
+class _NoSpan:
+    """The span of a tracer whose backend failed: takes attributes and drops them."""
 
     def update(self, **attributes: Any) -> None:
-        self.span.set_attributes(_flatten(attributes))
+        del attributes
+
+
+_NO_SPAN = _NoSpan()
+
+
+class _GuardedSpan:
+    """One span of a backend that must never fail the turn it traces.
+
+    An ``Exception`` from the backend (starting, updating or ending the span) is said once
+    (:class:`_Faults`) and the span and the tracer's later spans become no-ops; the traced code's own
+    exceptions (and ``Cancelled``, ``KeyboardInterrupt``) go through unchanged. A span that a
+    ``BaseException`` ends (a cancelled turn, Ctrl-C) is marked as an error before it ends.
+    """
+
+    def __init__(self, backend: _Backend, faults: _Faults, name: str, attributes: dict[str, Any]) -> None:
+        self._backend = backend
+        self._faults = faults
+        self._name = name
+        self._attributes = attributes
+        self._context: AbstractContextManager[Any] | None = None
+        self._span: Any = None
+
+    def __enter__(self) -> Span:
+        if self._faults.broken:
+            return _NO_SPAN
+        try:
+            context = self._backend.start(self._name, self._attributes)
+            self._span = context.__enter__()
+        except Exception as exc:  # noqa: BLE001 - a tracing fault must not become the turn's
+            self._faults.fault(f"starting the span '{self._name}'", exc)
+            return _NO_SPAN
+        self._context = context
+        return self
+
+    def update(self, **attributes: Any) -> None:
+        if self._context is None or self._faults.broken:
+            return
+        try:
+            self._backend.update(self._span, attributes)
+        except Exception as exc:  # noqa: BLE001 - a tracing fault must not become the turn's
+            self._faults.fault(f"updating the span '{self._name}'", exc)
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        context, self._context = self._context, None
+        if context is None:
+            return
+        if exc is not None and not isinstance(exc, Exception) and not self._faults.broken:
+            try:
+                self._backend.cut(self._span, exc)
+            except Exception as error:  # noqa: BLE001 - a tracing fault must not become the turn's
+                self._faults.fault(f"marking the span '{self._name}' as cut short", error)
+        try:
+            context.__exit__(kind, exc, tb)  # never suppresses the traced code's exception
+        except Exception as error:  # noqa: BLE001 - a tracing fault must not become the turn's
+            if error is not exc:
+                self._faults.fault(f"ending the span '{self._name}'", error)
+
+
+@attrs.define
+class _OtelBackend:
+    name: str
+    provider: TracerProvider | None
+
+    def start(self, name: str, attributes: Mapping[str, Any]) -> AbstractContextManager[Any]:
+        from opentelemetry import trace
+
+        tracer = trace.get_tracer(self.name, tracer_provider=self.provider)
+        return tracer.start_as_current_span(name, attributes=_flatten(attributes))
+
+    def update(self, span: Any, attributes: Mapping[str, Any]) -> None:
+        span.set_attributes(_flatten(attributes))
+        problem = _problem(attributes)
+        if problem is not None:
+            from opentelemetry.trace import Status, StatusCode
+
+            span.set_status(Status(StatusCode.ERROR, problem))
+
+    def cut(self, span: Any, exc: BaseException) -> None:
+        from opentelemetry.trace import Status, StatusCode
+
+        span.set_status(Status(StatusCode.ERROR, f"ended by {type(exc).__name__}"))
 
 
 @attrs.define
 class OtelTracer:
     """Spans through the OpenTelemetry API (a no-op unless a tracer provider is configured).
+
+    A span whose tool call failed or timed out, or whose turn ran out of time, gets the error status
+    (so does one that a cancellation or Ctrl-C ends). A fault of the tracing backend (a span
+    processor that raises) never fails a turn: it is logged once, as an error of the
+    ``zorkmcp.observability`` logger, and this tracer opens no more spans.
 
     Args:
         name: the instrumentation scope name.
@@ -338,44 +470,95 @@ class OtelTracer:
 
     name: str = "zorkmcp"
     provider: TracerProvider | None = attrs.field(default=None, kw_only=True)
+    _faults: _Faults = attrs.field(factory=lambda: _Faults("OpenTelemetry"), init=False, repr=False, eq=False)
 
-    @contextmanager
-    def span(self, name: str, /, **attributes: Any) -> Iterator[Span]:
-        from opentelemetry import trace
-
-        tracer = trace.get_tracer(self.name, tracer_provider=self.provider)
-        with tracer.start_as_current_span(name, attributes=_flatten(attributes)) as span:
-            yield _OtelSpan(span)
+    def span(self, name: str, /, **attributes: Any) -> AbstractContextManager[Span]:
+        return _GuardedSpan(_OtelBackend(self.name, self.provider), self._faults, name, attributes)
 
 
 @attrs.define
-class _LangfuseSpan:
-    span: Any
+class _LangfuseBackend:
+    """Langfuse's Python SDK: ``start_as_current_observation`` (3.x of late, 4.x, 5.x) or, in early
+    3.x, ``start_as_current_span`` (metadata only)."""
 
-    def update(self, **attributes: Any) -> None:
-        self.span.update(metadata=attributes)
+    client: Any
+
+    def start(self, name: str, attributes: Mapping[str, Any]) -> AbstractContextManager[Any]:
+        observe = getattr(self.client, "start_as_current_observation", None)
+        if observe is None:
+            return self.client.start_as_current_span(name=name, metadata=dict(attributes))  # type: ignore[no-any-return]
+        metadata = {key: value for key, value in attributes.items() if key != "input"}
+        return observe(  # type: ignore[no-any-return]
+            name=name, as_type="span", input=attributes.get("input"), metadata=metadata
+        )
+
+    def _modern(self) -> bool:
+        return hasattr(self.client, "start_as_current_observation")
+
+    def update(self, span: Any, attributes: Mapping[str, Any]) -> None:
+        problem = _problem(attributes)
+        if problem is not None and self._modern():
+            span.update(metadata=dict(attributes), level="ERROR", status_message=problem)
+        else:
+            span.update(metadata=dict(attributes))
+
+    def cut(self, span: Any, exc: BaseException) -> None:
+        if self._modern():
+            span.update(level="ERROR", status_message=f"ended by {type(exc).__name__}")
 
 
 @attrs.define
 class LangfuseTracer:
-    """Spans through Langfuse (seeds 000 §Langfuse Integration)."""
+    """Spans through Langfuse (seeds 000 §Langfuse Integration), with any Langfuse SDK from 3.0.
+
+    The tool call's arguments are the span's input; the other attributes are its metadata. A failed
+    or timed-out tool call, or a turn that ran out of time, gets the ``ERROR`` level. Like
+    :class:`OtelTracer`, a fault of Langfuse's client never fails a turn (it is logged once).
+    """
 
     client: Any
+    _faults: _Faults = attrs.field(factory=lambda: _Faults("Langfuse"), init=False, repr=False, eq=False)
 
-    @contextmanager
-    def span(self, name: str, /, **attributes: Any) -> Iterator[Span]:
-        with self.client.start_as_current_span(name=name, metadata=attributes) as span:
-            yield _LangfuseSpan(span)
+    def span(self, name: str, /, **attributes: Any) -> AbstractContextManager[Span]:
+        return _GuardedSpan(_LangfuseBackend(self.client), self._faults, name, attributes)
+
+
+_said: set[str] = set()
+"""The notices :func:`open_tracer` gave in this process (each is given once)."""
+
+
+def _say_once(message: str, exc: BaseException | None = None) -> None:
+    if message not in _said:
+        _said.add(message)
+        _log.warning("%s", message, exc_info=exc)
 
 
 def open_tracer(env: Mapping[str, str] | None = None) -> OtelTracer | LangfuseTracer:
     """Langfuse when ``LANGFUSE_PUBLIC_KEY`` and ``LANGFUSE_SECRET_KEY`` are set and the package is
-    installed (``pip install zorkmcp[langfuse]``), else OpenTelemetry."""
+    installed (``pip install zorkmcp[langfuse]``), else OpenTelemetry.
+
+    When the keys are set but Langfuse cannot be used (the package is not installed, or its client
+    cannot be made), a warning of the ``zorkmcp.observability`` logger says so, once per process,
+    and the spans go through OpenTelemetry.
+    """
     env = os.environ if env is None else env
     if env.get("LANGFUSE_PUBLIC_KEY") and env.get("LANGFUSE_SECRET_KEY"):
         try:
             from langfuse import get_client
         except ImportError:
+            _say_once(
+                "LANGFUSE_PUBLIC_KEY and LANGFUSE_SECRET_KEY are set but the langfuse package is not "
+                'installed (pip install "zorkmcp[langfuse]"): tracing goes through OpenTelemetry instead'
+            )
             return OtelTracer()
-        return LangfuseTracer(get_client())
+        try:
+            client = get_client()
+        except Exception as exc:  # noqa: BLE001 - tracing must not stop an episode
+            _say_once(
+                f"the Langfuse client could not be made ({type(exc).__name__}: {exc}): "
+                "tracing goes through OpenTelemetry instead",
+                exc,
+            )
+            return OtelTracer()
+        return LangfuseTracer(client)
     return OtelTracer()
