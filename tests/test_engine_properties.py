@@ -581,6 +581,7 @@ def check_spans(run: Run, script: Script, expected: list[Expected]) -> None:
     assert session.attributes is not None
     assert dict(session.attributes) == {
         "turn": script.turn,
+        "mcp_enabled": True,
         "max_iterations": script.max_iterations,
         "tools_offered": 3,
         "iterations_used": script.loop_calls,
@@ -601,6 +602,9 @@ def check_spans(run: Run, script: Script, expected: list[Expected]) -> None:
         assert attributes["is_error"] == (exp.outcome != "ok")
         assert attributes["timed_out"] == (exp.outcome == "timeout")
         assert attributes["duration_ms"] == exp.duration * 1000
+        # seeds 000 §Langfuse Integration: the tool's timeout, and the result as the model sees it
+        assert attributes.get("timeout_seconds") == (TIMEOUT if exp.call.kind != "unknown" else None)
+        assert ("error" in json.loads(str(attributes["output"]))) == (exp.outcome != "ok")
 
 
 # --- the properties -------------------------------------------------------------------

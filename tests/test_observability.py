@@ -6,8 +6,6 @@ import json
 import subprocess
 import sys
 import tempfile
-import types
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,10 +27,8 @@ from zorkmcp.llm import open_llm_client
 from zorkmcp.mcp import McpManager
 from zorkmcp.observability import (
     EventRecorder,
-    LangfuseTracer,
     LogFiles,
     OtelTracer,
-    Tracer,
     open_tracer,
 )
 
@@ -382,6 +378,7 @@ async def test_otel_spans_for_the_session_and_each_tool_call(
     *tools, session = finished
     assert dict(session.attributes or {}) == {
         "turn": 9,
+        "mcp_enabled": True,
         "max_iterations": 20,
         "tools_offered": 3,
         "iterations_used": 3,
@@ -399,7 +396,9 @@ async def test_otel_spans_for_the_session_and_each_tool_call(
     assert dict(tools[0].attributes or {}) == {
         "tool_name": "p.ok",
         "server_name": "p",
+        "timeout_seconds": 5.0,
         "input": json.dumps({"tag": "a", "seconds": 1.5}),
+        "output": json.dumps({"content": {"tag": "a", "seconds": 1.5}}),  # the probe echoes its arguments
         "is_error": False,
         "timed_out": False,
         "duration_ms": 1500.0,
@@ -442,37 +441,7 @@ def test_default_otel_tracer_uses_the_global_provider(
 
 
 # --- Langfuse or OpenTelemetry --------------------------------------------------------
-
-
-class FakeLangfuseSpan:
-    def __init__(self, name: str, metadata: dict[str, Any]) -> None:
-        self.name = name
-        self.metadata = dict(metadata)
-
-    def update(self, *, metadata: dict[str, Any]) -> None:
-        self.metadata.update(metadata)
-
-
-class FakeLangfuse:
-    """Stands in for ``langfuse.get_client()`` (the package is an optional extra, not installed here)."""
-
-    def __init__(self) -> None:
-        self.spans: list[FakeLangfuseSpan] = []
-
-    @contextmanager
-    def start_as_current_span(self, *, name: str, metadata: dict[str, Any]) -> Iterator[FakeLangfuseSpan]:
-        span = FakeLangfuseSpan(name, metadata)
-        self.spans.append(span)
-        yield span
-
-
-@pytest.fixture
-def fake_langfuse(monkeypatch: pytest.MonkeyPatch) -> FakeLangfuse:
-    client = FakeLangfuse()
-    module = types.ModuleType("langfuse")
-    module.get_client = lambda: client  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "langfuse", module)
-    return client
+# (the real Langfuse SDK, as CI installs it: tests/test_tracing_langfuse.py)
 
 
 KEYS = {"LANGFUSE_PUBLIC_KEY": "pk-lf-1", "LANGFUSE_SECRET_KEY": "sk-lf-1"}
@@ -482,49 +451,10 @@ KEYS = {"LANGFUSE_PUBLIC_KEY": "pk-lf-1", "LANGFUSE_SECRET_KEY": "sk-lf-1"}
     "env",
     [{}, {"LANGFUSE_PUBLIC_KEY": "pk-lf-1"}, {"LANGFUSE_SECRET_KEY": "sk-lf-1"}, dict.fromkeys(KEYS, "")],
 )
-def test_open_tracer_needs_both_langfuse_keys(env: dict[str, str], fake_langfuse: FakeLangfuse) -> None:
-    del fake_langfuse
+def test_open_tracer_needs_both_langfuse_keys(env: dict[str, str]) -> None:
     assert isinstance(open_tracer(env), OtelTracer)
 
 
 def test_open_tracer_falls_back_when_langfuse_is_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "langfuse", None)  # import langfuse -> ImportError
     assert isinstance(open_tracer(KEYS), OtelTracer)
-
-
-def test_open_tracer_reads_the_environment(
-    monkeypatch: pytest.MonkeyPatch, fake_langfuse: FakeLangfuse
-) -> None:
-    for name, value in KEYS.items():
-        monkeypatch.setenv(name, value)
-    tracer = open_tracer()
-    assert isinstance(tracer, LangfuseTracer)
-    assert tracer.client is fake_langfuse
-    monkeypatch.delenv("LANGFUSE_SECRET_KEY")
-    assert isinstance(open_tracer(), OtelTracer)
-
-
-async def test_langfuse_spans_for_the_session_and_each_tool_call(
-    llm_server: LLMServer, fake_langfuse: FakeLangfuse, autojump_clock: trio.testing.MockClock
-) -> None:
-    """Properties 31, 32 with Langfuse enabled."""
-    tracer: Tracer = open_tracer(KEYS)
-    llm_server.script(
-        tool_call_reply(tool_call("p__ok", {"tag": "x"}), tool_call("p__fail", {"tag": "y"})),
-        content_reply("done"),
-    )
-    mgr = McpManager(McpConfig(servers=(PROBE,)), McpSettings(enabled=True))
-    async with open_llm_client(base_url=llm_server.base_url, model="gpt-4o") as client:
-        await run_turn(
-            client, OPENING, open_toolbox=lambda: mgr.open_turn(), tracer=tracer, options=TurnOptions(turn=4)
-        )
-    session, ok, fail = fake_langfuse.spans
-    assert session.name == "agent-tool-calling-session"
-    assert session.metadata["turn"] == 4
-    assert session.metadata["iterations_used"] == 2
-    assert session.metadata["tools_called"] == 2
-    assert (ok.name, fail.name) == ("mcp-tool-p.ok", "mcp-tool-p.fail")
-    assert ok.metadata["input"] == {"tag": "x"}
-    assert ok.metadata["server_name"] == "p"
-    assert (ok.metadata["is_error"], fail.metadata["is_error"]) == (False, True)
-    assert ok.metadata["duration_ms"] == 0

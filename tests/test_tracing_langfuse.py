@@ -179,12 +179,13 @@ async def test_a_turn_through_the_real_langfuse_sdk(
         "final_action": "done",
     }
     assert (ok["attributes"][meta + "server_name"], fail["attributes"][meta + "is_error"]) == ("p", True)
-    if hasattr(client, "start_as_current_observation"):  # the tool's arguments are the span's input
-        assert ok["attributes"]["langfuse.observation.input"] == {"tag": "x"}
-        assert fail["attributes"]["langfuse.observation.level"] == "ERROR"
-        assert fail["attributes"]["langfuse.observation.status_message"] == "the tool call failed"
-    else:  # early 3.x: metadata only
-        assert ok["attributes"][meta + "input"] == {"tag": "x"}
+    # seeds 000 §Langfuse Integration: the arguments are the input, the result the output
+    assert ok["attributes"]["langfuse.observation.input"] == {"tag": "x"}
+    assert ok["attributes"]["langfuse.observation.output"] == {"content": {"tag": "x", "seconds": 0.0}}
+    assert ok["attributes"][meta + "timeout_seconds"] == 5
+    assert session["attributes"][meta + "mcp_enabled"] is True
+    assert fail["attributes"]["langfuse.observation.level"] == "ERROR"
+    assert fail["attributes"]["langfuse.observation.status_message"] == "the tool call failed"
     for span in (ok, fail, session):
         assert "sk-lf-test" not in json.dumps(span)
 

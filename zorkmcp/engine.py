@@ -527,15 +527,18 @@ class _Loop:
         shown = json.dumps(call.arguments, ensure_ascii=False)[:500]
         self.events.log("DEBUG", f"{self.prefix}: Tool arguments: {shown}")
         start = anyio.current_time()
+        info = self._resolve(call.name)[0]
         with self.tracer.span(
             f"mcp-tool-{call.canonical}",
             tool_name=call.canonical,
             server_name=call.server,
+            timeout_seconds=info.timeout if info is not None else None,
             input=call.arguments,
         ) as span:
             call.result = await self._call(call)
             call.duration = anyio.current_time() - start
             span.update(
+                output=call.result.to_dict(),
                 is_error=call.result.is_error,
                 timed_out=call.result.timed_out,
                 duration_ms=round(call.duration * 1000, 3),
@@ -677,7 +680,11 @@ async def _session(loop: _Loop, deadline: float, *, expired: bool = False) -> Tu
     offered = len(loop.toolbox.tools) if loop.toolbox else 0
     limit = options.max_tool_iterations
     with loop.tracer.span(
-        "agent-tool-calling-session", turn=options.turn, max_iterations=limit, tools_offered=offered
+        "agent-tool-calling-session",
+        turn=options.turn,
+        mcp_enabled=loop.toolbox is not None,
+        max_iterations=limit,
+        tools_offered=offered,
     ) as session_span:
         exceeded = expired
         if not expired:

@@ -478,42 +478,44 @@ class OtelTracer:
 
 @attrs.define
 class _LangfuseBackend:
-    """Langfuse's Python SDK: ``start_as_current_observation`` (3.x of late, 4.x, 5.x) or, in early
-    3.x, ``start_as_current_span`` (metadata only)."""
+    """Langfuse's Python SDK, as seeds 000 §Langfuse Integration uses it: the tool call's arguments
+    are the span's ``input``, its result the ``output``, the rest ``metadata``; a problem is the
+    ``ERROR`` level. A span starts with ``start_as_current_observation`` (late 3.x, 4.x, 5.x) or, on
+    early 3.x, ``start_as_current_span``; ``update`` takes the same keywords in each."""
 
     client: Any
 
     def start(self, name: str, attributes: Mapping[str, Any]) -> AbstractContextManager[Any]:
+        metadata = {key: value for key, value in attributes.items() if key != "input"}
         observe = getattr(self.client, "start_as_current_observation", None)
         if observe is None:
-            return self.client.start_as_current_span(name=name, metadata=dict(attributes))  # type: ignore[no-any-return]
-        metadata = {key: value for key, value in attributes.items() if key != "input"}
+            start = self.client.start_as_current_span
+            return start(name=name, input=attributes.get("input"), metadata=metadata)  # type: ignore[no-any-return]
         return observe(  # type: ignore[no-any-return]
             name=name, as_type="span", input=attributes.get("input"), metadata=metadata
         )
 
-    def _modern(self) -> bool:
-        return hasattr(self.client, "start_as_current_observation")
-
     def update(self, span: Any, attributes: Mapping[str, Any]) -> None:
-        problem = _problem(attributes)
-        if problem is not None and self._modern():
-            span.update(metadata=dict(attributes), level="ERROR", status_message=problem)
-        else:
-            span.update(metadata=dict(attributes))
+        metadata = {key: value for key, value in attributes.items() if key != "output"}
+        fields: dict[str, Any] = {"metadata": metadata}
+        if "output" in attributes:
+            fields["output"] = attributes["output"]
+        if (problem := _problem(attributes)) is not None:
+            fields.update(level="ERROR", status_message=problem)
+        span.update(**fields)
 
     def cut(self, span: Any, exc: BaseException) -> None:
-        if self._modern():
-            span.update(level="ERROR", status_message=f"ended by {type(exc).__name__}")
+        span.update(level="ERROR", status_message=f"ended by {type(exc).__name__}")
 
 
 @attrs.define
 class LangfuseTracer:
     """Spans through Langfuse (seeds 000 §Langfuse Integration), with any Langfuse SDK from 3.0.
 
-    The tool call's arguments are the span's input; the other attributes are its metadata. A failed
-    or timed-out tool call, or a turn that ran out of time, gets the ``ERROR`` level. Like
-    :class:`OtelTracer`, a fault of Langfuse's client never fails a turn (it is logged once).
+    The tool call's arguments are the span's input, its result the output; the other attributes are
+    its metadata. A failed or timed-out tool call, or a turn that ran out of time, gets the ``ERROR``
+    level. Like :class:`OtelTracer`, a fault of Langfuse's client never fails a turn (it is logged
+    once).
     """
 
     client: Any
