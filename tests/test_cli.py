@@ -49,6 +49,9 @@ SUMMARY_KEYS = [
     "victory",
     "game_over",
     "tool_calls",
+    "llm_requests",
+    "prompt_tokens",
+    "completion_tokens",
     "model",
     "scripted",
     "stopped",
@@ -104,15 +107,18 @@ def test_play_wins_zork1_with_350_points_and_the_reasoning_tool(
     summary = summary_of(run_dir / "out" / "summary.json")
     assert {k: v for k, v in summary.items() if k != "tool_calls"} == {
         "score": 350, "max_score": 350, "moves": 394, "turns": 396, "victory": True, "game_over": True,
+        "llm_requests": 476, "prompt_tokens": 541712, "completion_tokens": 14839,
         "model": "scripted-walkthrough", "scripted": True, "stopped": "victory", "error": None,
     }  # fmt: skip
-    assert summary["tool_calls"] > 0
+    assert summary["tool_calls"] == 80  # each a request of its own: 396 answers and 80 tool calls
     # One banner: the llm module's own warning goes to the episode log only.
     assert out.count(BANNER) == 1
     assert "OFFLINE SCRIPTED MODEL" not in out + err
     assert "turn=" not in out  # --quiet
     assert re.search(r"score\s+│ 350 / 350", out)
     assert re.search(r"stopped\s+│ victory", out)
+    assert re.search(r"model requests\s+│ 476\s", out)
+    assert re.search(r"tokens in / out\s+│ 541712 / 14839\s", out)
 
     assert not (tmp_path / "project" / "logs").exists()
     events = read_events(run_dir / "logs" / "zorkmcp_events.jsonl")

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import pytest
 import trio
 from llm_server import agent_reply, tool_call, tool_call_reply
@@ -81,16 +82,20 @@ def test_game_server_config_is_a_per_episode_stdio_server_with_read_only_tools_f
     assert "--seed" not in game_server_config(Path("g.z3"), None).args
 
 
-def test_summary_json_has_exactly_the_eleven_keys() -> None:
+def test_summary_json_has_exactly_the_fourteen_keys() -> None:
     summary = EpisodeSummary(
         score=5, max_score=350, moves=4, turns=4, victory=False, game_over=False, tool_calls=1,
-        model="m", scripted=True, stopped="interrupted",
+        model="m", scripted=True, stopped="interrupted", llm_requests=6, prompt_tokens=None,
+        completion_tokens=None,
     )  # fmt: skip
     assert summary.as_json() == {
         "score": 5, "max_score": 350, "moves": 4, "turns": 4, "victory": False, "game_over": False,
-        "tool_calls": 1, "model": "m", "scripted": True, "stopped": "interrupted", "error": None,
+        "tool_calls": 1, "llm_requests": 6, "prompt_tokens": None, "completion_tokens": None, "model": "m",
+        "scripted": True, "stopped": "interrupted", "error": None,
     }  # fmt: skip
     assert summary.interrupted
+    assert summary.tokens_in_out == "– / –"  # unknown, as zorkmcp eval's table shows it
+    assert attrs.evolve(summary, prompt_tokens=1024, completion_tokens=0).tokens_in_out == "1024 / 0"
 
 
 def test_game_status_reads_the_status_tool_and_rejects_anything_else() -> None:
@@ -227,6 +232,8 @@ async def test_the_agent_is_offered_the_read_only_game_tools_and_the_reasoning_s
     assert "open mailbox" in turn2_prompt  # the recent memories
 
     assert (summary.turns, summary.tool_calls, summary.scripted, summary.model) == (2, 2, False, "test-model")
+    # four answers, each reporting the loopback server's usage (11 prompt and 7 completion tokens)
+    assert (summary.llm_requests, summary.prompt_tokens, summary.completion_tokens) == (4, 44, 28)
     assert [r.tools_used for r in orchestrator.records] == [("zork.memory",), ("thinking.think",)]
     assert [r.action for r in orchestrator.records] == ["open mailbox", "take leaflet"]
     assert orchestrator.records[1].new_objective == "read the leaflet"

@@ -14,7 +14,7 @@ import os
 import threading
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, ExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, ExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypedDict, TypeVar
 
@@ -25,12 +25,13 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from .agent import AgentAction, ZorkAgent
 from .config import McpConfig, Settings, check_settings_file
 from .errors import ConfigError, RunWriteError
-from .llm import ChatModel, ModelChoice
+from .llm import ChatModel, MeteredModel, ModelChoice, ModelUse
 from .llm._select import check_base_url
 from .mcp import EpisodeServers, McpManager, ModelSampler, ToolCallResult
 from .observability import EventRecorder, LogFiles, Tracer, open_tracer
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from types import TracebackType
 
 __all__ = ["Action", "Bridge", "EpisodeSetup", "get_action", "reset", "run_trio"]
@@ -158,9 +159,9 @@ class EpisodeSetup:
     """Everything an episode needs that is not an async resource; survives across ``trio.run`` calls.
 
     The episode's plain state lives here: the turn number, the servers disabled after repeated
-    failures (in the :class:`~zorkmcp.mcp.McpManager`), and the chat model's choice — the offline
-    scripted model is one object for the whole episode, so its place in the walkthrough survives
-    between ``get_action()`` calls.
+    failures (in the :class:`~zorkmcp.mcp.McpManager`), what the model answered (``model_use``), and
+    the chat model's choice — the offline scripted model is one object for the whole episode, so its
+    place in the walkthrough survives between ``get_action()`` calls.
 
     Args:
         settings: the ``[tool.zorkgpt.*]`` settings (default: ``pyproject.toml`` in the current folder).
@@ -187,6 +188,9 @@ class EpisodeSetup:
     episode_id: str
     log_files: LogFiles | None = None
     turn: int = 0
+    model_use: ModelUse = attrs.Factory(ModelUse)
+    """The completions the episode's model answered and their tokens, over all its turns: the agent's
+    requests and the servers' sampling requests alike (:meth:`metered`)."""
     lock: threading.Lock = attrs.field(factory=threading.Lock, repr=False, eq=False)
     """Held for a whole turn: turns of one episode run one after another (a turn's events carry its
     number, which a second thread's turn would change under it)."""
@@ -279,6 +283,16 @@ class EpisodeSetup:
             tracer=self.tracer,
         )
 
+    @contextmanager
+    def metered(self, model: ChatModel) -> Iterator[ChatModel]:
+        """Within it, ``model`` (open) answers the turn or the episode: the agent is to be given the
+        model it yields, and the servers' sampling requests go to it (``sampler.using``); every
+        completion either answers counts in :attr:`model_use`.
+        """
+        metered = MeteredModel(model, self.model_use)
+        with self.sampler.using(metered):  # a cassette under it is still refused for what it is
+            yield metered
+
     def next_turn(self) -> int:
         self.turn += 1
         self.recorder.set_context(turn=self.turn)
@@ -306,8 +320,8 @@ class EpisodeSetup:
 async def _cold_turn(setup: EpisodeSetup, game_state_text: str, relevant_memories: str | None) -> AgentAction:
     """One whole turn inside one ``trio.run``: model client, servers and tools live only for it."""
     turn = setup.next_turn()
-    async with setup.chat_model() as model:
-        with setup.sampler.using(model):
+    async with setup.chat_model() as opened:
+        with setup.metered(opened) as model:
             return await setup.agent(model).generate_action(game_state_text, relevant_memories, turn=turn)
 
 
@@ -371,6 +385,7 @@ class _Live:
     """The async resources of a running Bridge, owned by one task in the portal's loop."""
 
     model: ChatModel
+    """The episode's chat model as it was opened (the agent's is it metered: ``setup.metered``)."""
     agent: ZorkAgent
     episode: EpisodeServers | None
 
@@ -440,13 +455,13 @@ class Bridge:
     @asynccontextmanager
     async def _episode(self) -> Any:
         setup = self.setup
-        async with setup.chat_model() as model:
-            with setup.sampler.using(model):
+        async with setup.chat_model() as opened:
+            with setup.metered(opened) as model:
                 if setup.manager is not None:
                     async with setup.manager.open_episode() as episode:
-                        yield _Live(model=model, agent=setup.agent(model), episode=episode)
+                        yield _Live(model=opened, agent=setup.agent(model), episode=episode)
                 else:
-                    yield _Live(model=model, agent=setup.agent(model), episode=None)
+                    yield _Live(model=opened, agent=setup.agent(model), episode=None)
 
     def __enter__(self) -> Self:
         _refuse_inside_event_loop("bridge.Bridge")

@@ -184,6 +184,8 @@ def _summary_table(summary: EpisodeSummary, *, replay: str | None = None) -> Tab
     table.add_row("victory", "yes" if summary.victory else "no")
     table.add_row("game over", "yes" if summary.game_over else "no")
     table.add_row("tool calls", str(summary.tool_calls))
+    table.add_row("model requests", str(summary.llm_requests))
+    table.add_row("tokens in / out", summary.tokens_in_out)
     kind = ["offline scripted model"] if summary.scripted else []
     kind += [f"replayed from the cassette {replay}"] if replay else []
     table.add_row("model", escape(summary.model + (f" ({', '.join(kind)})" if kind else "")))

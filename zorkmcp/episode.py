@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from .agent import AgentAction
     from .config import Settings
     from .engine import ToolCallRecord
+    from .llm import ModelUse
     from .mcp import ToolCallResult
     from .observability import EventSink
 
@@ -227,6 +228,12 @@ class EpisodeSummary:
     ``"end of cassette"`` (a replay that played every turn of a recording cut short),
     ``"interrupted"`` (Ctrl-C) or ``"error"`` (then ``error`` says what went wrong).
     ``replayed_from``: the cassette a replay played (as it was given), else ``None``.
+
+    What the episode's model use cost, as its :class:`~zorkmcp.llm.MeteredModel` counted it (the
+    agent's requests and the MCP servers' sampling requests alike): ``llm_requests``, the model
+    requests answered with a completion; ``prompt_tokens`` and ``completion_tokens``, the tokens
+    their answers reported, summed (``None``: unknown, no answer reported them; 0 when the model
+    answered nothing).
     """
 
     score: int
@@ -243,15 +250,25 @@ class EpisodeSummary:
     error: str | None = None
     episode_id: str = ""
     replayed_from: str | None = None
+    llm_requests: int = 0
+    prompt_tokens: int | None = 0
+    completion_tokens: int | None = 0
 
     @property
     def interrupted(self) -> bool:
         """The episode was stopped with Ctrl-C."""
         return self.stopped == "interrupted"
 
+    @property
+    def tokens_in_out(self) -> str:
+        """``prompt_tokens / completion_tokens`` as the summary table and the episode log show them
+        (``–`` for unknown, as ``zorkmcp eval``'s table shows it)."""
+        return " / ".join("–" if n is None else str(n) for n in (self.prompt_tokens, self.completion_tokens))
+
     def as_json(self) -> dict[str, Any]:
-        """The ``--summary-json`` object: exactly these eleven keys (``error`` ``None`` but after one),
-        and ``replayed_from`` for a replay (absent otherwise)."""
+        """The ``--summary-json`` object: exactly these fourteen keys (``error`` ``None`` but after one,
+        ``prompt_tokens`` and ``completion_tokens`` ``None`` when unknown), and ``replayed_from`` for a
+        replay (absent otherwise)."""
         replayed = {} if self.replayed_from is None else {"replayed_from": self.replayed_from}
         return {
             "score": self.score,
@@ -261,12 +278,21 @@ class EpisodeSummary:
             "victory": self.victory,
             "game_over": self.game_over,
             "tool_calls": self.tool_calls,
+            "llm_requests": self.llm_requests,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
             "model": self.model,
             "scripted": self.scripted,
             "stopped": self.stopped,
             "error": self.error,
             **replayed,
         }
+
+
+def _no_model_use() -> ModelUse:
+    from .llm import ModelUse  # not at import: the llm package loads the HTTP client
+
+    return ModelUse()
 
 
 def _text_of(content: Any) -> str:
@@ -320,6 +346,9 @@ class Episode:
         cassette_turns: a replay's cassette holds this many turns, fewer than ``turn_limit`` (its
             recording was cut short): the episode ends after them, with ``stopped`` ``"end of
             cassette"``; ``None``: no such end.
+        model_use: what the episode's model answered, counted by the
+            :class:`~zorkmcp.llm.MeteredModel` its driver gives the agent and the MCP servers'
+            sampler (the summary's ``llm_requests`` and tokens); default: nothing counted.
     """
 
     events: EventSink
@@ -332,6 +361,7 @@ class Episode:
     on_turn: Callable[[TurnRecord], None] | None = None
     replayed_from: str | None = None
     cassette_turns: int | None = None
+    model_use: ModelUse = attrs.Factory(_no_model_use)
     records: list[TurnRecord] = attrs.Factory(list)
     status: GameStatus | None = None
     model_name: str = ""
@@ -493,12 +523,16 @@ class Episode:
             error=error,
             episode_id=self.episode_id,
             replayed_from=self.replayed_from,
+            llm_requests=self.model_use.requests,
+            prompt_tokens=self.model_use.tokens("prompt_tokens"),
+            completion_tokens=self.model_use.tokens("completion_tokens"),
         )
         self.events.emit("episode_complete", **summary.as_json())
         self.events.log(
             "INFO",
             f"Episode complete ({summary.stopped}): score {summary.score}/{summary.max_score}, "
-            f"moves {summary.moves}, turns {summary.turns}, tool calls {summary.tool_calls}",
+            f"moves {summary.moves}, turns {summary.turns}, tool calls {summary.tool_calls}, "
+            f"model requests {summary.llm_requests}, tokens in / out {summary.tokens_in_out}",
         )
         return summary
 

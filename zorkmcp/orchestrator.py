@@ -315,6 +315,7 @@ class Orchestrator:
             on_turn=self.on_turn,
             replayed_from=None if self.replay is None else str(self.replay),
             cassette_turns=None if replayed is None or self.max_turns is not None else max(replayed.turns, 1),
+            model_use=bridge.setup.model_use,  # the summary's llm_requests and tokens: every turn's
         )
         self._tell_incomplete()
         stopped, error = "turn limit", None

@@ -41,8 +41,9 @@ from ..episode import (
 from ..errors import ConfigError, GameError, LLMError, MCPError, RunWriteError, exception_leaves
 from ..game import story_md5
 from ..game.server import preload as preload_game
-from ..llm import OPENROUTER_HEADERS, LLMClient, ModelChoice, resolve_api_key
+from ..llm import OPENROUTER_HEADERS, LLMClient, MeteredModel, ModelChoice, ModelUse, resolve_api_key
 from ..llm._client import new_http_client
+from ..llm._metered import TOKEN_COUNTS
 from ..llm._scripted import SCRIPTED_MODEL_NAME
 from ..llm._urls import is_openrouter
 from ..mcp import EpisodeServers, McpManager, ModelSampler, ZygoteGroup, build_server_env, open_zygotes
@@ -56,7 +57,7 @@ if TYPE_CHECKING:
 
     from ..config import ServerConfig
     from ..engine import ToolCallRecord, TurnResult
-    from ..llm import ChatModel, CompletionRequest, LLMResponse
+    from ..llm import ChatModel
     from ._ray import RayPlacement
     from ._spec import EpisodeSpec, EvalPlan
 
@@ -231,42 +232,6 @@ _Fallback = Literal["parse error", "deadline"]
 """Why a turn played the agent's fallback action: its final answer did not parse, or its deadline passed."""
 
 
-class _Metered:
-    """The episode's model, counting the completions it answers and their tokens into the tally.
-
-    A turn's :class:`~zorkmcp.engine.TurnResult` counts them too, but a turn that an error ends
-    (a 400 after two answers) returns none: what its answered requests cost would be lost.
-    """
-
-    def __init__(self, model: ChatModel, tally: _Tally) -> None:
-        self._model = model
-        self._tally = tally
-
-    @property
-    def model(self) -> str:
-        return self._model.model
-
-    @property
-    def scripted(self) -> bool:
-        return self._model.scripted
-
-    async def complete(self, request: CompletionRequest, /) -> LLMResponse:
-        response = await self._model.complete(request)
-        tally = self._tally
-        tally.requests += 1
-        usage = response.usage or {}
-        for key, value in usage.items():  # as the engine sums a turn's
-            if isinstance(value, int):
-                tally.usage[key] = tally.usage.get(key, 0) + value
-        if not all(isinstance(usage.get(key), int) for key in _TOKENS):
-            tally.unmetered += 1
-        return response
-
-
-_TOKENS: Final = ("prompt_tokens", "completion_tokens")
-"""The token counts a record keeps, as the model's answers report them (``usage``)."""
-
-
 def _fallback(action: AgentAction) -> _Fallback | None:
     """Whether the agent played its fallback action, and why (``None``: the model's own answer).
 
@@ -290,13 +255,9 @@ class _Tally:
     turns: list[TurnResult] = attrs.Factory(list)
     scores: list[int] = attrs.Factory(list)
     deaths: int = 0
-    requests: int = 0
-    """Model requests answered with a completion, in every turn: the one an error ended too."""
-    usage: dict[str, int] = attrs.Factory(dict)
-    """Their token counts (``prompt_tokens``, ``completion_tokens``, …), summed: a key only once an
-    answer reported it (an endpoint that sends no ``usage`` leaves them unknown, not 0)."""
-    unmetered: int = 0
-    """Of those answers, the ones without a ``prompt_tokens`` or ``completion_tokens`` count."""
+    use: ModelUse = attrs.Factory(ModelUse)
+    """Model requests answered with a completion, in every turn (the one an error ended too), and
+    their tokens: counted by the episode's :class:`~zorkmcp.llm.MeteredModel`."""
     retries: int = 0
     """Model requests that failed and were tried again (``llm_retry`` events): a rate limit, a 5xx."""
     parse_errors: int = 0
@@ -373,6 +334,7 @@ async def play_episode(
         seed=spec.seed,
         turn_limit=spec.max_turns,
         mcp_on=spec.settings.mcp.enabled,
+        model_use=tally.use,  # its episode_complete says what the record says
     )
 
     def on_turn(record: Any) -> None:
@@ -431,7 +393,7 @@ async def _run_loop(
     servers, mcp_on = _servers(spec, reasoning)
     chat, choice = _chat_model(spec, pools, recorder)
     tally.base_url = None if choice.scripted is not None else safe_url(choice.base_url)
-    model: ChatModel = _Metered(chat, tally)
+    model: ChatModel = MeteredModel(chat, tally.use)
     episode.model_name, episode.scripted = model.model, model.scripted  # also when the servers fail
     # servers' sampling requests go to the metered model: their tokens count in the episode's
     manager = tally.manager = McpManager(
@@ -515,9 +477,9 @@ def _record(spec: EpisodeSpec, summary: Any, tally: _Tally, *, runner: Runner, w
         "tools": tools,
         "parse_errors": tally.parse_errors,
         "deadlines": tally.deadlines,
-        "llm_requests": tally.requests,
-        **{key: _tokens(tally, key) for key in _TOKENS},
-        "requests_without_usage": tally.unmetered,
+        "llm_requests": tally.use.requests,
+        **{key: tally.use.tokens(key) for key in TOKEN_COUNTS},
+        "requests_without_usage": tally.use.unmetered,
         "llm_retries": tally.retries,
         "wall_seconds": round(wall, 3),
         "start_seconds": tally.start_seconds,
@@ -541,17 +503,6 @@ def _record(spec: EpisodeSpec, summary: Any, tally: _Tally, *, runner: Runner, w
     if summary.error is not None:
         record["error"] = summary.error
     return record
-
-
-def _tokens(tally: _Tally, key: str) -> int | None:
-    """The tokens the model's answers reported; ``None`` (unknown) when none of them reported the count.
-
-    An episode whose model answered nothing spent none: 0. When some answers reported it and some
-    did not, the sum of those that did (``requests_without_usage`` says how many did not).
-    """
-    if key in tally.usage:
-        return tally.usage[key]
-    return 0 if tally.requests == 0 else None
 
 
 def _tool_use(calls: list[ToolCallRecord]) -> dict[str, dict[str, Any]]:

@@ -5,6 +5,8 @@
 - :class:`ScriptedModel`: the same interface without any network, for runs with no LLM.
 - :class:`RecordingModel` / :class:`ReplayModel`: record an episode's exchanges to a cassette and
   replay them offline.
+- :class:`MeteredModel` / :class:`ModelUse`: a model that counts the completions it answers and
+  their tokens (what an episode's model use cost).
 - :func:`open_chat_model`: picks one of the two from :class:`~zorkmcp.config.Settings`.
 - :class:`LLMResponse`, :class:`ToolCall`, :class:`FunctionCall`: the seeds' response models.
 """
@@ -23,6 +25,8 @@ from ._compat import TOOL_PATTERNS as TOOL_PATTERNS
 from ._compat import supports_tool_calling as supports_tool_calling
 from ._messages import CACHE_CONTROL as CACHE_CONTROL
 from ._messages import with_cache_control as with_cache_control
+from ._metered import MeteredModel as MeteredModel
+from ._metered import ModelUse as ModelUse
 from ._models import ChatModel as ChatModel
 from ._models import CompletionRequest as CompletionRequest
 from ._models import FunctionCall as FunctionCall
@@ -56,7 +60,9 @@ __all__ = [
     "FunctionCall",
     "LLMClient",
     "LLMResponse",
+    "MeteredModel",
     "ModelChoice",
+    "ModelUse",
     "RecordingModel",
     "ReplayModel",
     "ScriptedModel",

@@ -36,7 +36,7 @@ from attrs import field, frozen
 
 from zorkmcp.config import SamplingSettings
 from zorkmcp.errors import LLMError, MCPError
-from zorkmcp.llm import CompletionRequest, RecordingModel, ReplayModel
+from zorkmcp.llm import CompletionRequest, MeteredModel, RecordingModel, ReplayModel
 
 from ._names import canonical_name
 
@@ -171,7 +171,10 @@ def completion_request(params: mcp_types.CreateMessageRequestParams) -> Completi
 
 
 def _refusal(model: ChatModel) -> str | None:
-    """Why ``model`` cannot answer a sampling request (``None``: it can)."""
+    """Why ``model`` cannot answer a sampling request (``None``: it can); a metered model is the model
+    it counts for."""
+    while isinstance(model, MeteredModel):
+        model = model.wrapped
     if isinstance(model, ReplayModel):
         return REPLAY_REFUSAL
     if isinstance(model, RecordingModel):
