@@ -536,7 +536,9 @@ def _jsonc_hint(text: str, pos: int) -> str:
     """What JSONC allows and JSON does not, found where the JSON parser stopped (``""``: neither)."""
     if text.startswith(("//", "/*"), pos):
         return "a comment: JSON has none, though VS Code's mcp.json allows them; remove it"
-    if text[pos : pos + 1] in ("}", "]") and text[:pos].rstrip().endswith(","):
+    # Python 3.11 and 3.12 stop at the "}" or "]" after a trailing comma, 3.13 at the comma itself
+    closes = text[pos : pos + 1] in ("}", "]") and text[:pos].rstrip().endswith(",")
+    if closes or (text[pos : pos + 1] == "," and text[pos + 1 :].lstrip()[:1] in ("}", "]")):
         return "a comma before the end of an object or an array: JSON allows none; remove it"
     return ""
 
