@@ -5,6 +5,7 @@ though ``"stream": false`` was sent, an empty ``choices`` list, and tool call id
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import engine_servers
@@ -44,6 +45,9 @@ def _error(message: str, status: int = 400, **extra: Any) -> Any:
 
 
 # --- an endpoint that refuses response_format (Requirement 4.6) ---------------------------------
+
+UNPROCESSABLE = "Unprocessable Content" if sys.version_info >= (3, 13) else "Unprocessable Entity"
+"""The test server's reason phrase for 422, which the error repeats (Python 3.13 renamed it, as RFC 9110)."""
 
 # What servers answer when they do not take the forced final call's JSON schema.
 RESPONSE_FORMAT_REFUSALS = [
@@ -102,7 +106,7 @@ RESPONSE_FORMAT_REFUSALS = [
             status=422,
         ),
         422,
-        "POST {url} answered HTTP 422 Unprocessable Entity: "  # the body's first 120 characters
+        f"POST {{url}} answered HTTP 422 {UNPROCESSABLE}: "  # then the body's first 120 characters
         '{"detail": [{"type": "literal_error", "loc": ["body", "response_format", "type"], "msg": '
         "\"Input should be 'text' or 'jso",
         id="llama-cpp-python-422",

@@ -258,8 +258,11 @@ def test_media_is_replaced_before_the_cap() -> None:
 
 
 def test_json_nested_deeper_than_the_stack_stays_text() -> None:
-    deep = "[" * 5000 + "]" * 5000
+    deep = "[" * 5000 + "]" * 5000  # Python 3.13 parses it, 3.11 does not: text on both
     assert convert([text(deep)]).content == deep
+    assert convert([text("[" * 513 + "]" * 513)]).content == "[" * 513 + "]" * 513  # one past the limit
+    assert convert([text("[" * 512 + "]" * 512)]).content == json.loads("[" * 512 + "]" * 512)
+    assert convert([text('{"a": ' * 513 + "1" + "}" * 513)]).content == '{"a": ' * 513 + "1" + "}" * 513
     nested: Any = "leaf"
     for _ in range(700):
         nested = [nested]

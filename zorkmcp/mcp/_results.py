@@ -217,11 +217,32 @@ def _for_model(block: mcp_types.ContentBlock) -> bool:
     return not audience or "assistant" in audience
 
 
+MAX_JSON_DEPTH = 512
+"""Text whose JSON nests deeper stays text. Python 3.11's parser gives up near 1000 levels (a
+``RecursionError``), 3.13's takes thousands: what a tool's result becomes must not depend on which
+Python runs, nor hand on a value deeper than the code after it (events, caps) can walk."""
+
+
 def _parse_json(text: str) -> Any:
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except (ValueError, RecursionError):
         return _NOTHING
+    return _NOTHING if _deeper_than(value, MAX_JSON_DEPTH) else value
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` (parsed JSON) nests objects and arrays more than ``limit`` deep (no recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def _text_value(text: str) -> Any:
