@@ -18,7 +18,7 @@ import pytest
 import trio
 import trio.testing
 from llm_server import LLMServer, content_reply, tool_call, tool_call_reply
-from servers.helpers import announced, fifo_at, is_alive, misbehaving, session_processes
+from servers.helpers import announced, fifo_at, is_alive, misbehaving, release, session_processes
 
 from zorkmcp.agent import AgentAction, ZorkAgent, build_messages
 from zorkmcp.config import McpConfig, McpSettings
@@ -145,7 +145,12 @@ async def test_deadline_in_the_loop_counts_from_the_start_of_the_turn(
     llm_server: LLMServer, mock_clock: trio.testing.MockClock, tmp_path: Path
 ) -> None:
     ready, called = fifo_at(tmp_path / "ready"), fifo_at(tmp_path / "called")
-    env = {"MISBEHAVING_READY_FIFO": str(ready), "MISBEHAVING_CALLS_FIFO": str(called)}
+    gate = fifo_at(tmp_path / "gate")
+    env = {
+        "MISBEHAVING_READY_FIFO": str(ready),
+        "MISBEHAVING_CALLS_FIFO": str(called),
+        "MISBEHAVING_INIT_GATE_FIFO": str(gate),
+    }
     llm_server.script(tool_call_reply(tool_call("bad__hang", {})), content_reply("late"))
     events = EventRecorder()
     mgr = McpManager(McpConfig(servers=(misbehaving("ok", env=env),)), SETTINGS, events=events)
@@ -153,7 +158,8 @@ async def test_deadline_in_the_loop_counts_from_the_start_of_the_turn(
     async with trio.open_nursery() as nursery:
         nursery.start_soon(partial(into, results, turn, llm_server, mgr, deadline=3.0, events=events))
         [pid] = pids(await announced(ready))
-        mock_clock.jump(1.0)  # the start-up takes one second of the turn's three
+        mock_clock.jump(1.0)  # the start-up takes one second of the turn's three...
+        await release(gate)  # ...then the server answers initialize (not before, on a fast machine)
         assert await announced(called) == ["CALL hang"]  # the loop runs; the tool never answers
         mock_clock.jump(1.0)
         await trio.testing.wait_all_tasks_blocked()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import select
@@ -115,6 +116,31 @@ def modules_loaded_by(statement: str, modules: tuple[str, ...]) -> list[str]:
 def fifo_at(path: Path) -> Path:
     os.mkfifo(path)
     return path
+
+
+async def release(fifo: Path, *, guard: float = 60.0) -> None:
+    """Write one line to ``fifo`` for the server waiting on it (in a thread; the clock stands still).
+
+    The open waits for the server to open its end; a server that never does fails the test after
+    ``guard`` real seconds instead of hanging it (a hang guard, not a timing).
+    """
+
+    def write() -> None:
+        give_up = time.monotonic() + guard
+        while True:
+            try:
+                fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)  # ENXIO until a reader has it open
+                break
+            except OSError as exc:
+                if exc.errno != errno.ENXIO or time.monotonic() > give_up:
+                    raise
+                select.select([], [], [], 0.001)
+        try:
+            os.write(fd, b"go\n")
+        finally:
+            os.close(fd)
+
+    await trio.to_thread.run_sync(write)
 
 
 async def announced(fifo: Path, count: int = 1, *, guard: float = 60.0) -> list[str]:

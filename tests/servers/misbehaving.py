@@ -4,7 +4,8 @@ Usage: ``python misbehaving.py [MODE[,MODE...]]``, or preloaded by a zygote as `
 (``main(argv)``; ``tests/`` on ``PYTHONPATH``). It writes ``PID <pid>`` to stderr at start, and
 also to the FIFO named by ``MISBEHAVING_READY_FIFO`` when that is set (so a test can wait for the
 spawn without polling), and ``CALL <tool>`` to the FIFO named by ``MISBEHAVING_CALLS_FIFO`` when a
-call arrives.
+call arrives. With ``MISBEHAVING_INIT_GATE_FIFO`` set, it answers ``initialize`` only once a line
+arrives on that FIFO (a test lets virtual time pass in the start-up first: :func:`helpers.release`).
 
 Modes:
     ok              a normal server (the default)
@@ -170,6 +171,9 @@ class Server:
             )
             return
         if method == "initialize":
+            if gate := os.environ.get("MISBEHAVING_INIT_GATE_FIFO"):
+                with open(gate) as fifo:  # blocks until the test opens it to write, then its line
+                    fifo.readline()
             self.initialized = True
             wanted = params.get("protocolVersion")
             version = wanted if wanted in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[-1]
