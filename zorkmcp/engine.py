@@ -322,6 +322,8 @@ class _Call:
     canonical: str
     server: str | None
     raw_arguments: str
+    timeout: float | None = None
+    """The tool's per-call timeout (``None``: no such tool)."""
     arguments: Any = None
     result: ToolCallResult | None = None
     outcome: Outcome = "ok"
@@ -494,6 +496,7 @@ class _Loop:
                 canonical=info.name if info else tc.function.name,
                 server=info.server if info else None,
                 raw_arguments=tc.function.arguments,
+                timeout=info.timeout if info else None,
             )
             if aborted:
                 call.outcome = "skipped"
@@ -527,12 +530,11 @@ class _Loop:
         shown = json.dumps(call.arguments, ensure_ascii=False)[:500]
         self.events.log("DEBUG", f"{self.prefix}: Tool arguments: {shown}")
         start = anyio.current_time()
-        info = self._resolve(call.name)[0]
         with self.tracer.span(
             f"mcp-tool-{call.canonical}",
             tool_name=call.canonical,
             server_name=call.server,
-            timeout_seconds=info.timeout if info is not None else None,
+            timeout_seconds=call.timeout,
             input=call.arguments,
         ) as span:
             call.result = await self._call(call)
