@@ -15,6 +15,7 @@ import os
 import select
 import signal
 import sys
+import weakref
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,7 +26,7 @@ from llm_server import rendezvous
 from play_support import run_in_tmux, zork1_path
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
     from llm_server import LLMServer
 
@@ -179,6 +180,56 @@ def test_a_press_that_insists_while_a_finalizer_runs_is_raised_once_it_has_run(
             with pytest.raises(KeyboardInterrupt):
                 press_in_a_finalizer_then_wait()
             assert held.pressed == 2
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        assert signal.getsignal(signal.SIGALRM) is signal.SIG_DFL
+    finally:
+        os.close(read)
+        os.close(write)
+    assert capfd.readouterr().err == ""
+
+
+def _a_weakref_callback_frees() -> None:
+    class Freed:
+        pass
+
+    freed = Freed()
+    weakref.finalize(freed, signal.raise_signal, signal.SIGINT)  # the press comes while it runs
+    del freed
+
+
+def _a_generator_is_closed_as_it_is_freed() -> None:
+    def steps() -> Iterator[int]:
+        try:
+            yield 1
+        finally:
+            signal.raise_signal(signal.SIGINT)  # the press comes while the generator is closed
+
+    suspended = steps()
+    next(suspended)
+    del suspended
+
+
+@pytest.mark.parametrize("finalizer", [_a_weakref_callback_frees, _a_generator_is_closed_as_it_is_freed])
+def test_a_press_that_insists_in_a_finalizer_the_handler_cannot_see_is_raised_once_it_has_run(
+    finalizer: Callable[[], None], capfd: pytest.CaptureFixture[str]
+) -> None:
+    # neither runs in a __del__ frame: the handler raises there, Python drops it (the hook sees it),
+    # and the run would go on waiting (on its summary.json, a named pipe no one reads)
+    from zorkmcp._signals import ctrl_c_in_finalizers, held_ctrl_c, stops_as_ctrl_c
+
+    read, write = os.pipe()
+
+    def press_in_a_finalizer_then_wait() -> None:
+        finalizer()
+        select.select([read], [], [], 60)  # nothing comes: the press, raised again, ends it
+
+    try:
+        with stops_as_ctrl_c(), held_ctrl_c("held") as held:
+            held.hold(pressed=1)  # one press was held back already: the next one insists
+            with pytest.raises(KeyboardInterrupt):
+                press_in_a_finalizer_then_wait()
+            assert held.pressed == 2
+            assert ctrl_c_in_finalizers() == 0  # raised again, not dropped
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
         assert signal.getsignal(signal.SIGALRM) is signal.SIG_DFL
     finally:

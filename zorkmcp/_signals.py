@@ -71,6 +71,8 @@ _armed: list[bool] = []
 """Non-empty while :func:`stops_as_ctrl_c` has taken over: SIGINT then stops the command."""
 _in_finalizers: list[bool] = []
 """A ``True`` per Ctrl-C raised in a finalizer, where Python drops it (:func:`_ctrl_c_in_a_finalizer`)."""
+_insisting: list[CtrlCHold] = []
+"""The :class:`CtrlCHold` whose press insisted (it raised ``KeyboardInterrupt``), until it is released."""
 _terminal: list[int] = []
 """Standard output and error where they were a terminal when :func:`stops_as_ctrl_c` took over (once
 the terminal hangs up, ``isatty`` says no more)."""
@@ -118,10 +120,15 @@ def _ctrl_c_in_a_finalizer(previous: Callable[[Any], object], unraisable: Any) -
     Python raises ``KeyboardInterrupt`` in whatever code runs when the signal is handled; in a
     ``__del__`` it can only print it (``Exception ignored in: <function FrotzEnv.__del__ …>``) and
     go on, as if the key had not been pressed. It cannot be delivered again from here: a signal
-    raised in this hook is handled at once, in this hook. So it is counted
-    (:func:`ctrl_c_in_finalizers`), for a command that can act on it once it gets there.
+    raised in this hook is handled at once, in this hook. A press that insisted on a
+    :class:`CtrlCHold` is raised again a moment later (a finalizer its handler could not see, a
+    ``weakref.finalize`` callback or a generator closed as it is freed: the command would otherwise
+    go on waiting); any other is counted (:func:`ctrl_c_in_finalizers`), for a command that can act
+    on it once it gets there.
     """
     if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        if _insisting and _insisting[-1].raise_later():
+            return
         _in_finalizers.append(True)
         return
     previous(unraisable)
@@ -178,12 +185,24 @@ class CtrlCHold:
     def end(self) -> None:
         """The command has given up finishing (a press insisted): further presses change nothing."""
         self._ended = True
+        if self in _insisting:
+            _insisting.remove(self)
+
+    def raise_later(self) -> bool:
+        """Raise the press that insisted again in a moment: Python dropped it in a finalizer.
+
+        ``False`` when there is nothing to raise (the command has given up finishing, or the hold is
+        released) or it cannot be put off (SIGALRM is not free).
+        """
+        return self._taken and not self._ended and self.pressed >= 2 and self._later()
 
     def release(self) -> None:
         """Ctrl-C is Python's own again (as before the hold, or after the loop it took over from)."""
         if self._taken and signal.getsignal(signal.SIGINT) == self._handle:
             signal.signal(signal.SIGINT, signal.default_int_handler)
         self._taken = False
+        if self in _insisting:
+            _insisting.remove(self)
         if self._alarm:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, signal.SIG_DFL)
@@ -200,6 +219,8 @@ class CtrlCHold:
             return
         if _in_a_finalizer(frame) and self._later():
             return
+        if self not in _insisting:  # raised where Python drops it (a finalizer not seen here): again later
+            _insisting.append(self)
         raise KeyboardInterrupt  # pressed again: the user insists
 
     def _later(self) -> bool:
