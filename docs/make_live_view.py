@@ -37,7 +37,8 @@ def main() -> None:
         pyproject.write_text(PROJECT.format(config=config, logs=logs), encoding="utf-8")
         orchestrator = Orchestrator(Settings.from_pyproject(pyproject), game_path=GAME, seed=12, max_turns=36)
         orchestrator.run()
-    view = LiveView(turn_limit=120)
+    episode = orchestrator.episode
+    view = LiveView(turn_limit=120, model_use=episode.model_use if episode is not None else None)
     for record in orchestrator.records:
         view.add(record)
     console = Console(record=True, width=100, height=30, force_terminal=True, file=io.StringIO())

@@ -25,6 +25,7 @@ from zorkmcp._console import TerminalConsole
 from zorkmcp._live import LiveView, Progress, sparkline
 from zorkmcp.cli import _TerminalNotices, build_parser, progress_line
 from zorkmcp.engine import ToolCallRecord
+from zorkmcp.llm import LLMResponse, ModelUse
 from zorkmcp.orchestrator import TurnRecord
 
 if TYPE_CHECKING:
@@ -98,6 +99,32 @@ def test_view_fits_80x24_and_shows_the_turn() -> None:
     assert "t36  ✓ thinking.think" in text
     assert "0.25s ok" in text
     assert "tool calls — turn 37: 0" in text
+
+
+def test_the_view_shows_what_the_model_has_answered_so_far_beside_where_the_player_is() -> None:
+    use = ModelUse()
+    view = LiveView(turn_limit=500, model_use=use)
+    view.add(_record(1, 0))
+    console = Console(record=True, width=80, height=24, force_terminal=True, color_system=None)
+    console.print(view)
+    assert console.export_text().splitlines()[1].endswith("requests 0 · tokens 0 / 0")
+    use.count(LLMResponse(content="", model="m", usage={"prompt_tokens": 24510, "completion_tokens": 210}))
+    use.count(LLMResponse(content="", model="m", usage={"prompt_tokens": 1200, "completion_tokens": 9}))
+    console.print(view)  # the next refresh: the same object, counted since
+    line = console.export_text().splitlines()[1]
+    assert line.startswith("at Living Room  > W")
+    assert line.endswith("requests 2 · tokens 25,710 / 219")
+    assert len(line) == 80
+
+
+def test_tokens_the_endpoint_does_not_report_show_as_unknown() -> None:
+    use = ModelUse()
+    use.count(LLMResponse(content="", model="m"))  # no usage in the answer
+    view = LiveView(turn_limit=500, model_use=use)
+    view.add(_record(1, 0))
+    console = Console(record=True, width=80, height=24, force_terminal=True, color_system=None)
+    console.print(view)
+    assert console.export_text().splitlines()[1].endswith("requests 1 · tokens – / –")
 
 
 def test_bigger_terminal_shows_more() -> None:
@@ -175,6 +202,10 @@ def test_live_view_in_an_80x24_terminal(tmp_path: Path) -> None:
     assert "score 15/350" in frame[0]
     assert "moves 12" in frame[0]
     assert "at Living Room  > W" in frame[1]
+    # 12 turns, 3 of them with a think call: 15 answers, and the tokens the summary table sums too
+    tokens = re.search(r"tokens in / out\s*│\s*(\d+) / (\d+)", "\n".join(lines))
+    assert tokens is not None
+    assert frame[1].endswith(f"requests 15 · tokens {int(tokens[1]):,} / {int(tokens[2]):,}")
     assert "score 0–15 ▁▁▁▃▃▃▃▃████" in frame[2]
     assert "You are in the living room." in text
     assert "step 12 of 396 is 'W'" in text

@@ -122,6 +122,22 @@ def test_the_summary_counts_the_model_requests_and_sums_their_tokens(tmp_path: P
     assert "tool calls 0, model requests 2, tokens in / out 251 / 21" in log
 
 
+def test_the_page_zorkmcp_report_draws_of_the_log_says_what_the_episode_cost(tmp_path: Path) -> None:
+    steps = (_agent("open mailbox", _usage(1200, 9)), _agent("read leaflet", _usage(1310, 12)))
+    with llm_in_thread(*steps) as llm:
+        assert _play(tmp_path, llm.base_url)[0] == 0
+    page = tmp_path / "page.html"
+    assert main(["report", str(tmp_path / "logs" / "events.jsonl"), "--output", str(page)]) == 0
+    cards = dict(
+        (label, value)
+        for value, label in re.findall(
+            r"<div class='card'><b>([^<]*)</b><span>([^<]*)</span></div>", page.read_text()
+        )
+    )
+    assert cards["model requests"] == "2"
+    assert cards["tokens in / out"] == "2,510 / 21"
+
+
 def test_a_servers_sampling_request_counts_with_the_agents(tmp_path: Path) -> None:
     """Turn 1: the agent calls ``sampler.ask``, whose server asks the client's model (sampling), then
     answers; turn 2: the agent answers. Four completions, each counted once."""

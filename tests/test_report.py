@@ -421,6 +421,7 @@ def test_finished_episode_takes_its_totals_from_episode_complete(tmp_path: Path)
         encoding="utf-8"
     )
     assert _card(html, "tool calls") == str(end["tool_calls"])
+    assert "<span>model requests</span>" not in html  # a log from before episode_complete counted them
 
 
 def test_control_characters_from_the_log_show_as_visible_escapes(tmp_path: Path) -> None:

@@ -22,11 +22,12 @@ REPORT_HELP = """\
 Draw one self-contained HTML page (figures inline, no external files).
 
 PATH is either a JSON-lines event log (zorkmcp play's [tool.zorkgpt.files] json_log_file, or an eval
-episode's seed-<N>.events.jsonl): the page shows the header (game, model, seed, result), score and
-tool calls per turn, and the transcript (action, game text, reasoning, tool calls); or an eval run
-folder (zorkmcp eval --out DIR): the page shows score over turns per arm, final scores, tool calls
-per turn, each arm's model and MCP servers, mean ± standard error per arm, 95% intervals between
-arms (Welch's, and seed by seed the paired one), and each tool the model called and how it went.
+episode's seed-<N>.events.jsonl): the page shows the header (game, model, seed, result, model
+requests and tokens), score and tool calls per turn, and the transcript (action, game text,
+reasoning, tool calls); or an eval run folder (zorkmcp eval --out DIR): the page shows score over
+turns per arm, final scores, tool calls per turn, each arm's model and MCP servers, mean ± standard
+error per arm, 95% intervals between arms (Welch's, and seed by seed the paired one), and each tool
+the model called and how it went.
 
 The page is written whole through a temporary file beside it; --output /dev/stdout (or another
 device or named pipe) is written as it is. It never replaces what it is drawn from: the event log,

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from .engine import ToolCallRecord
+    from .llm import ModelUse
     from .orchestrator import TurnRecord
 
 __all__ = ["LiveView", "Progress", "progress_line", "sparkline"]
@@ -116,6 +117,12 @@ def _flat(text: str) -> str:
     return " ".join(visible_controls(text).split())
 
 
+def _model_use(use: ModelUse) -> str:
+    """``requests 12 · tokens 24,510 / 210``: the model requests answered so far and their tokens."""
+    tokens = (use.tokens(key) for key in ("prompt_tokens", "completion_tokens"))
+    return f"requests {use.requests} · tokens " + " / ".join("–" if n is None else f"{n:,}" for n in tokens)
+
+
 def _panel(body: Text, title: str) -> Panel:
     return Panel(body, title=title, title_align="left")
 
@@ -125,10 +132,13 @@ class LiveView:
 
     Args:
         turn_limit: the episode's turn limit (``turn 37/500``).
+        model_use: what the model has answered so far, shown beside where the player is
+            (``requests 12 · tokens 24,510 / 210``; ``–`` for tokens the endpoint does not report).
     """
 
-    def __init__(self, turn_limit: int) -> None:
+    def __init__(self, turn_limit: int, model_use: ModelUse | None = None) -> None:
         self.turn_limit = turn_limit
+        self.model_use = model_use
         self.records: list[TurnRecord] = []
 
     def add(self, record: TurnRecord) -> None:
@@ -164,11 +174,17 @@ class LiveView:
         where.append("  > ", style="dim")
         where.append(_flat(last.action), style="bold")
         where.append(state, style="bold red")
+        placed: Text | Table = where
+        if self.model_use is not None:
+            placed = Table.grid(padding=(0, 2), expand=True)
+            placed.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
+            placed.add_column(no_wrap=True, justify="right")
+            placed.add_row(where, Text(_model_use(self.model_use), style="dim"))
         scores = [r.score for r in self.records]
         label = f"score 0–{max(scores)} "
         spark = sparkline(scores, width=width - len(label) - 2)
         line = Text(label, style="dim").append(spark, style="green")
-        return Group(grid, where, line)
+        return Group(grid, placed, line)
 
     def _render(self, console: Console, width: int, height: int) -> Group:
         last = self.records[-1]
@@ -224,10 +240,15 @@ class Progress:
         self.view: LiveView | None = None
         self._terminal = ExitStack()
 
-    def start(self, turn_limit: int) -> None:
-        """Start drawing (on a terminal) for an episode of at most ``turn_limit`` turns."""
+    def start(self, turn_limit: int, model_use: ModelUse | None = None) -> None:
+        """Start drawing (on a terminal) for an episode of at most ``turn_limit`` turns.
+
+        Args:
+            turn_limit: the episode's turn limit.
+            model_use: the episode's model use, as it grows (the live view shows it).
+        """
         if self.mode == "live":
-            self.view = LiveView(turn_limit)
+            self.view = LiveView(turn_limit, model_use)
             self.live = Live(
                 self.view, console=self.console, refresh_per_second=4, transient=False, redirect_stdout=False
             )

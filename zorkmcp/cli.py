@@ -275,7 +275,8 @@ def _cmd_play(args: argparse.Namespace, console: Console, err: Console) -> int:
 
     def on_start(model: str, scripted: bool) -> None:
         _banner(console, args, orchestrator, model=model, scripted=scripted, origin=origin)
-        progress.start(orchestrator.turn_limit)  # the live view
+        episode = orchestrator.episode  # the live view shows its model use as it grows
+        progress.start(orchestrator.turn_limit, episode.model_use if episode is not None else None)
 
     orchestrator.on_start = on_start
     orchestrator.on_turn = progress.turn

@@ -681,6 +681,7 @@ def _episode_header(episode: EpisodeEvents, bad: int, events_path: Path) -> str:
                     f"{_fmt(turns)} / {_fmt(info.get('moves'))}",
                 ),
                 ("tool calls", _fmt(tool_calls)),
+                *_model_use(end),
                 ("model", _fmt(model)),
             ]
         )
@@ -688,6 +689,17 @@ def _episode_header(episode: EpisodeEvents, bad: int, events_path: Path) -> str:
     if bad:
         text += f"<p class=warn>{bad} line(s) of the log were not JSON objects and were skipped.</p>"
     return text
+
+
+def _model_use(end: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """The episode's model requests and tokens, as ``episode_complete`` counts them (a log written
+    before it did, or an unfinished episode: none)."""
+    if end is None or "llm_requests" not in end:
+        return []
+    return [
+        ("model requests", _fmt(end.get("llm_requests"))),
+        ("tokens in / out", f"{_tokens(end.get('prompt_tokens'))} / {_tokens(end.get('completion_tokens'))}"),
+    ]
 
 
 def render_episode_report(events_path: Path, out_path: Path, episode_id: str | None = None) -> Path:
