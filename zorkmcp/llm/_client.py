@@ -4,6 +4,9 @@
 for as long as the caller's context lives. Requests are retried with exponential backoff
 on 429, 5xx and transport failures; the waits are ``anyio.sleep`` calls, so they run on
 the event loop's clock (trio's is virtual in tests) and a cancelled caller stops waiting at once.
+The error's ``code`` overrules its status twice: OpenAI's 429 ``insufficient_quota`` is not retried
+(no wait brings credit back), and Groq's 400 ``tool_use_failed`` (a tool call the model wrote and
+the server could not parse) is, as a 5xx.
 
 Two refusals are not retried that way. An endpoint that refuses ``response_format`` (the forced
 final call's JSON schema, Requirement 4.6) gets the request again at once without it, and never
@@ -37,7 +40,15 @@ from ..observability import EventSink, NullSink
 from ._compat import refuses_response_format, refuses_tools, tools_remedy
 from ._messages import check_tools, with_cache_control
 from ._models import CompletionRequest, LLMResponse
-from ._parse import Scrubber, http_error, make_scrubber, parse_completion
+from ._parse import (
+    GENERATION_FAILED,
+    QUOTA_EXHAUSTED,
+    Scrubber,
+    error_codes,
+    http_error,
+    make_scrubber,
+    parse_completion,
+)
 from ._retry import backoff_delay, default_rng, parse_retry_after
 from ._urls import chat_completions_url, is_local_base_url, is_openrouter
 
@@ -111,6 +122,21 @@ def _kind_for_status(status: int | None) -> _RetryKind | None:
     if status is not None and 500 <= status <= 599:
         return "server_error"
     return None  # never retry other 4xx
+
+
+def _kind_for_answer(status: int, body: bytes) -> _RetryKind | None:
+    """Whether an error answer may be retried: by its status, then by the error's ``code``.
+
+    OpenAI's 429 ``insufficient_quota`` is no rate limit (no wait brings credit back), and Groq's 400
+    ``tool_use_failed`` is a generation that failed (the model wrote a call the server could not
+    parse), which a new sample usually mends, as a 5xx.
+    """
+    codes = error_codes(body) if status in (400, 429) else frozenset()
+    if status == 429 and QUOTA_EXHAUSTED in codes:
+        return None
+    if status == 400 and GENERATION_FAILED in codes:
+        return "server_error"
+    return _kind_for_status(status)
 
 
 def _refused(error: LLMError, payload: Mapping[str, Any]) -> _Refused | None:
@@ -358,7 +384,7 @@ class LLMClient:
         return _Failure(timed_out, "transport")
 
     def _http_failure(self, response: httpx2.Response, content_type: str) -> _Failure:
-        kind = _kind_for_status(response.status_code)
+        kind = _kind_for_answer(response.status_code, response.content)
         retry_after = None
         if kind is not None:
             retry_after = parse_retry_after(
@@ -372,6 +398,7 @@ class LLMClient:
             url=self._shown_url,
             base_url=safe_url(self._base_url),
             scrub=self._scrub,
+            location=response.headers.get("location"),
         )
         return _Failure(error, kind, retry_after)
 

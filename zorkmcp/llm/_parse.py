@@ -10,7 +10,9 @@ import json
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any
+from urllib.parse import urljoin
 
+from .._urls import safe_url
 from ..errors import LLMHTTPError, LLMProviderError, LLMResponseError
 from ._compat import TOO_MANY_TOOLS_REMEDY, refuses_tool_count
 from ._models import FunctionCall, LLMResponse, ToolCall
@@ -18,8 +20,13 @@ from ._text import valid_text
 
 __all__ = [
     "EXCERPT_CHARS",
+    "GENERATION_FAILED",
+    "QUOTA_EXHAUSTED",
+    "QUOTA_REMEDY",
     "REDACTED",
+    "TOO_LARGE_REMEDY",
     "Scrubber",
+    "error_codes",
     "excerpt",
     "http_error",
     "make_scrubber",
@@ -30,6 +37,19 @@ EXCERPT_CHARS = 300
 """The longest body excerpt an error carries."""
 
 REDACTED = "[REDACTED]"
+
+QUOTA_EXHAUSTED = "insufficient_quota"
+"""OpenAI's ``code`` (and ``type``) of a 429 that no wait mends: the account has no credit left."""
+
+GENERATION_FAILED = "tool_use_failed"
+"""Groq's ``code`` of a 400 whose cause is the model's output (a tool call it could not parse)."""
+
+QUOTA_REMEDY = "no wait mends a quota or credit that is used up: not retried"
+
+TOO_LARGE_REMEDY = (
+    "the request is larger than the endpoint, or a proxy in front of it, takes (nginx: 1 MiB unless "
+    "client_max_body_size is raised); a smaller max_result_bytes in [tool.zorkgpt.mcp] keeps it smaller"
+)
 
 Scrubber = Callable[[str], str]
 
@@ -92,6 +112,36 @@ def _error_text(error: Any) -> str | None:
     return None
 
 
+def error_codes(body: bytes) -> frozenset[str]:
+    """The ``code`` and ``type`` strings of an error body's ``error`` object (OpenAI's shape), if any.
+
+    They tell errors of one status apart: OpenAI's 429 ``insufficient_quota`` (no credit left, unlike
+    a rate limit) or Groq's 400 ``tool_use_failed`` (the model wrote a tool call its parser could not
+    read, unlike a request that is wrong).
+    """
+    data = _loads(body)
+    error = data.get("error") if isinstance(data, dict) else None
+    if not isinstance(error, dict):
+        return frozenset()
+    return frozenset(value for key in ("code", "type") if isinstance(value := error.get(key), str) and value)
+
+
+def _redirect_hint(location: str | None, url: str, base_url: str) -> str:
+    """What a 3xx answer means for the base URL: the client does not follow redirects (a POST's body
+    would not go with a 301 or 302), so the base URL should be where it leads."""
+    if not location:
+        return "a redirect without a Location (zorkmcp does not follow redirects: is the base URL right?)"
+    try:
+        target = safe_url(urljoin(url, location.strip()))
+    except ValueError:  # urljoin refuses some (an unclosed IPv6 bracket): shown as it came
+        target = safe_url(location.strip())
+    suggested = target.rstrip("/").removesuffix("/chat/completions")
+    said = f"a redirect to {target} (zorkmcp does not follow redirects)"
+    if suggested != target and suggested.rstrip("/") != base_url.rstrip("/"):
+        said += f" — set the base URL to {suggested}"
+    return said
+
+
 def _provider_message(data: Any) -> str | None:
     if not isinstance(data, dict):
         return None
@@ -103,9 +153,22 @@ def _provider_message(data: Any) -> str | None:
 
 
 def http_error(
-    *, status: int, reason: str, body: bytes, content_type: str, url: str, base_url: str, scrub: Scrubber
+    *,
+    status: int,
+    reason: str,
+    body: bytes,
+    content_type: str,
+    url: str,
+    base_url: str,
+    scrub: Scrubber,
+    location: str | None = None,
 ) -> LLMHTTPError:
     """Describe a non-2xx answer.
+
+    An HTML page says the base URL is wrong only when it answers 404 or 405 (a web server, not the
+    model's API, is there); with any other status it is an error page of a proxy or gateway in front
+    of the endpoint (nginx's 413, Cloudflare's 403, a 502), which the base URL does not cause. A
+    redirect names where it leads: the client does not follow it.
 
     Args:
         status: the HTTP status.
@@ -115,17 +178,21 @@ def http_error(
         url: the URL that was posted to.
         base_url: the configured base URL (for hints).
         scrub: hides the API key.
+        location: the ``Location`` header (of a redirect), if any.
 
     Returns:
         The error to raise (the caller decides whether to retry first).
     """
-    provider = None if _looks_like_html(body, content_type) else _provider_message(_loads(body))
+    html = _looks_like_html(body, content_type)
+    provider = None if html else _provider_message(_loads(body))
     provider = scrub(provider)[:EXCERPT_CHARS] if provider else None
     status_text = f"HTTP {status} {reason}".rstrip()
-    if _looks_like_html(body, content_type) and status >= 500:
-        detail = "an HTML error page (a proxy or gateway in the way?)"
-    elif _looks_like_html(body, content_type):
+    if 300 <= status <= 399:
+        detail = scrub(_redirect_hint(location, url, base_url))
+    elif html and status in (404, 405):
         detail = _html_hint(base_url)
+    elif html:
+        detail = "an HTML error page (a proxy or gateway in the way?)"
     elif provider:
         detail = provider
     else:
@@ -142,6 +209,10 @@ def http_error(
         )
     elif status in (400, 413, 422) and refuses_tool_count(provider or detail):
         hint = f" — {TOO_MANY_TOOLS_REMEDY}"  # OpenAI takes 128 tools; the engine offers them all
+    elif status == 413:
+        hint = f" — {TOO_LARGE_REMEDY}"
+    elif status == 429 and QUOTA_EXHAUSTED in error_codes(body):
+        hint = f" — {QUOTA_REMEDY}"
     return LLMHTTPError(
         f"POST {url} answered {status_text}: {detail}{hint}",
         status=status,
@@ -338,7 +409,9 @@ def parse_completion(
     A streamed answer (``text/event-stream``, from a server that streams although the request said
     ``"stream": false``) is assembled from its deltas first. An empty ``choices`` list (what some
     providers send when they filter the answer) is an empty answer, as a choice without a message is:
-    neither content nor tool calls (the engine's Requirement 5.10 handles it).
+    neither content nor tool calls (the engine's Requirement 5.10 handles it). A choice without a
+    ``message`` that holds a ``delta`` (one stream chunk as the body) or a ``text`` string (a text
+    completion's shape, which some proxies answer chat requests with) is read from that instead.
 
     Args:
         status: the HTTP status (2xx).
@@ -392,8 +465,12 @@ def parse_completion(
     if choice.get("error") is not None:
         raise _provider_error(choice["error"], status, url, body_excerpt, scrub)
     message = choice.get("message")
-    if message is None:
-        message = {}
+    if message is None:  # a chunk sent as the whole body, or a text completion's choice (some proxies)
+        delta, text_choice = choice.get("delta"), choice.get("text")
+        if isinstance(delta, dict):
+            message = delta
+        else:
+            message = {"content": text_choice} if isinstance(text_choice, str) else {}
     if not isinstance(message, dict):
         raise fail(f"choices[0].message is {type(message).__name__}, not an object")
     tool_calls = _tool_calls(message.get("tool_calls"), "choices[0].message", fail, id_prefix, taken_ids)
