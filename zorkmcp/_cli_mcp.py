@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -50,7 +51,26 @@ _DESCRIPTION_MIN_WIDTH = 20
 def _error(message: str) -> None:
     from ._controls import visible_controls
 
+    if sys.stderr is None:  # closed (2>&-): print(file=None) would write it on stdout, into the JSON
+        return
     print(visible_controls(message, keep="\n"), file=sys.stderr)
+
+
+def _command(body: Callable[[], int]) -> int:
+    """Run a command's ``body``: Ctrl-C anywhere in it, its imports too, is ``interrupted`` and 130.
+
+    The engine's imports take most of a second; a Ctrl-C then was a ``KeyboardInterrupt`` traceback.
+    Standard output closed (``>&-``: ``sys.stdout`` is ``None``) is one line and status 1 before
+    anything starts, as a full disk is once it is written.
+    """
+    try:
+        if sys.stdout is None:
+            _error("cannot write to standard output: it is closed (send it to /dev/null to drop it)")
+            return EXIT_FAILED
+        return body()
+    except KeyboardInterrupt:
+        _error("interrupted")
+        return EXIT_INTERRUPTED
 
 
 def _missing_config(path: Path, settings: Settings, *, from_flag: bool) -> str:
@@ -98,9 +118,6 @@ def _run(func: Callable[[Settings, McpConfig], int], config_path: Path | None, p
     except MCPServerStartupError as exc:
         _error(str(exc))
         return EXIT_FAILED
-    except KeyboardInterrupt:
-        _error("interrupted")
-        return EXIT_INTERRUPTED
     except OutputError as exc:
         return output_failed(exc.error)
 
@@ -268,9 +285,13 @@ def cmd_tools(config_path: Path | None, pyproject: Path | None, as_json: bool, *
 
     Returns:
         The exit code (0, 1 when a server did not start (the others are listed all the same) or
-        stdout cannot be written, 2 for a configuration error, 141 when the reader of stdout went away).
+        stdout cannot be written, 2 for a configuration error, 130 interrupted, 141 when the reader of
+        stdout went away).
     """
+    return _command(lambda: _tools(config_path, pyproject, as_json, lint=lint))
 
+
+def _tools(config_path: Path | None, pyproject: Path | None, as_json: bool, *, lint: bool) -> int:
     from ._bridge import run_trio
     from ._cli_lint import lint_report, render_lint_report
 
@@ -350,8 +371,14 @@ def cmd_call(
     Returns:
         0 for a normal result, 1 for an error result, a timeout, a server that did not start or
         stdout that cannot be written, 2 for a configuration error or arguments that are not a JSON
-        object, 141 when the reader of stdout went away.
+        object, 130 interrupted, 141 when the reader of stdout went away.
     """
+    return _command(lambda: _call(name, json_args, config_path, pyproject, timeout))
+
+
+def _call(
+    name: str, json_args: str, config_path: Path | None, pyproject: Path | None, timeout: float | None
+) -> int:
     try:
         arguments = _parse_arguments(json_args)
     except ValueError as exc:
@@ -371,14 +398,24 @@ def cmd_call(
         else:
             servers = owners if len(owners) == 1 else list(config.enabled_servers)
 
+            async def call_in(toolbox: Toolbox) -> ToolCallResult:
+                if toolbox.resolve(name) is None and (why := _why_unknown(name, toolbox, config)):
+                    return why
+                return await toolbox.call_tool(name, arguments, timeout=timeout)
+
             async def main() -> ToolCallResult:
                 # the warnings of `tools` too: a tool left out for its schema is otherwise just "Unknown tool"
                 events = _Warnings()
                 sampler = _sampler(settings, events)
-                async with open_toolbox(servers, settings.mcp, events=events, sampler=sampler) as toolbox:
-                    if toolbox.resolve(name) is None and (why := _why_unknown(name, toolbox, config)):
-                        return why
-                    return await toolbox.call_tool(name, arguments, timeout=timeout)
+                if owners:
+                    async with open_toolbox(servers, settings.mcp, events=events, sampler=sampler) as toolbox:
+                        return await call_in(toolbox)
+                # No server can have the name (a typo): the servers start only to list their tools, and
+                # one that does not start is a line on stderr, as in `tools`, not the command's failure.
+                async with _open_servers(servers, settings.mcp, sampler) as (toolbox, failed):
+                    for failure in failed.values():
+                        _error(str(failure))
+                    return await call_in(toolbox)
 
             result = run_trio(main)
         print_line(json.dumps(result.to_dict(), ensure_ascii=False, default=str))
@@ -419,7 +456,8 @@ def _why_unknown(name: str, toolbox: Toolbox, config: McpConfig) -> ToolCallResu
     """The error for a ``name`` the toolbox does not resolve, when it can tell why (else ``None``).
 
     Why: two tools share the canonical name (the error lists their wire names), a server's
-    ``tools`` allow-list leaves the tool out, or a disabled server may have it.
+    ``tools`` allow-list leaves the tool out, a name shaped ``SERVER.TOOL`` or ``SERVER__TOOL`` names
+    no configured server (a typo), or a disabled server may have it.
     """
     from .mcp._names import base_wire_name, canonical_name
 
@@ -440,7 +478,15 @@ def _why_unknown(name: str, toolbox: Toolbox, config: McpConfig) -> ToolCallResu
                         f"MCP server '{server}' has the tool, but its 'tools' allow-list in mcp_config.json "
                         f"leaves it out. Available tools: {available}",
                     )
-    disabled = [s.name for s in _owners(name, config.servers) if s.disabled]
+    owners = _owners(name, config.servers)
+    if not owners and (separator := re.search(r"\.|__", name)) is not None and separator.start() > 0:
+        servers = ", ".join(server.name for server in config.servers)
+        return _unknown(
+            name,
+            f"no MCP server in mcp_config.json is named '{name[: separator.start()]}' (its servers: "
+            f"{servers}). Available tools: {available}",
+        )
+    disabled = [s.name for s in owners if s.disabled]
     if not disabled:
         return None
     servers = ", ".join(f"'{server}'" for server in disabled)
@@ -564,9 +610,9 @@ def add_mcp_subcommands(subparsers: argparse._SubParsersAction[argparse.Argument
         "call",
         help="call one MCP tool and print the result as JSON",
         description="Start the server the tool name points at (every enabled server when the name could "
-        "belong to more than one), call the tool and print ToolCallResult.to_dict() as JSON. "
+        "belong to more than one, or to none), call the tool and print ToolCallResult.to_dict() as JSON. "
         "Exit 0 for a normal result, 1 for an error result, a timeout or a server that did not start, "
-        "2 for a configuration error, "
+        "2 for a configuration error, 130 interrupted (Ctrl-C), "
         "141 when the reader of the output went away (| head).",
     )
     call.add_argument("name", help="tool name, canonical (thinking.think) or wire (thinking__think)")

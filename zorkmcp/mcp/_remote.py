@@ -33,6 +33,13 @@ What the SDK (mcp 2.3) does, which the error messages decode:
   own error, so :func:`remote_stream_lost` reads the SDK's words.
 * SSE: the opening GET raises ``httpx2.HTTPStatusError`` with the status.
 * Connection refused / unknown host: ``httpx2.ConnectError``, nested in exception groups.
+* Streamable HTTP, an answer that is not JSON-RPC (a web server's page, some other API's JSON):
+  ``MCPError(-32600, "Unexpected content type: text/html")`` or ``MCPError(-32700, "Failed to parse
+  JSON response: <pydantic's report, many lines>")``; SSE, a GET answered with anything but an event
+  stream: ``httpx2.SSEError("Expected response with content type 'text/event-stream', got …")``.
+* An SSE event over 1 MiB (the SDK's default, ``DEFAULT_MAX_SSE_EVENT_SIZE``): ``httpx2.SSEError``
+  "Server-sent event exceeded the 1048576 byte limit." The Streamable HTTP client takes a limit
+  (:data:`MAX_EVENT_BYTES` here); the SSE client does not.
 """
 
 from __future__ import annotations
@@ -56,6 +63,8 @@ from zorkmcp._urls import host_of, safe_url, split_url
 from zorkmcp.config import REMOTE_TYPES, RemoteKind, remote_kind
 from zorkmcp.errors import MCPServerStartupError, exception_leaves
 
+from ._stdio import MAX_LINE_BYTES
+
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterable, Mapping
 
@@ -67,6 +76,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",
     "DEFAULT_READ_TIMEOUT",
+    "MAX_EVENT_BYTES",
     "REMOTE_TYPES",
     "RemoteKind",
     "RemoteStatus",
@@ -83,6 +93,10 @@ DEFAULT_CONNECT_TIMEOUT: Final = 30.0
 """Seconds to connect, write, or wait for a pooled connection (the SDK's default)."""
 DEFAULT_READ_TIMEOUT: Final = 300.0
 """Seconds between bytes of an open event stream (the SDK's default: servers hold streams open)."""
+MAX_EVENT_BYTES: Final = MAX_LINE_BYTES
+"""The largest message a Streamable HTTP server may send in one server-sent event: what a stdio
+server may send in one line. The SDK's default, 1 MiB, fails a call whose result is larger (an image
+of 800 KB, a long file), as if the server had gone away."""
 
 _UNKNOWN_HOST = re.compile(
     r"name or service not known|nodename nor servname|name resolution|getaddrinfo", re.I
@@ -215,7 +229,8 @@ async def open_remote_transport(
     events.log("DEBUG", f"MCP server '{name}': connecting to {safe_url(url)} over {kind} (headers: {names})")
     client = _session_client(pool, headers, status, connect_timeout)
     if kind == "http":
-        async with client, streamable_http_client(url, http_client=client) as (read, write):
+        transport = streamable_http_client(url, http_client=client, max_sse_event_size=MAX_EVENT_BYTES)
+        async with client, transport as (read, write):
             yield read, write, status
         return
 
@@ -257,6 +272,12 @@ def _explain_status(code: int, url: str, status: RemoteStatus) -> str:
         )
     if code == 404:
         return f"no MCP endpoint at {url} (HTTP 404): check the path (usually …/mcp, or …/sse for SSE)"
+    if code in (405, 501) and status.kind == "http":
+        # a web server without the method (python -m http.server answers a POST 501)
+        return (
+            f"no Streamable HTTP endpoint at {url} ({_status_text(code)}: the server does not take "
+            'MCP\'s POST): check the URL (usually …/mcp; for an SSE endpoint use "type": "sse")'
+        )
     if code >= 500:
         return f"the server failed ({_status_text(code)})"
     if code in (400, 405, 406) and status.kind == "sse":
@@ -289,6 +310,50 @@ def _explain_tls(error: ssl.SSLError, url: str) -> str:
     return f"TLS handshake with {url} failed ({error.reason or error})"
 
 
+_SSE_TOO_LARGE: Final = re.compile(r"exceeded the (\d+) byte limit")
+_SSE_NOT_A_STREAM: Final = re.compile(r"content type 'text/event-stream', got '([^']*)'")
+_SDK_CONTENT_TYPE: Final = "Unexpected content type: "
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1024 * 1024):g} MiB"
+
+
+def _explain_sse_error(leaf: httpx2.SSEError, url: str) -> str:
+    if (too_large := _SSE_TOO_LARGE.search(str(leaf))) is not None:
+        limit = _mib(int(too_large.group(1)))
+        return (
+            f"the server sent a message of more than {limit} on its SSE stream, the most the MCP "
+            "SDK's SSE client reads in one event (a tool result that large: ask the tool for less, or "
+            f'use the server\'s Streamable HTTP endpoint, "type": "http", which takes up to '
+            f"{_mib(MAX_EVENT_BYTES)})"
+        )
+    if (not_a_stream := _SSE_NOT_A_STREAM.search(str(leaf))) is not None:
+        got = not_a_stream.group(1).partition(";")[0].strip() or "no content type"
+        return (
+            f"no SSE endpoint at {url}: it answered {got}, not an event stream; check the path "
+            '(usually …/sse; for a Streamable HTTP endpoint use "type": "http")'
+        )
+    return f"the SSE stream failed: {leaf}"
+
+
+def _explain_sdk_error(leaf: SdkMCPError, url: str) -> str:
+    """The SDK's own words for an answer that is not JSON-RPC, as one line naming what to check."""
+    if leaf.code == mcp_types.PARSE_ERROR:  # pydantic's report follows, many lines long
+        return (
+            f"{url} answered with something that is not a JSON-RPC message: "
+            "it is not an MCP endpoint (check the URL)"
+        )
+    if leaf.code == mcp_types.INVALID_REQUEST and leaf.message.startswith(_SDK_CONTENT_TYPE):
+        got = leaf.message.removeprefix(_SDK_CONTENT_TYPE).partition(";")[0].strip() or "no content type"
+        return (
+            f"{url} answered in {got}, not as an MCP endpoint does (application/json or "
+            "text/event-stream): check the URL (usually …/mcp)"
+        )
+    first, _, more = leaf.message.partition("\n")
+    return f"the server answered with an error: {first}{' …' if more else ''} (code {leaf.code})"
+
+
 def _explain_leaf(leaf: BaseException, url: str, status: RemoteStatus) -> str:
     host = host_of(url) or url
     if isinstance(leaf, httpx2.ConnectError):
@@ -308,8 +373,10 @@ def _explain_leaf(leaf: BaseException, url: str, status: RemoteStatus) -> str:
         return _explain_status(leaf.response.status_code, url, status)
     if isinstance(leaf, SdkMCPError) and status.last_error is not None:
         return _explain_status(status.last_error, url, status)
+    if isinstance(leaf, httpx2.SSEError):
+        return _explain_sse_error(leaf, url)
     if isinstance(leaf, SdkMCPError):
-        return f"the server answered with an error: {leaf.message} (code {leaf.code})"
+        return _explain_sdk_error(leaf, url)
     return f"{type(leaf).__name__}: {leaf}"
 
 
