@@ -117,6 +117,22 @@ def test_the_view_shows_what_the_model_has_answered_so_far_beside_where_the_play
     assert len(line) == 80
 
 
+def test_a_narrow_terminal_keeps_where_the_player_is_and_leaves_the_model_use_out() -> None:
+    use = ModelUse()
+    use.count(
+        LLMResponse(content="", model="m", usage={"prompt_tokens": 1234567, "completion_tokens": 89012})
+    )
+    view = LiveView(turn_limit=500, model_use=use)
+    view.add(_record(3, 5))
+    console = Console(record=True, width=59, height=24, force_terminal=True, color_system=None)
+    console.print(view)
+    line = "at Living Room  > W  requests 1 · tokens 1,234,567 / 89,012"
+    assert console.export_text().splitlines()[1] == line  # 59 columns: both fit
+    console = Console(record=True, width=58, height=24, force_terminal=True, color_system=None)
+    console.print(view)
+    assert console.export_text().splitlines()[1].rstrip() == "at Living Room  > W"
+
+
 def test_tokens_the_endpoint_does_not_report_show_as_unknown() -> None:
     use = ModelUse()
     use.count(LLMResponse(content="", model="m"))  # no usage in the answer

@@ -132,8 +132,9 @@ class LiveView:
 
     Args:
         turn_limit: the episode's turn limit (``turn 37/500``).
-        model_use: what the model has answered so far, shown beside where the player is
-            (``requests 12 · tokens 24,510 / 210``; ``–`` for tokens the endpoint does not report).
+        model_use: what the model has answered so far, shown beside where the player is when both
+            fit on the line (``requests 12 · tokens 24,510 / 210``; ``–`` for tokens the endpoint
+            does not report).
     """
 
     def __init__(self, turn_limit: int, model_use: ModelUse | None = None) -> None:
@@ -175,11 +176,12 @@ class LiveView:
         where.append(_flat(last.action), style="bold")
         where.append(state, style="bold red")
         placed: Text | Table = where
-        if self.model_use is not None:
+        use = _model_use(self.model_use) if self.model_use is not None else ""
+        if use and where.cell_len + 2 + len(use) <= width:  # where the player is comes first
             placed = Table.grid(padding=(0, 2), expand=True)
-            placed.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
+            placed.add_column(ratio=1, no_wrap=True)
             placed.add_column(no_wrap=True, justify="right")
-            placed.add_row(where, Text(_model_use(self.model_use), style="dim"))
+            placed.add_row(where, Text(use, style="dim"))
         scores = [r.score for r in self.records]
         label = f"score 0–{max(scores)} "
         spark = sparkline(scores, width=width - len(label) - 2)
