@@ -63,11 +63,12 @@ h2{font-size:17px;margin:28px 0 10px;border-bottom:1px solid #dde1e8;padding-bot
 figure{margin:0;background:#fff;border:1px solid #dde1e8;border-radius:8px;padding:8px}
 figure img{width:100%;height:auto;display:block}
 .grid{display:grid;grid-template-columns:1fr 1fr;gap:12px}
+@media (max-width:700px){.grid{grid-template-columns:1fr}}
+.wide{overflow-x:auto}.wide+.wide{margin-top:12px}  /* a table wider than a phone scrolls in its box */
 table{border-collapse:collapse;width:100%;background:#fff;font-size:13px}
-table+table{margin-top:12px}
 th,td{border:1px solid #dde1e8;padding:5px 8px;text-align:left;vertical-align:top}
 th{background:#eef1f5}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-td pre{margin:0;white-space:pre-wrap;word-break:break-word;
+td pre{margin:0;white-space:pre-wrap;overflow-wrap:break-word;
  font:12px/1.4 ui-monospace,Menlo,Consolas,monospace}
 .tool{font:12px ui-monospace,Menlo,Consolas,monospace;margin:2px 0}
 .tool span,td.nw{white-space:nowrap}
@@ -262,7 +263,7 @@ def _arm_table(summary: dict[str, Any]) -> str:
             f"<td class=n>{_tokens(arm.get('prompt_tokens'))} / {_tokens(arm.get('completion_tokens'))}</td>"
             f"<td class=n>{_fmt(arm['mean_wall_seconds'], 1)}</td></tr>"
         )
-    return f"<table>{head}{''.join(rows)}</table>"
+    return f"<div class=wide><table>{head}{''.join(rows)}</table></div>"
 
 
 def _tokens(count: Any) -> str:
@@ -339,11 +340,12 @@ def _tool_section(summary: dict[str, Any]) -> str:
     if not rows:
         return "<h2>Tool use</h2><p class=note>The model called no tool.</p>"
     return (
-        "<h2>Tool use</h2><table><tr><th>arm</th><th>tool</th><th>calls</th><th>calls / turn</th>"
+        "<h2>Tool use</h2><div class=wide><table><tr><th>arm</th><th>tool</th><th>calls</th>"
+        "<th>calls / turn</th>"
         "<th>episodes that called it</th><th>errors / timeouts / skipped</th><th>mean ms</th></tr>"
         + "".join(rows)
-        + "</table><p class=note>Over the episodes that did not fail, most called first. Skipped: calls "
-        "left unrun when an earlier call of the same batch timed out.</p>"
+        + "</table></div><p class=note>Over the episodes that did not fail, most called first. "
+        "Skipped: calls left unrun when an earlier call of the same batch timed out.</p>"
     )
 
 
@@ -357,7 +359,8 @@ def _arm_setup_table(summary: dict[str, Any]) -> str:
             f"<tr><td>{escape(name)}</td><td>{escape(', '.join(arm.get('models') or []) or '–')}</td>"
             f"<td>{escape(shown)}</td></tr>"
         )
-    return f"<table><tr><th>arm</th><th>model</th><th>MCP servers</th></tr>{''.join(rows)}</table>"
+    head = "<tr><th>arm</th><th>model</th><th>MCP servers</th></tr>"
+    return f"<div class=wide><table>{head}{''.join(rows)}</table></div>"
 
 
 def _comparison_table(summary: dict[str, Any]) -> str:
@@ -383,9 +386,10 @@ def _comparison_table(summary: dict[str, Any]) -> str:
             f"<td>{escape(comparison_reading(c))}</td></tr>"
         )
     return (
-        "<table><tr><th>comparison</th><th>difference of mean scores</th><th>95% CI (Welch)</th>"
+        "<div class=wide><table><tr><th>comparison</th><th>difference of mean scores</th>"
+        "<th>95% CI (Welch)</th>"
         "<th>seeds both arms scored</th><th>mean difference seed by seed</th><th>95% CI (paired)</th>"
-        "<th>reading</th></tr>" + "".join(rows) + "</table>"
+        "<th>reading</th></tr>" + "".join(rows) + "</table></div>"
     )
 
 
@@ -432,8 +436,8 @@ def _failed_section(arms: dict[str, list[dict[str, Any]]]) -> str:
         for name, r in failed[:_FAILED_ROWS]
     )
     text = (
-        "<h2>Failed episodes</h2><table><tr><th>arm</th><th>seed</th><th>turns played</th>"
-        f"<th>error</th></tr>{rows}</table>"
+        "<h2>Failed episodes</h2><div class=wide><table><tr><th>arm</th><th>seed</th><th>turns played</th>"
+        f"<th>error</th></tr>{rows}</table></div>"
     )
     if len(failed) > _FAILED_ROWS:
         text += (
@@ -629,7 +633,7 @@ def _transcript(episode: EpisodeEvents) -> str:
         "<tr><th>turn</th><th>action</th><th>score</th><th>game text</th>"
         "<th>reasoning</th><th>tool calls</th></tr>"
     )
-    return f"<table>{head}{''.join(rows)}</table>"
+    return f"<div class=wide><table>{head}{''.join(rows)}</table></div>"
 
 
 def _result_text(end: dict[str, Any] | None, last: dict[str, Any]) -> str:
