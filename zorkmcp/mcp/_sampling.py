@@ -77,6 +77,12 @@ RECORDING_REFUSAL: Final = (
 NO_TOOL_CALL: Final = "zorkmcp answers sampling/createMessage only during a tool call to this server"
 _ENDED: Final = "cancelled: the tool call it belongs to ended (its timeout, or the turn was cancelled)"
 _WITHDRAWN: Final = "cancelled: the server withdrew the request, or the session closed"
+_NO_TOOLS: Final = "but zorkmcp does not sample with tools (it declares no sampling.tools capability)"
+
+_STOP_REASONS: Final = {"stop": "endTurn", "length": "maxTokens"}
+"""The MCP ``stopReason`` of the chat-completions ``finish_reason`` values that have one; any other
+reason (``content_filter``, …) is passed on as the provider named it (``stopReason`` is any string),
+and none reported is none sent (it is optional: "if known")."""
 
 
 class SamplingError(MCPError):
@@ -84,8 +90,10 @@ class SamplingError(MCPError):
 
     Attributes:
         model: the model that was asked (or would have been), if known.
-        code: the JSON-RPC error code (``-32600`` invalid request: refused by policy or because of
-            the request; ``-32603`` internal error: the model failed).
+        code: the JSON-RPC error code (``-32600`` invalid request: refused by policy, as the SDK
+            refuses a client without sampling; ``-32602`` invalid params: the request's own fields,
+            as the SDK answers params its types refuse and the MCP specification's sampling section
+            names for tool content; ``-32603`` internal error: the model failed).
     """
 
     def __init__(
@@ -123,13 +131,23 @@ class Sampler(Protocol):
         ...
 
 
+def _invalid(message: str) -> SamplingError:
+    """A request whose own fields zorkmcp cannot answer: JSON-RPC invalid params."""
+    return SamplingError(message, code=mcp_types.INVALID_PARAMS)
+
+
 def _block_text(block: Any) -> str:
-    """One content block of a sampling message as text: never an image's or a sound's base64."""
+    """One content block of a sampling message as text: never an image's or a sound's base64.
+
+    Raises:
+        SamplingError: a ``tool_use`` or ``tool_result`` block (sampling with tools is not declared:
+            shown as a placeholder, the model would answer a conversation it cannot read).
+    """
     if isinstance(block, mcp_types.TextContent):
         return block.text
     if isinstance(block, mcp_types.ImageContent | mcp_types.AudioContent):
         return f"[{block.type}: {block.mime_type}, {len(block.data)} bytes of base64 not shown]"
-    return f"[{block.type} content not shown]"  # tool_use / tool_result: sampling with tools is not declared
+    raise _invalid(f"a message holds {block.type} content, {_NO_TOOLS}")
 
 
 def completion_request(params: mcp_types.CreateMessageRequestParams) -> CompletionRequest:
@@ -143,18 +161,20 @@ def completion_request(params: mcp_types.CreateMessageRequestParams) -> Completi
     episode has one model) are ignored, and so is ``metadata``.
 
     Raises:
-        SamplingError: the request offers tools (the ``sampling.tools`` capability is not declared),
-            has no message, a ``maxTokens`` below 1 or a ``temperature`` outside 0 to 2.
+        SamplingError: (``-32602`` invalid params) the request offers tools or a ``toolChoice``, or
+            a message holds ``tool_use`` or ``tool_result`` content (the ``sampling.tools``
+            capability is not declared); it has no message, a ``maxTokens`` below 1 or a
+            ``temperature`` outside 0 to 2.
     """
     if params.tools or params.tool_choice is not None:
-        raise SamplingError("zorkmcp does not sample with tools (it declares no sampling.tools capability)")
+        raise _invalid(f"the request sets tools or toolChoice, {_NO_TOOLS}")
     if not params.messages:
-        raise SamplingError("the request has no messages")
+        raise _invalid("the request has no messages")
     if params.max_tokens < 1:
-        raise SamplingError(f"maxTokens must be at least 1, got {params.max_tokens}")
+        raise _invalid(f"maxTokens must be at least 1, got {params.max_tokens}")
     temperature = params.temperature
     if temperature is not None and not 0 <= temperature <= 2:
-        raise SamplingError(f"temperature must be between 0 and 2, got {temperature}")
+        raise _invalid(f"temperature must be between 0 and 2, got {temperature}")
     messages: list[Mapping[str, Any]] = []
     if params.system_prompt:
         messages.append({"role": "system", "content": params.system_prompt})
@@ -184,6 +204,13 @@ def _refusal(model: ChatModel) -> str | None:
     return None
 
 
+def _stop_reason(finish_reason: str | None) -> str | None:
+    """The ``stopReason`` of a chat completion's ``finish_reason`` (see :data:`_STOP_REASONS`)."""
+    if finish_reason is None:
+        return None
+    return _STOP_REASONS.get(finish_reason, finish_reason)
+
+
 def _sample(response: LLMResponse) -> Sample:
     if response.tool_calls:
         raise SamplingError(
@@ -201,7 +228,7 @@ def _sample(response: LLMResponse) -> Sample:
         role="assistant",
         content=mcp_types.TextContent(type="text", text=response.content),
         model=response.model,
-        stop_reason="maxTokens" if response.finish_reason == "length" else "endTurn",
+        stop_reason=_stop_reason(response.finish_reason),
     )
     return Sample(
         result=result,
@@ -214,7 +241,9 @@ class ModelSampler:
     """The :class:`Sampler` of an episode's chat model (see :func:`completion_request` for the request).
 
     The answer is ``CreateMessageResult(role="assistant", content=TextContent(...), model=<the model
-    that answered>, stopReason="maxTokens" when the model stopped at the limit, else "endTurn")``.
+    that answered>, stopReason=...)``: ``"endTurn"`` for a ``finish_reason`` of ``"stop"``,
+    ``"maxTokens"`` for ``"length"``, any other reason as the provider named it (``"content_filter"``:
+    the text was cut, not finished), none when none was reported.
     Refused, with the reason as the server's error: the offline scripted model (it plays a
     walkthrough and cannot answer a question), a replayed cassette, and a recording one (its replay
     could not answer the same way); a model that answers with tool calls or no text.
