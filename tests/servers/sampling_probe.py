@@ -83,7 +83,7 @@ def create_server() -> MCPServer[Any]:
         background.done = anyio.Event()
 
         async def ask() -> None:
-            await anyio.sleep(1)
+            await anyio.sleep(1)  # virtual: served in process, under the test's MockClock
             background.outcome = await _send(ctx, params)
             background.done.set()
 
