@@ -235,6 +235,7 @@ def fits_the_screen(driver: Any, width: int) -> None:
     for image in images(driver):
         assert image["left"] >= 0
         assert image["left"] + image["width"] <= seen["screen"]
+        assert image["width"] <= image["natural"]  # never drawn wider than its pixels (soft)
 
 
 # --- the eval run's page -------------------------------------------------------------------------

@@ -61,7 +61,7 @@ h2{font-size:17px;margin:28px 0 10px;border-bottom:1px solid #dde1e8;padding-bot
 .card{background:#fff;border:1px solid #dde1e8;border-radius:8px;padding:8px 14px;min-width:110px}
 .card b{display:block;font-size:18px}.card span{color:#5b6474;font-size:12px}
 figure{margin:0;background:#fff;border:1px solid #dde1e8;border-radius:8px;padding:8px}
-figure img{width:100%;height:auto;display:block}
+figure img{max-width:100%;height:auto;display:block;margin:0 auto}  /* shrunk on a phone, never blown up */
 .grid{display:grid;grid-template-columns:1fr 1fr;gap:12px}
 @media (max-width:700px){.grid{grid-template-columns:1fr}}
 .wide{overflow-x:auto}.wide+.wide{margin-top:12px}  /* a table wider than a phone scrolls in its box */
@@ -124,6 +124,13 @@ def _figure(width: float = 5.6, height: float = 3.2) -> tuple[Figure, Axes]:
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     return fig, ax
+
+
+def _whole_numbers(axis: Any) -> None:
+    """Ticks only at whole numbers on ``axis`` (turns, scores): a 2-turn episode has no turn 1.5."""
+    from matplotlib.ticker import MaxNLocator
+
+    axis.set_major_locator(MaxNLocator(integer=True))
 
 
 def _write(path: Path, text: str) -> Path:
@@ -199,7 +206,13 @@ def _padded_scores(records: list[dict[str, Any]]) -> list[list[float]]:
 
 
 def _score_curves_img(arms: dict[str, list[dict[str, Any]]]) -> str:
+    return _img(_score_curves(arms), "score over turns per arm")
+
+
+def _score_curves(arms: dict[str, list[dict[str, Any]]]) -> Figure:
     fig, ax = _figure(11.2, 3.4)
+    _whole_numbers(ax.xaxis)
+    _whole_numbers(ax.yaxis)
     for i, (name, records) in enumerate(arms.items()):
         curves = _padded_scores(records)
         if not curves:
@@ -214,13 +227,17 @@ def _score_curves_img(arms: dict[str, list[dict[str, Any]]]) -> str:
     ax.set(xlabel="turn", ylabel="score", title="Score over turns: mean, band = min–max")
     if ax.get_legend_handles_labels()[0]:  # a legend of nothing makes matplotlib warn on the terminal
         ax.legend(loc="upper left", frameon=False)
-    return _img(fig, "score over turns per arm")
+    return fig
 
 
-def _strip_img(arms: dict[str, list[dict[str, Any]]], value: Any, ylabel: str, title: str) -> str:
+def _strip_img(
+    arms: dict[str, list[dict[str, Any]]], value: Any, ylabel: str, title: str, *, whole: bool = False
+) -> str:
     import random
 
     fig, ax = _figure()
+    if whole:
+        _whole_numbers(ax.yaxis)
     data = [[v for r in rs if not r.get("error") and (v := value(r)) is not None] for rs in arms.values()]
     positions = range(1, len(data) + 1)
     ax.boxplot(data, positions=positions, widths=0.5, showfliers=False, medianprops={"color": "#1d2330"})
@@ -404,7 +421,7 @@ def _figures(arms: dict[str, list[dict[str, Any]]], final_title: str) -> str:
         _score_curves_img(arms)
         + "<p class=note>An episode that ended early holds its final score for the remaining turns.</p>"
         + '<div class="grid">'
-        + _strip_img(arms, lambda r: r.get("score"), "score", final_title)
+        + _strip_img(arms, lambda r: r.get("score"), "score", final_title, whole=True)
         + _strip_img(arms, _tool_rate, "tool calls / turn", "Tool calls per turn, per episode")
         + "</div>"
     )
@@ -566,8 +583,10 @@ def _turn_number(record: dict[str, Any], index: int) -> int:
 
 
 def _episode_img(episode: EpisodeEvents) -> str:
-    from matplotlib.ticker import MaxNLocator
+    return _img(_episode_figure(episode), "score and tool calls per turn")
 
+
+def _episode_figure(episode: EpisodeEvents) -> Figure:
     turns = [_turn_number(t, i) for i, t in enumerate(episode.turns)]
     fig, ax = _figure(11.2, 3.0)
     scored = [
@@ -577,18 +596,20 @@ def _episode_img(episode: EpisodeEvents) -> str:
         ax.step([n for n, _ in scored], [s for _, s in scored], where="post", color="C0", lw=2, label="score")
     ax.set_ylim(bottom=0, top=max((s for _, s in scored), default=0) * 1.15 + 1)
     ax.set(xlabel="turn", ylabel="score")
+    _whole_numbers(ax.xaxis)
+    _whole_numbers(ax.yaxis)
     ax.yaxis.label.set_color("C0")
     tools = ax.twinx()
     calls = [_num(t, "tool_calls") or 0.0 for t in episode.turns]
     tools.bar(turns, calls, color="C1", alpha=0.3, width=0.7, label="tool calls")
-    tools.yaxis.set_major_locator(MaxNLocator(integer=True))
+    _whole_numbers(tools.yaxis)
     tools.set_ylabel("tool calls in the turn")
     tools.yaxis.label.set_color("C1")
     tools.spines["top"].set_visible(False)
     ax.set_zorder(tools.get_zorder() + 1)
     ax.patch.set_visible(False)
     ax.set_title("Score (line) and tool calls (bars) per turn")
-    return _img(fig, "score and tool calls per turn")
+    return fig
 
 
 def _tool_line(call: Any) -> str:
