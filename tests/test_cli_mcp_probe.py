@@ -215,17 +215,21 @@ async def test_a_remote_result_over_1_mib_arrives_whole(remote: RemoteTestServer
 
 
 async def test_a_remote_sse_result_over_1_mib_says_why_it_failed(remote: RemoteTestServer) -> None:
-    # The SDK's SSE client takes no limit: the session ends, and the error log says why.
+    # The SDK's SSE client takes no limit: the session ends, and the call's result (what the model
+    # reads) and the error log say why.
     sink = RecordingSink()
     server = ServerConfig(name="web", type="sse", url=remote.url("/sse"))
     with anyio.fail_after(GUARD):
         async with open_toolbox([server], McpSettings(), events=sink) as toolbox:
             result = await toolbox.call_tool("web.echo", {"text": "x" * 600_000})
-    assert result.is_error
-    assert (
-        "ERROR",
-        "MCP server 'web': the server sent a message of more than 1 MiB on its SSE stream, the most the "
+    why = (
+        "the server sent a message of more than 1 MiB on its SSE stream, the most the "
         "MCP SDK's SSE client reads in one event (a tool result that large: ask the tool for less, or use "
         'the server\'s Streamable HTTP endpoint, "type": "http", which takes up to 64 MiB) at '
-        f"{remote.url('/sse')}",
-    ) in sink.lines
+        f"{remote.url('/sse')}"
+    )
+    assert (result.is_error, result.error_message) == (
+        True,
+        f"Tool call failed: MCP server 'web' is not running; the connection failed: {why}",
+    )
+    assert ("ERROR", f"MCP server 'web': {why}") in sink.lines

@@ -505,6 +505,18 @@ class ServerSession:
             return False
         return await self._reconnect()
 
+    async def wait_gone(self) -> None:
+        """Wait until the server is gone: its process exited, or the task that held its connection ended.
+
+        That task records why a remote connection broke (an SSE event over the SDK's limit, a
+        stream that failed) in :attr:`failure` as it ends. Returns at once when there is nothing to
+        wait for; the caller bounds the wait.
+        """
+        if self.process is not None:
+            await self.process.exited.wait()
+        elif self._finished is not None:
+            await self._finished.wait()
+
     def describe_death(self) -> str:
         """A sentence for an error result: which server is gone and what it said last."""
         parts = [f"MCP server '{self.name}' is not running"]
@@ -994,6 +1006,8 @@ class _Reconnect:
     request: anyio.Event = field(factory=anyio.Event)
     done: anyio.Event = field(factory=anyio.Event)
     closing: bool = False
+    ended: anyio.Event = field(factory=anyio.Event)
+    """Set when the owning task has let go of the connection (closed, or broken and reported)."""
 
     async def __call__(self) -> bool:
         """Open a new MCP session in the owning task (after an expiry); whether it worked."""
@@ -1019,10 +1033,27 @@ async def _hold_remote(
 
     Reports the first session and whether the server declared the ``tools`` capability.
     """
+    try:
+        await _hold_remote_sessions(server, opening, events, options, notes, link, task_status=task_status)
+    finally:
+        link.ended.set()
+
+
+async def _hold_remote_sessions(
+    server: ServerConfig,
+    opening: _Opening,
+    events: EventSink,
+    options: _Options,
+    notes: ServerNotifications,
+    link: _Reconnect,
+    *,
+    task_status: anyio.abc.TaskStatus[tuple[ClientSession, bool]],
+) -> None:
     first = True
     async with open_remote_pool() if options.pool is None else nullcontext(options.pool) as pool:
         while not link.closing:
             link.request = anyio.Event()
+            serving = False
             try:
                 async with AsyncExitStack() as stack:
                     read, write = await _enter_remote(stack, server, opening, events, pool)
@@ -1038,11 +1069,13 @@ async def _hold_remote(
                         first = False
                     else:
                         _reconnected(link, client, opening, events)
+                    serving = True
                     await link.request.wait()
+                    serving = False
             except Exception as exc:
                 if first:
                     raise
-                _reconnect_failed(link, server, exc, opening, events)
+                _reconnect_failed(link, server, exc, opening, events, broke=serving)
                 return
 
 
@@ -1057,15 +1090,24 @@ def _reconnected(link: _Reconnect, client: ClientSession, opening: _Opening, eve
 
 
 def _reconnect_failed(
-    link: _Reconnect, server: ServerConfig, exc: Exception, opening: _Opening, events: EventSink
+    link: _Reconnect,
+    server: ServerConfig,
+    exc: Exception,
+    opening: _Opening,
+    events: EventSink,
+    *,
+    broke: bool,
 ) -> None:
+    """The owner lost its connection: ``broke`` while it served calls, else while opening a new session."""
     error = remote_startup_error(
         exc, name=server.name, url=server.url or "", headers=server.headers, status=opening.status
     )
     reason = str(error).splitlines()[0].removeprefix(f"Failed to start MCP server '{server.name}': ")
     if error.command not in reason:
         reason += f" at {error.command}"  # the URL, as shown (no user info, query or fragment)
-    if link.session is not None:
+    if link.session is not None and broke:
+        link.session.failure = f"the connection failed: {reason}"
+    elif link.session is not None:
         forgot = link.session.remote is not None and link.session.remote.session_expired
         what = "the server forgot the MCP session, and a new one" if forgot else "a new MCP session"
         link.session.failure = f"{what} failed: {reason}"
@@ -1094,6 +1136,7 @@ async def _connect_remote(
                 notes=notes,
                 remote=opening.status,
                 reconnect=link,
+                finished=link.ended,
                 offers_tools=offers_tools,
                 left_out=listing.left_out,
                 wire=opening.wire,

@@ -437,11 +437,10 @@ class Toolbox:
         # the call can be woken by the closing before the cancellation reaches it: a checkpoint lets
         # the cancellation win, instead of an error result that the caller would act on.
         await anyio.lowlevel.checkpoint()
+        with anyio.move_on_after(DEATH_REPORT_GRACE):  # its exit status, or why its connection broke
+            await session.wait_gone()
         if session.process is None or session.process.protocol_error is None:  # else that says why
             session.failure = session.failure or f"the connection closed during a call to {info.name}"
-        if session.process is not None:
-            with anyio.move_on_after(DEATH_REPORT_GRACE):
-                await session.process.exited.wait()
         self._events.emit(
             "mcp_server_died", server=session.name, tool=info.name, reason=session.describe_death()
         )
