@@ -228,12 +228,37 @@ async def test_a_failed_model_request_is_an_internal_error_without_the_api_key(
     llm_server.script(json_reply(echoed, status=401))
     [answer] = await ask(model, events, {"messages": [LAMP], "maxTokens": 50})
     assert llm_server.requests[0].headers["authorization"] == f"Bearer {API_KEY}"
-    assert answer["code"] == -32603
-    assert answer["error"].startswith("the model request failed: POST http://127.0.0.1:")
-    assert answer["error"].endswith(
+    # the server is told the kind of failure; the endpoint's URL and the provider's words (which
+    # may echo part of a key) are the user's: in the event and the log, the key itself redacted
+    assert answer == {"error": "the model request failed (HTTP 401)", "code": -32603}
+    [error] = [fields["error"] for fields in sampled(events)]
+    assert error.startswith("the model request failed: POST http://127.0.0.1:")
+    assert error.endswith(
         "answered HTTP 401 Unauthorized: Incorrect API key provided: [REDACTED] — check the API key"
     )
     assert API_KEY not in repr(events.events) + repr(events.lines)
+
+
+async def test_an_unreachable_model_is_said_to_the_server_without_its_address(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    events = RecordingSink()
+    with trio.socket.socket() as unused:  # a port nothing listens on
+        await unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    async with open_llm_client(
+        base_url=f"http://127.0.0.1:{port}/v1", model="m", api_key=API_KEY, retry=RetrySettings(max_retries=0)
+    ) as gone:
+        [answer] = await ask(gone, events, {"messages": [LAMP], "maxTokens": 50})
+    assert answer == {
+        "error": "the model request failed "
+        "(the model's endpoint could not be reached, or did not answer in time)",
+        "code": -32603,
+    }
+    [error] = [fields["error"] for fields in sampled(events)]
+    assert error.startswith(
+        f"the model request failed: POST http://127.0.0.1:{port}/v1/chat/completions failed: "
+    )
 
 
 async def test_a_request_the_server_withdraws_cancels_the_model_request(

@@ -35,7 +35,14 @@ import mcp_types
 from attrs import field, frozen
 
 from zorkmcp.config import SamplingSettings
-from zorkmcp.errors import LLMError, MCPError
+from zorkmcp.errors import (
+    LLMError,
+    LLMHTTPError,
+    LLMProviderError,
+    LLMResponseError,
+    LLMTransportError,
+    MCPError,
+)
 from zorkmcp.llm import CompletionRequest, MeteredModel, RecordingModel, ReplayModel
 
 from ._names import canonical_name
@@ -94,14 +101,23 @@ class SamplingError(MCPError):
             refuses a client without sampling; ``-32602`` invalid params: the request's own fields,
             as the SDK answers params its types refuse and the MCP specification's sampling section
             names for tool content; ``-32603`` internal error: the model failed).
+        detail: what the episode's log and ``mcp_sampling`` event say instead of the message, when
+            the server is told less (a model failure: its endpoint's URL and the provider's words
+            are the user's, not the server's).
     """
 
     def __init__(
-        self, message: str, *, model: str | None = None, code: int = mcp_types.INVALID_REQUEST
+        self,
+        message: str,
+        *,
+        model: str | None = None,
+        code: int = mcp_types.INVALID_REQUEST,
+        detail: str | None = None,
     ) -> None:
         super().__init__(message)
         self.model = model
         self.code = code
+        self.detail = detail
 
 
 @frozen(kw_only=True)
@@ -303,9 +319,29 @@ class ModelSampler:
             response = await model.complete(request)
         except LLMError as exc:
             raise SamplingError(
-                f"the model request failed: {exc}", model=model.model, code=mcp_types.INTERNAL_ERROR
+                f"the model request failed ({_failure_kind(exc)})",
+                model=model.model,
+                code=mcp_types.INTERNAL_ERROR,
+                detail=f"the model request failed: {exc}",
             ) from exc
         return _sample(response)
+
+
+def _failure_kind(exc: LLMError) -> str:
+    """What a server is told of a failed model request: its kind, not the endpoint's URL or words.
+
+    A remote MCP server is someone else's: the model's URL (an internal host, a deployment's name)
+    and the provider's message (it may echo part of the API key) stay in the user's log.
+    """
+    if isinstance(exc, LLMHTTPError) and exc.status is not None:
+        return f"HTTP {exc.status}"
+    if isinstance(exc, LLMTransportError):
+        return "the model's endpoint could not be reached, or did not answer in time"
+    if isinstance(exc, LLMProviderError):
+        return "the provider reported an error"
+    if isinstance(exc, LLMResponseError):
+        return "the model's answer could not be read"
+    return type(exc).__name__
 
 
 def _no_turns() -> int:
@@ -439,7 +475,11 @@ class ServerSampling:
         except SamplingError as exc:
             return exc
         except Exception as exc:  # noqa: BLE001 - a server's request must not end the turn; it is told why
-            return SamplingError(f"{type(exc).__name__}: {exc}", code=mcp_types.INTERNAL_ERROR)
+            return SamplingError(
+                "the client failed to answer",
+                code=mcp_types.INTERNAL_ERROR,
+                detail=f"{type(exc).__name__}: {exc}",
+            )
 
     def _report(self, start: float, tool: str | None, outcome: Sample | SamplingError) -> None:
         seconds = anyio.current_time() - start
@@ -449,7 +489,8 @@ class ServerSampling:
             model, error = outcome.result.model, None
             prompt, completion = outcome.prompt_tokens, outcome.completion_tokens
         else:
-            model, error, prompt, completion = outcome.model, str(outcome), None, None
+            model, prompt, completion = outcome.model, None, None
+            error = outcome.detail if outcome.detail is not None else str(outcome)
         self._events.emit(
             "mcp_sampling",
             server=self.server,
