@@ -1033,50 +1033,37 @@ async def _hold_remote(
 
     Reports the first session and whether the server declared the ``tools`` capability.
     """
+    first = True
     try:
-        await _hold_remote_sessions(server, opening, events, options, notes, link, task_status=task_status)
+        async with open_remote_pool() if options.pool is None else nullcontext(options.pool) as pool:
+            while not link.closing:
+                link.request = anyio.Event()
+                serving = False
+                try:
+                    async with AsyncExitStack() as stack:
+                        read, write = await _enter_remote(stack, server, opening, events, pool)
+                        opening.wire = Wire(sampling=options.sampling)
+                        if options.sampling is not None:
+                            options.sampling.new_connection()
+                        client = await stack.enter_async_context(
+                            _client_session(*opening.wire.wrap(read, write), notes, server, options.sampling)
+                        )
+                        initialized = await client.initialize()
+                        if first:
+                            task_status.started((client, initialized.capabilities.tools is not None))
+                            first = False
+                        else:
+                            _reconnected(link, client, opening, events)
+                        serving = True
+                        await link.request.wait()
+                        serving = False
+                except Exception as exc:
+                    if first:
+                        raise
+                    _reconnect_failed(link, server, exc, opening, events, broke=serving)
+                    return
     finally:
         link.ended.set()
-
-
-async def _hold_remote_sessions(
-    server: ServerConfig,
-    opening: _Opening,
-    events: EventSink,
-    options: _Options,
-    notes: ServerNotifications,
-    link: _Reconnect,
-    *,
-    task_status: anyio.abc.TaskStatus[tuple[ClientSession, bool]],
-) -> None:
-    first = True
-    async with open_remote_pool() if options.pool is None else nullcontext(options.pool) as pool:
-        while not link.closing:
-            link.request = anyio.Event()
-            serving = False
-            try:
-                async with AsyncExitStack() as stack:
-                    read, write = await _enter_remote(stack, server, opening, events, pool)
-                    opening.wire = Wire(sampling=options.sampling)
-                    if options.sampling is not None:
-                        options.sampling.new_connection()
-                    client = await stack.enter_async_context(
-                        _client_session(*opening.wire.wrap(read, write), notes, server, options.sampling)
-                    )
-                    initialized = await client.initialize()
-                    if first:
-                        task_status.started((client, initialized.capabilities.tools is not None))
-                        first = False
-                    else:
-                        _reconnected(link, client, opening, events)
-                    serving = True
-                    await link.request.wait()
-                    serving = False
-            except Exception as exc:
-                if first:
-                    raise
-                _reconnect_failed(link, server, exc, opening, events, broke=serving)
-                return
 
 
 def _reconnected(link: _Reconnect, client: ClientSession, opening: _Opening, events: EventSink) -> None:
