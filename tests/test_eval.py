@@ -494,7 +494,7 @@ def test_a_resume_on_a_ray_cluster_keeps_episodes_its_workers_played_with_their_
     resume = ("--game", str(zork1_path()), "--out", str(run), "--resume")
     args = build_parser().parse_args(["eval", *flags, *resume])
     plan = build_plan(args, Settings.load(None))
-    here = r'seed-12\.json: model is "m" but this run\'s arm no-mcp has "scripted-walkthrough"'
+    here = r'seed-12\.json: the episode played the model "m", but this run\'s arm no-mcp would play the '
     with pytest.raises(ConfigError, match=here):
         resumable_episodes(plan)  # here, this machine would play the scripted model
     assert [(r["seed"], r["model"]) for r in resumable_episodes(plan, cluster=True)] == [(12, "m"), (13, "m")]

@@ -172,7 +172,12 @@ def _arms(args: argparse.Namespace, settings: Settings, file: EvalFile | None) -
         arms = [ArmSpec(name="mcp" if settings.mcp.enabled and not args.no_mcp else "no-mcp")]
     if args.compare_mcp:
         if len(arms) > 1:
-            raise ConfigError(f"--compare-mcp makes two arms from one, but the eval file defines {len(arms)}")
+            names = ", ".join(arm.name for arm in arms)
+            raise ConfigError(
+                f"--compare-mcp makes two arms, mcp and no-mcp, from one, but {args.file} defines "
+                f"{len(arms)} ({names}); leave --compare-mcp out (the arms' mcp keys decide), or keep one "
+                "arm in the file"
+            )
         arms = [attrs.evolve(arms[0], name="mcp", mcp=True), attrs.evolve(arms[0], name="no-mcp", mcp=False)]
     overrides: dict[str, Any] = {}
     if args.no_mcp:
@@ -224,6 +229,41 @@ def _reserve(folder: Path) -> Path:
             continue
         return candidate
     raise ConfigError(f"{folder.parent}: every run folder named {folder.name}[-N] is taken; pass --out DIR")
+
+
+_EPISODE_FILE = re.compile(r"seed-(0|[1-9][0-9]*)\.(?:json|events\.jsonl)")
+
+
+def _check_episode_folders(out: Path, named: str, arms: tuple[ArmSpec, ...], seeds: range) -> None:
+    """Before anything starts: can every episode's files be written where they go?
+
+    A folder in the place of an episode's record (``seed-12.json/``) would otherwise be found when
+    the episode ends: played (with a real model, paid) for nothing, and the run stopped (exit 1);
+    an arm's folder that is not writable, when its first episode starts. (An arm's folder that is
+    a file stops the run as its first episode starts, before the model is asked: that stays a file
+    the run cannot write, exit 1.)
+
+    Raises:
+        ConfigError: the first such path, naming it, the arm and what to do.
+    """
+    nothing = "(nothing was played or replaced)"
+    for arm in arms:
+        folder = out / "episodes" / arm.name
+        if not folder.is_dir():
+            continue
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise ConfigError(
+                f"{named}: {folder}, where the episodes of arm {arm.name} go, is not writable; make it "
+                f"writable, or pass another --out {nothing}"
+            )
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                found = _EPISODE_FILE.fullmatch(entry.name)
+                if found is not None and int(found[1]) in seeds and entry.is_dir():
+                    raise ConfigError(
+                        f"{named}: {entry.path} is a folder where a file of episode {arm.name} seed "
+                        f"{found[1]} goes; move it, or pass another --out {nothing}"
+                    )
 
 
 def build_plan(args: argparse.Namespace, settings: Settings, *, claims: ExitStack | None = None) -> EvalPlan:
@@ -293,8 +333,6 @@ def build_plan(args: argparse.Namespace, settings: Settings, *, claims: ExitStac
             try:
                 McpConfig.from_file(path)
             except ConfigError as exc:
-                if not isinstance(exc.__cause__, FileNotFoundError):  # a bad file: whose is it?
-                    raise ConfigError(f"arm {arm.name}: {exc}") from exc
                 # The seeds' text ("MCP is enabled but…; set mcp.enabled = false in pyproject.toml")
                 # is play's; here the arm decides, so the message names the arm and where it came from.
                 if arm.mcp_config is not None:
@@ -303,6 +341,13 @@ def build_plan(args: argparse.Namespace, settings: Settings, *, claims: ExitStac
                 else:
                     given = f"[tool.zorkgpt.mcp] config_file of {settings.source or 'the embedded settings'}"
                     instead = "set config_file to another, or pass --no-mcp"
+                if not isinstance(exc.__cause__, FileNotFoundError):  # a bad file: whose is it?
+                    if isinstance(exc.__cause__, IsADirectoryError):  # mcp_config = "." or "configs/"
+                        raise ConfigError(
+                            f"{path} (arm {arm.name}, from {given}) is a folder, not an mcp_config.json; "
+                            f"name the file in it, {instead}"
+                        ) from exc
+                    raise ConfigError(f"arm {arm.name}: {exc}") from exc
                 raise ConfigError(
                     f"{path} (arm {arm.name}, from {given}): no such file; create it (examples/ has "
                     f"templates), {instead}"
@@ -313,6 +358,8 @@ def build_plan(args: argparse.Namespace, settings: Settings, *, claims: ExitStac
             f"seeds {seed}…{seed + episodes - 1}: the last is past {MAX_SEED} (2**31 - 1), the largest "
             "game seed; pass a lower --seed or fewer --episodes"
         )
+    if not default:  # the default folder is new: nothing is in it
+        _check_episode_folders(Path(out).expanduser(), named, arms, range(seed, seed + episodes))
     if default:  # last: every check above has passed
         args.reserved_parent = None if Path(out).parent.exists() else Path(out).parent
         out = args.reserved_out = _reserve(Path(out))
@@ -998,8 +1045,11 @@ def _play_plan(
     resume = args.resume or args.retry_failed
     # a resume that would mix settings stops here, before anything starts
     kept = resumable_episodes(plan, retry_failed=args.retry_failed, cluster=cluster) if resume else []
-    if resume and (outside := files_outside(plan)):
+    outside = files_outside(plan) if resume else []
+    if outside:
         err.print(outside_line(outside, plan.out), highlight=False, soft_wrap=True)
+    elif resume and not kept and not any(plan.out.glob("episodes/*/seed-*.json")):
+        err.print(nothing_to_resume_line(args, plan.out), highlight=False, soft_wrap=True)
     # and so does a model endpoint that cannot be reached (not on a cluster), or a cluster address
     if not cluster:
         done = {(r["arm"], r["seed"]) for r in kept}
@@ -1015,6 +1065,21 @@ def _play_plan(
         console.print(placement.describe(), highlight=False, soft_wrap=True)
 
     return _play_and_finish(args, plan, kept, console, err, placed)
+
+
+def nothing_to_resume_line(args: argparse.Namespace, run_dir: Path) -> str:
+    """Said when ``--resume`` (``--retry-failed``) finds no episode file in the run's folder.
+
+    A resume plays only what is missing; in a folder with no run (a typo in ``--out``, another
+    machine's path) that is every episode, with a real model paid again. The run goes on (a script
+    may resume on every start, the first too), and the user who meant another folder is told.
+    """
+    flag = "--retry-failed" if args.retry_failed else "--resume"
+    return (
+        f"[yellow]zorkmcp eval: {flag}: {escape(str(run_dir))} holds no episode file, so there is nothing "
+        "to go on from and every episode is played; if you meant to go on with a run, stop (Ctrl-C) and "
+        "check --out[/]"
+    )
 
 
 FINISHING = (

@@ -41,7 +41,15 @@ from ..episode import (
 from ..errors import ConfigError, GameError, LLMError, MCPError, RunWriteError, exception_leaves
 from ..game import story_md5
 from ..game.server import preload as preload_game
-from ..llm import OPENROUTER_HEADERS, LLMClient, MeteredModel, ModelChoice, ModelUse, resolve_api_key
+from ..llm import (
+    API_KEY_ENV_VARS,
+    OPENROUTER_HEADERS,
+    LLMClient,
+    MeteredModel,
+    ModelChoice,
+    ModelUse,
+    resolve_api_key,
+)
 from ..llm._client import new_http_client
 from ..llm._metered import TOKEN_COUNTS
 from ..llm._scripted import SCRIPTED_MODEL_NAME
@@ -772,11 +780,15 @@ class _Planned:
         setup: :func:`~zorkmcp.eval._spec.arm_setup` of the arm (``None``: its mcp_config.json does
             not load, and every episode of the arm will record why).
         source: the arm's ``mcp_config.json``, for the message.
+        offline: why the offline scripted model would play the arm's episodes now (no API key for
+            its endpoint), said when a kept record played a real model; ``None``: a real model plays
+            (or, on a cluster, each worker decides).
     """
 
     values: dict[str, tuple[Any, ...]]
     setup: dict[str, Any] | None
     source: Path | None
+    offline: str | None = None
 
 
 def _planned(spec: EpisodeSpec, *, cluster: bool, game_md5: str | None) -> _Planned:
@@ -787,16 +799,23 @@ def _planned(spec: EpisodeSpec, *, cluster: bool, game_md5: str | None) -> _Plan
     model has no endpoint: its records' ``base_url`` is ``null``, which is never a clash.
     """
     choice = spec.model_choice()
+    offline = None
     if cluster:
         model: tuple[Any, ...] = (choice.model, SCRIPTED_MODEL_NAME)
         scripted: tuple[Any, ...] = (False, True)
     else:
         model = (choice.plays,)
         scripted = (choice.scripted is not None,)
+        if choice.scripted is not None:
+            variables = spec.settings.llm.api_key_env or " or ".join(API_KEY_ENV_VARS)
+            offline = (
+                f"there is no API key for {safe_url(choice.base_url)} now (set {variables}, or the arm's "
+                "api_key_env)"
+            )
     values = {
         "model": model,
         "scripted": scripted,
-        "base_url": (safe_url(choice.base_url), None),
+        "base_url": (_endpoint(safe_url(choice.base_url)), None),
         "mcp": (spec.settings.mcp.enabled,),
         "max_turns": (spec.max_turns,),
         "game": (spec.game_path.name,),
@@ -807,10 +826,15 @@ def _planned(spec: EpisodeSpec, *, cluster: bool, game_md5: str | None) -> _Plan
     try:
         reasoning = _reasoning(spec)
     except (ConfigError, OSError):  # not checked: every episode of the arm will record why
-        return _Planned(values, None, None)
+        return _Planned(values, None, None, offline)
     values["servers"] = (_server_names(reasoning),)
     source = reasoning.source if reasoning is not None else None
-    return _Planned(values, arm_setup(spec.settings, reasoning), source)
+    return _Planned(values, arm_setup(spec.settings, reasoning), source, offline)
+
+
+def _endpoint(url: Any) -> Any:
+    """A base URL as a resume compares it: ``…/v1/`` is ``…/v1``, the endpoint the client posts to."""
+    return url.rstrip("/") if isinstance(url, str) else url
 
 
 def _sampling(spec: EpisodeSpec) -> dict[str, Any]:
@@ -822,8 +846,14 @@ def _sampling(spec: EpisodeSpec) -> dict[str, Any]:
 
 def _clash(record: dict[str, Any], planned: _Planned, arm: str, *, cluster: bool) -> str | None:
     """How a kept record differs from what its arm would play now: the first difference, in words."""
+    if planned.offline is not None and record.get("scripted") is False:  # the cause, not its effect
+        return (
+            f"the episode played the model {json.dumps(record.get('model'))}, but this run's arm {arm} "
+            f"would play the offline scripted model: {planned.offline}"
+        )
     for key, allowed in planned.values.items():
-        if key in record and record[key] not in allowed:
+        value = _endpoint(record[key]) if key == "base_url" and key in record else record.get(key)
+        if key in record and value not in allowed:
             return (
                 f"{key} is {json.dumps(record[key])} but this run's arm {arm} has "
                 f"{json.dumps(allowed[0])} ({_RESUME_KEYS[key]})"

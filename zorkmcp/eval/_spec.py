@@ -91,6 +91,12 @@ def _not_blank(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> No
         )
 
 
+def _a_file(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
+    """A file's path: blank is none (relative to the eval file's folder, it would be that folder)."""
+    if value is not None and not value.strip():
+        raise _Problem(f"{attribute.name} is empty: give the arm's mcp_config.json, or leave the key out")
+
+
 def _named(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
     """A model or a variable name: blank is none (it would be sent, or read, as it is)."""
     if value is not None and not value.strip():
@@ -143,13 +149,13 @@ class ArmSpec:
     model: str | None = field(default=None, validator=_named)
     base_url: str | None = field(default=None, validator=_http_url)
     mcp: bool | None = None
-    mcp_config: str | None = None
+    mcp_config: str | None = field(default=None, validator=_a_file)
     api_key_env: str | None = field(default=None, validator=_named)
     temperature: float | None = field(default=None, validator=_sampling)
     top_p: float | None = field(default=None, validator=_sampling)
     top_k: int | None = field(default=None, validator=_sampling)
     min_p: float | None = field(default=None, validator=_sampling)
-    max_tokens: int | None = field(default=None, validator=_positive)
+    max_tokens: int | None = field(default=None, validator=[_positive, _sampling])
 
     def settings_for(self, base: Settings) -> Settings:
         """The settings an episode of this arm runs with: ``base`` with this arm's values."""
@@ -307,14 +313,11 @@ def load_eval_file(path: Path) -> EvalFile:
         )  # a BOM (Notepad writes one) is no statement
     except OSError as exc:
         raise ConfigError(f"cannot read the eval file {path}: {exc.strerror or exc}") from exc
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        raise ConfigError(_not_utf8(path, exc)) from None
+    except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"invalid TOML in the eval file {path}: {exc}") from exc
-    if isinstance(data.get("arms"), dict):
-        raise ConfigError(
-            f"{path}: arms is one table ([arms]); write each arm as [[arms]], an array of tables"
-        )
-    if isinstance(data.get("eval"), list):
-        raise ConfigError(f"{path}: eval is an array of tables ([[eval]]); write it as one table, [eval]")
+    _check_tables(path, data)
     try:
         parsed = _CONVERTER.structure(data, EvalFile)
     except (BaseValidationError, _Problem) as exc:
@@ -336,6 +339,59 @@ def load_eval_file(path: Path) -> EvalFile:
             "folder of the run; names must differ in more than case"
         )
     return _absolute(parsed, path.parent)
+
+
+def _not_utf8(path: Path, exc: UnicodeDecodeError) -> str:
+    """Why an eval file is no TOML: it is not UTF-8 (TOML's only encoding), in one line with the fix."""
+    head = exc.object[:2]
+    if head in (b"\xff\xfe", b"\xfe\xff"):  # Windows PowerShell's `>` and Out-File write UTF-16
+        return (
+            f"the eval file {path} is UTF-16 text, and TOML is UTF-8; save it as UTF-8 (in PowerShell: "
+            "Out-File -Encoding utf8)"
+        )
+    before = exc.object[: exc.start]
+    line, column = before.count(b"\n") + 1, exc.start - (before.rfind(b"\n") + 1) + 1
+    return (
+        f"the eval file {path} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} on line {line}, "
+        f"column {column}), and TOML is UTF-8; save it as UTF-8"
+    )
+
+
+def _check_tables(path: Path, data: dict[str, Any]) -> None:
+    """``[eval]`` is one table and ``[[arms]]`` an array of tables: anything else in one line.
+
+    cattrs would take a string for a list of its characters (``arms = "mcp"``: three arms) and say
+    ``'str' object has no attribute 'keys'`` of the first.
+    """
+    arms, table = data.get("arms"), data.get("eval")
+    if isinstance(arms, dict):
+        raise ConfigError(
+            f"{path}: arms is one table ([arms]); write each arm as [[arms]], an array of tables"
+        )
+    if isinstance(table, list):
+        raise ConfigError(f"{path}: eval is an array of tables ([[eval]]); write it as one table, [eval]")
+    if table is not None and not isinstance(table, dict):
+        raise ConfigError(
+            f"{path}: eval must be a table ([eval] with episodes, seed, …), got {_shown(table)} "
+            "(fix the key in the eval file)"
+        )
+    if arms is not None and not isinstance(arms, list):
+        raise ConfigError(
+            f"{path}: arms must be an array of tables ([[arms]] with name, model, …, one per arm), got "
+            f"{_shown(arms)} (fix the key in the eval file)"
+        )
+    for index, arm in enumerate(arms or []):
+        if not isinstance(arm, dict):
+            raise ConfigError(
+                f"{path}: arms[{index}] must be a table ([[arms]] with name, model, …), got "
+                f"{_shown(arm)} (fix the key in the eval file)"
+            )
+
+
+def _shown(value: object) -> str:
+    """A TOML value as the message shows it: its repr, cut to 40 characters."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:39] + "…"
 
 
 def _absolute(parsed: EvalFile, base: Path) -> EvalFile:
