@@ -37,8 +37,10 @@ whole turns before the cut.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 import time
 import weakref
 from pathlib import Path
@@ -48,6 +50,7 @@ import anyio.lowlevel
 import anyio.to_thread
 import attrs
 
+from .._argtypes import MAX_SEED
 from .._locks import LockHeldError, hold, let_go, make_folders, remove_empty
 from .._outputs import append_whole, open_written, write_error, written_in_place
 from ..errors import CassetteError, CassetteMismatchError
@@ -121,7 +124,12 @@ def _response_of(data: Mapping[str, Any]) -> LLMResponse:
         tool_calls=None
         if calls is None
         else tuple(
-            ToolCall(id=c["id"], type=c["type"], function=FunctionCall(**c["function"])) for c in calls
+            ToolCall(
+                id=c["id"],
+                type=c["type"],
+                function=FunctionCall(name=c["function"]["name"], arguments=c["function"]["arguments"]),
+            )
+            for c in calls
         ),
         finish_reason=data.get("finish_reason"),
         text_beside_calls=data.get("text_beside_calls"),  # absent from older cassettes
@@ -185,7 +193,8 @@ class CassetteFile:
         lock = lock_path(self.path)
         fd: int | None = None
         made: list[Path] = []
-        if not written_in_place(self.path):
+        pipe = _open_pipe(self.path)
+        if pipe is None and not written_in_place(self.path):
             try:
                 made = make_folders(lock.parent)
                 fd = hold(lock)
@@ -201,7 +210,7 @@ class CassetteFile:
                     f"{self.path}: its lock file {lock} cannot be made ({exc.strerror or exc}), so the "
                     "recording cannot hold the cassette; record to another folder"
                 ) from exc
-        self._held = _Held(lock, fd, made)
+        self._held = _Held(lock, fd, made, pipe=pipe)
         weakref.finalize(self, self._held.release)  # a recording used without close(): at collection
 
     def start(self) -> None:
@@ -215,11 +224,14 @@ class CassetteFile:
         assert self._held is not None
         if self._held.written is not None:
             return
+        header = json.dumps(self.header.to_json(), default=str) + "\n"
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._held.written = open_written(
-                self.path, json.dumps(self.header.to_json(), default=str) + "\n"
-            )
+            if self._held.pipe is not None:  # a named pipe, opened when it was claimed
+                append_whole(self._held.pipe, header.encode("utf-8"))
+                self._held.written, self._held.pipe = self._held.pipe, None
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._held.written = open_written(self.path, header)
         except OSError as exc:
             raise write_error(self.path, exc) from exc
         self._turn_start = None
@@ -258,6 +270,34 @@ class CassetteFile:
         self.close()
 
 
+def _open_pipe(path: Path) -> int | None:
+    """A descriptor open for writing to ``path`` when it is a named pipe, else ``None``.
+
+    Opened when the cassette is claimed, before anything starts, and without waiting: opening a
+    pipe that no process reads would otherwise wait for a reader in a worker thread that Ctrl-C
+    cannot stop, at the model's first answer.
+
+    Raises:
+        CassetteError: no process reads the pipe.
+    """
+    try:
+        if not stat.S_ISFIFO(os.stat(path).st_mode):
+            return None
+    except OSError:
+        return None  # nothing there yet, or not to be looked at: the claim or the header write says why
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise CassetteError(
+                f"{path}: a named pipe that no process reads, so the recording would wait for one; "
+                f"start its reader first (cat {path} > cassette.jsonl &), or record to a file"
+            ) from None
+        raise CassetteError(f"{path}: the cassette cannot be opened ({exc.strerror or exc})") from None
+    os.set_blocking(fd, True)  # a reader that is slow holds the writes back, as any pipe does
+    return fd
+
+
 @attrs.define
 class _Held:
     """A claimed cassette: its lock (``None``: not locked), the folders made for it, and the
@@ -267,12 +307,17 @@ class _Held:
     lock_fd: int | None
     made: list[Path]
     written: int | None = None
+    pipe: int | None = None
+    """A named pipe's descriptor, open for writing from the claim until the header goes to it."""
 
     def release(self) -> None:
         """Close the cassette and let its lock go (once); the folders made for it go if they stayed empty."""
         written, self.written = self.written, None
         if written is not None:
             os.close(written)
+        pipe, self.pipe = self.pipe, None
+        if pipe is not None:
+            os.close(pipe)
         lock_fd, self.lock_fd = self.lock_fd, None
         let_go(self.lock, lock_fd)
         made, self.made = self.made, []
@@ -388,18 +433,20 @@ def _load(path: Path) -> _Loaded:
     """The header and the exchanges, each with its line number in the file (blank lines are skipped).
 
     A last line that is incomplete (no newline, not JSON: a recording stopped in the middle of a
-    write) is left out; any other line that is not JSON makes the file no cassette.
+    write) is left out; any other line that is not JSON makes the file no cassette. Lines end at
+    ``\n`` only (``\r\n`` too): a character that Python also takes as a line break (U+2028, U+0085,
+    which JSON may hold raw inside a string, as ``jq`` writes it) is part of its line. A UTF-8 byte
+    order mark (an editor's) is left out. Every exchange is checked before the replay starts, so a
+    line mended by hand that holds no recorded exchange is named here, not met in the middle of the
+    episode.
     """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise CassetteError(
-            f"{path}: no such cassette file (record one with zorkmcp play --record FILE)"
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CassetteError(f"{path}: cannot read the cassette: {exc}") from None
-    lines = text.splitlines()
-    unfinished = len(lines) if lines and not text.endswith("\n") else None
+    text = _read(path)
+    lines = text.split("\n")
+    if lines[-1] == "":  # the file ends with a newline (or is empty): no line after it
+        lines.pop()
+        unfinished = None
+    else:
+        unfinished = len(lines)
     incomplete: int | None = None
     records: list[tuple[int, Any]] = []
     for number, line in enumerate(lines, start=1):
@@ -421,28 +468,168 @@ def _load(path: Path) -> _Loaded:
             raise CassetteError(
                 f"{path}: not a zorkmcp cassette (line {number} is not JSON: {why})"
             ) from None
-    if not records or not isinstance(records[0][1], dict) or records[0][1].get("format") != CASSETTE_FORMAT:
+    if not records:
+        raise CassetteError(
+            f"{path}: the file is empty, not a cassette (a recording writes its header with the model's "
+            "first answer); record it again"
+        )
+    if not isinstance(records[0][1], dict) or records[0][1].get("format") != CASSETTE_FORMAT:
         raise CassetteError(
             f"{path}: not a zorkmcp cassette (no {CASSETTE_FORMAT!r} header on its first line)"
         )
     header = records[0][1]
-    if header.get("version") != CASSETTE_VERSION:
+    _check_header(path, header)
+    exchanges = records[1:]
+    for number, exchange in exchanges:
+        if isinstance(exchange, dict) and exchange.get("format") == CASSETTE_FORMAT:
+            raise CassetteError(
+                f"{path}: line {number} is a second cassette header (two cassettes joined into one "
+                "file?); replay each cassette from a file of its own"
+            )
+        wrong = _not_an_exchange(exchange)
+        if wrong is not None:
+            raise CassetteError(
+                f"{path}: line {number} is not a recorded exchange ({wrong}); mend that line, or "
+                "record the cassette again"
+            )
+    return _Loaded(header, exchanges, incomplete)
+
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_BOM = "\ufeff"
+
+
+def _read(path: Path) -> str:
+    """The cassette's text (UTF-8, a byte order mark left out), or a :class:`CassetteError` saying
+    in one line why it cannot be read and what to do."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
         raise CassetteError(
-            f"{path}: cassette version {header.get('version')!r}; "
-            f"this zorkmcp reads version {CASSETTE_VERSION}"
+            f"{path}: no such cassette file (record one with zorkmcp play --record FILE)"
+        ) from None
+    except IsADirectoryError:
+        raise CassetteError(f"{path}: a folder, not a cassette file; pass the cassette file itself") from None
+    except PermissionError as exc:
+        raise CassetteError(
+            f"{path}: the cassette cannot be read ({exc.strerror}); make it readable "
+            f"(chmod u+r {path}) or replay a readable copy"
+        ) from None
+    except OSError as exc:
+        raise CassetteError(f"{path}: the cassette cannot be read ({exc.strerror or exc})") from None
+    if data.startswith(_GZIP_MAGIC):
+        raise CassetteError(
+            f"{path}: a gzip-compressed file, not a cassette as zorkmcp writes it; decompress it first "
+            f"(gzip -dc {path} > cassette.jsonl) and replay that"
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line, column = data[: exc.start].count(b"\n") + 1, exc.start - data.rfind(b"\n", 0, exc.start)
+        raise CassetteError(
+            f"{path}: not a zorkmcp cassette (line {line} is not UTF-8 text: byte "
+            f"0x{data[exc.start]:02x} at column {column})"
+        ) from None
+    return text.removeprefix(_BOM)
+
+
+def _check_header(path: Path, header: Mapping[str, Any]) -> None:
+    """Refuse a header this zorkmcp cannot replay: another version, or a field of the wrong kind
+    (the seed, the turn limit, the model, the settings), which would otherwise be dropped in silence
+    or met by a server that does not start."""
+    version = header.get("version")
+    if version != CASSETTE_VERSION:
+        newer = (
+            " (written by a newer zorkmcp: upgrade zorkmcp to replay it)"
+            if isinstance(version, int) and not isinstance(version, bool) and version > CASSETTE_VERSION
+            else ""
+        )
+        raise CassetteError(
+            f"{path}: cassette version {version!r}; this zorkmcp reads version {CASSETTE_VERSION}{newer}"
         )
     limit = header.get("max_turns")
-    if limit is not None and not (isinstance(limit, int) and not isinstance(limit, bool) and limit > 0):
+    if limit is not None and not (_is_int(limit) and limit > 0):
         raise CassetteError(
             f"{path}: the header's max_turns is {limit!r}, not a number of turns; record the cassette again"
         )
-    exchanges = records[1:]
-    for number, exchange in exchanges:
-        if not (isinstance(exchange, dict) and isinstance(exchange.get("request"), dict)):
-            raise CassetteError(f"{path}: line {number} is not a recorded exchange")
-        if not isinstance(exchange.get("response"), dict):
-            raise CassetteError(f"{path}: line {number} is not a recorded exchange")
-    return _Loaded(header, exchanges, incomplete)
+    seed = header.get("seed")
+    if seed is not None and not (_is_int(seed) and 0 <= seed <= MAX_SEED):
+        raise CassetteError(
+            f"{path}: the header's seed is {seed!r}, not a game seed (0 to {MAX_SEED}); set it to the "
+            "seed the episode was recorded with"
+        )
+    model = header.get("model")
+    if model is not None and not isinstance(model, str):
+        raise CassetteError(f"{path}: the header's model is {model!r}, not a model's name; mend it")
+    settings = header.get("settings")
+    if settings is not None and not isinstance(settings, dict):
+        raise CassetteError(
+            f"{path}: the header's settings is {settings!r}, not an object; record the cassette again"
+        )
+    mcp = (settings or {}).get("mcp_enabled")
+    if mcp is not None and not isinstance(mcp, bool):
+        raise CassetteError(
+            f"{path}: the header's settings.mcp_enabled is {mcp!r}, not true or false; mend it"
+        )
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _not_an_exchange(exchange: Any) -> str | None:
+    """What keeps ``exchange`` (a line after the header) from being a recorded request and its reply,
+    as a phrase naming the field (``its response's tool_calls[0].function.name is 5, not text``),
+    else ``None``. The reply's fields are those :class:`~zorkmcp.llm.LLMResponse` can hold."""
+    if not isinstance(exchange, dict):
+        return f"it is {_shown(exchange)}, not an object"
+    request, response = exchange.get("request", _ABSENT), exchange.get("response", _ABSENT)
+    if not isinstance(request, dict):
+        return (
+            "it has no request" if request is _ABSENT else f"its request is {_shown(request)}, not an object"
+        )
+    if not isinstance(response, dict):
+        return (
+            "it has no response"
+            if response is _ABSENT
+            else f"its response is {_shown(response)}, not an object"
+        )
+    messages = request.get("messages")
+    if not (isinstance(messages, list) and messages and all(isinstance(m, dict) for m in messages)):
+        return f"its request's messages is {_shown(messages)}, not a list of messages"
+    tools = request.get("tools")
+    if tools is not None and not (isinstance(tools, list) and all(isinstance(t, dict) for t in tools)):
+        return f"its request's tools is {_shown(tools)}, not a list of tools or null"
+    for key in ("content", "finish_reason", "text_beside_calls", "model"):
+        value = response.get(key)
+        if value is not None and not isinstance(value, str):
+            return f"its response's {key} is {_shown(value)}, not text or null"
+    usage = response.get("usage")
+    if usage is not None and not isinstance(usage, dict):
+        return f"its response's usage is {_shown(usage)}, not an object or null"
+    calls = response.get("tool_calls")
+    if calls is None:
+        return None
+    if not isinstance(calls, list):
+        return f"its response's tool_calls is {_shown(calls)}, not a list or null"
+    for index, call in enumerate(calls):
+        where = f"its response's tool_calls[{index}]"
+        if not isinstance(call, dict):
+            return f"{where} is {_shown(call)}, not an object"
+        function = call.get("function")
+        if not isinstance(function, dict):
+            return f"{where}.function is {_shown(function)}, not an object"
+        for name, value in (
+            ("id", call.get("id", _ABSENT)),
+            ("type", call.get("type", _ABSENT)),
+            ("function.name", function.get("name", _ABSENT)),
+            ("function.arguments", function.get("arguments", _ABSENT)),
+        ):
+            if value is _ABSENT:
+                return f"{where} has no {name}"
+            if not isinstance(value, str):
+                return f"{where}.{name} is {_shown(value)}, not text"
+    return None
 
 
 def _asks_for_the_final_answer(message: Any) -> bool:
@@ -579,10 +766,10 @@ def _difference(recorded: Mapping[str, Any], sent: Mapping[str, Any]) -> str:
     The message and its field, and for text an excerpt of both sides around the first character
     that differs, with its offset.
     """
-    if _tool_names(recorded["tools"]) != _tool_names(sent["tools"]):
+    if _tool_names(recorded.get("tools")) != _tool_names(sent.get("tools")):
         return (
-            f"the tools offered differ (the cassette has {_tool_names(recorded['tools'])}, "
-            f"this run offers {_tool_names(sent['tools'])})"
+            f"the tools offered differ (the cassette has {_tool_names(recorded.get('tools'))}, "
+            f"this run offers {_tool_names(sent.get('tools'))})"
         )
     old, new = recorded["messages"], sent["messages"]
     for index, (a, b) in enumerate(zip(old, new, strict=False)):
@@ -617,8 +804,10 @@ class ReplayModel:
         path: the cassette.
 
     Raises:
-        CassetteError: the file is missing, not a cassette, or a line before its last is not JSON
-            (named by its line number; blank lines are skipped).
+        CassetteError: the file is missing or cannot be read, is not a cassette (gzip-compressed,
+            not UTF-8, empty, of another version), its header has a field of the wrong kind (the
+            seed, the turn limit, the settings), or a line before its last is not JSON or not a
+            recorded exchange (named by its line number and the field; blank lines are skipped).
     """
 
     def __init__(self, path: Path) -> None:
