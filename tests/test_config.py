@@ -832,6 +832,24 @@ def test_cwd_must_exist(tmp_path: Path) -> None:
     assert McpConfig.from_file(path, check_commands=False).servers[0].cwd == str(tmp_path / "missing")
 
 
+def test_a_cwd_or_command_the_system_will_not_look_at_is_a_problem_not_a_traceback(tmp_path: Path) -> None:
+    # Path.is_dir raises instead of answering False for a path it cannot look at: a folder this user
+    # may not enter (EACCES; not to be had as root, which enters anything) or a name too long (here)
+    long = "x" * 300  # a name longer than any file system takes (255 bytes)
+    path = write_config(tmp_path, {"mcpServers": {"s": {"command": "python3", "cwd": long}}})
+    with pytest.raises(
+        ConfigError,
+        match=rf"^\$\.mcpServers\.s\.cwd cannot be looked at \(File name too long\): {tmp_path / long} ",
+    ):
+        McpConfig.from_file(path)
+    path = write_config(tmp_path, {"mcpServers": {"s": {"command": f"./{long}", "cwd": str(tmp_path)}}})
+    with pytest.raises(
+        ConfigError,
+        match=rf"^\$\.mcpServers\.s\.command '\./{long}' cannot be looked at \(File name too long\) ",
+    ):
+        McpConfig.from_file(path)
+
+
 def test_node_is_found_when_installed() -> None:
     if shutil.which("npx") is None:
         pytest.skip("Node.js is not installed here")

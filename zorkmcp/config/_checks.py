@@ -24,17 +24,32 @@ _NEEDS: Final[Mapping[str, str]] = {
 
 
 def check_host(server: ServerConfig, path: str, problems: list[str]) -> None:
-    """The command of an enabled stdio server can be run, and its cwd exists."""
-    if server.cwd is not None and not Path(server.cwd).is_dir():
-        problems.append(f"{path}.cwd is not a directory: {server.cwd}")
-        return
+    """The command of an enabled stdio server can be run, and its cwd exists.
+
+    A path the system will not even look at (a folder on the way that this user may not enter:
+    ``Path.is_dir`` raises ``PermissionError`` there; a name too long) is a problem named with why.
+    """
+    if server.cwd is not None:
+        try:
+            is_dir = Path(server.cwd).is_dir()
+        except OSError as exc:
+            problems.append(f"{path}.cwd cannot be looked at ({exc.strerror or exc}): {server.cwd}")
+            return
+        if not is_dir:
+            problems.append(f"{path}.cwd is not a directory: {server.cwd}")
+            return
     command = server.command
     assert command is not None  # stdio servers have one (checked in _build_server)
     if os.sep in command or (os.altsep and os.altsep in command):
         candidate = Path(command).expanduser()
         if not candidate.is_absolute() and server.cwd is not None:
             candidate = Path(server.cwd) / candidate
-        if not (candidate.is_file() and os.access(candidate, os.X_OK)):
+        try:
+            runnable = candidate.is_file() and os.access(candidate, os.X_OK)
+        except OSError as exc:
+            problems.append(f"{path}.command {command!r} cannot be looked at ({exc.strerror or exc})")
+            return
+        if not runnable:
             problems.append(f"{path}.command {command!r} is not an executable file")
         return
     search_path = server.env.get("PATH", os.environ.get("PATH", os.defpath))
