@@ -40,6 +40,7 @@ import re
 import secrets
 import signal
 import threading
+import time
 from contextlib import contextmanager, suppress
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
@@ -49,7 +50,7 @@ import anyio
 import attrs
 
 from .._pidfds import wait_for_pidfds
-from ..errors import ConfigError, exception_leaves
+from ..errors import ConfigError, RunWriteError, exception_leaves
 from ..mcp._sweep import EPISODE_ENV_VAR, kill_session_processes
 from ._runner import EpisodeResult, endpoint_of, open_http_pools, play_episode, write_episode
 
@@ -62,6 +63,7 @@ if TYPE_CHECKING:
     from ._spec import EpisodeSpec
 
 __all__ = [
+    "RayClusterLost",
     "RayPlacement",
     "cannot_join",
     "check_ray_address",
@@ -157,10 +159,17 @@ def check_ray_address(address: str) -> None:
     failed after 31 s. One connection says so at once. Ray's GCS and its Ray Client server speak
     gRPC, so each answers an HTTP/2 connection preface with a SETTINGS frame (in 1–5 ms, measured on
     both); anything else there (an HTTP/1 server, an SSH server, a silent one) is not a cluster to
-    join. A gRPC server that is not Ray's passes, and Ray then says what it makes of it. With
-    ``RAY_USE_TLS`` on, the preface would need TLS first: the connection alone is checked. ``auto``
-    is ``RAY_ADDRESS`` when that is set (checked the same way), else left to Ray, which fails at
-    once when it finds no cluster on this machine.
+    join. A gRPC server that answers is asked for the cluster's id (:func:`_port_kind`): the GCS
+    port given to Ray Client (``ray://head:6379``) had Ray Client give up after 32 s, with Ray's
+    INFO line and a warning, and the Ray Client port given as a GCS address (``--ray head:10001``)
+    failed after 22 s and 20 warning lines; either is one line at once, naming the address to give
+    instead (a gRPC server that is not Ray's stops a GCS address the same way). What cannot tell (a
+    cluster that wants a token, no answer in time) passes, and Ray then says what it makes of it.
+    ``ray://HOST`` without a port goes to gRPC's default port, 443 (Ray Client's is 10001): that is
+    checked, and the line says so (Ray retried there for 31 s). With ``RAY_USE_TLS`` on, the
+    preface would need TLS first: the connection alone is checked. ``auto`` is ``RAY_ADDRESS`` when
+    that is set (checked the same way), else left to Ray, which fails at once when it finds no
+    cluster on this machine.
 
     Raises:
         ConfigError: no Ray cluster answers there (one line: the address, why, what to do).
@@ -171,19 +180,71 @@ def check_ray_address(address: str) -> None:
         named = f"--ray auto (RAY_ADDRESS={address})"
     if address in ("", LOCAL, "auto"):
         return
+    client = address.startswith("ray://")
     parts = urlsplit(address if "://" in address else f"//{address}")
     try:
         host, port = parts.hostname, parts.port
     except ValueError:  # a port that is not a number: Ray says what it makes of it
         return
-    if host is None or port is None:
+    if host is None:
         return
+    if port is None:
+        if not client:  # Ray says "Invalid address format" at once
+            return
+        port = GRPC_DEFAULT_PORT
+        named += f" (no port: gRPC's default, {port}; Ray Client's is {RAY_CLIENT_PORT})"
     from .._bridge import run_trio
 
-    tls = os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true")  # as Ray reads it
+    tls = _tls()
     why = run_trio(partial(not_ray, host, port, tls=tls))
     if why is not None:
         raise ConfigError(f"{named}: no Ray cluster answers at {host}:{port} ({why}); {_REMEDY}")
+    kind = None if tls else _port_kind(f"{host}:{port}")
+    if client and kind == "gcs":
+        raise ConfigError(
+            f"{named}: {host}:{port} is a Ray cluster's GCS port, not its Ray Client server, which ray:// "
+            f"needs (Ray Client would give up after 30 s); join the GCS as --ray {host}:{port}, or give "
+            f"the Ray Client port, ray://{host}:{RAY_CLIENT_PORT} unless ray start --ray-client-server-port "
+            "said otherwise"
+        )
+    if not client and kind == "other":
+        raise ConfigError(
+            f"{named}: a gRPC server answers at {host}:{port}, but not a Ray cluster's GCS (it does not "
+            f"know {GCS_PROBE.strip('/').replace('/', '.')}; Ray would retry for 20 s); if it is the "
+            f"cluster's Ray Client server, join it as --ray ray://{host}:{port}, else {_REMEDY}"
+        )
+
+
+GRPC_DEFAULT_PORT: Final = 443
+"""Where gRPC (and so Ray Client) connects for an address without a port."""
+RAY_CLIENT_PORT: Final = 10001
+"""Ray Client's port unless ``ray start --ray-client-server-port`` says otherwise."""
+GCS_PROBE: Final = "/ray.rpc.NodeInfoGcsService/GetClusterId"
+"""A GCS method without side effects, with an empty request: what :func:`_port_kind` asks."""
+
+
+def _port_kind(target: str) -> str | None:
+    """What the gRPC server at ``host:port`` is: ``"gcs"``, ``"other"``, or ``None`` (cannot tell).
+
+    It is asked for the cluster's id (:data:`GCS_PROBE`): a GCS answers it, and any other gRPC
+    server (Ray Client's among them) says ``UNIMPLEMENTED``. Anything else (no answer within
+    :data:`ADDRESS_SECONDS`, a token the cluster wants, no ``grpc`` module) cannot tell, and Ray
+    goes on to say what it makes of the address.
+    """
+    try:
+        import grpc  # type: ignore[import-untyped,unused-ignore]  # comes with Ray; no stubs
+    except ImportError:  # pragma: no cover - Ray depends on it
+        return None
+    channel = grpc.insecure_channel(target)
+    try:
+        ask = channel.unary_unary(GCS_PROBE, request_serializer=None, response_deserializer=None)
+        ask(b"", timeout=ADDRESS_SECONDS)
+    except grpc.RpcError as exc:
+        code = exc.code() if callable(getattr(exc, "code", None)) else None
+        return "other" if code == grpc.StatusCode.UNIMPLEMENTED else None
+    finally:
+        channel.close()
+    return "gcs"
 
 
 async def not_ray(host: str, port: int, *, tls: bool = False) -> str | None:
@@ -299,6 +360,8 @@ def play_on_ray(
             (:func:`_cancel`), the local runtime shut down, and what killed workers left swept. One
             that comes while the local runtime starts takes effect once it has started.
         RunWriteError: an episode's files cannot be written; the tasks in flight were stopped first.
+        RayClusterLost: the cluster went away mid-run (:class:`_Watch`); the episodes it took with it
+            are not recorded, so ``--resume`` plays them.
     """
     ray = _import_ray()
     if not specs:  # a resume with nothing left to play: no runtime to start, no cluster to join
@@ -315,7 +378,8 @@ def play_on_ray(
         if on_placed is not None:
             on_placed(placement)
         task = ray.remote(max_retries=0, num_cpus=placement.cpus_per_episode)(play_in_worker)
-        _drive(ray, task, specs, run_dir, concurrency, on_start, on_done, unfinished)
+        watch = _Watch(address=address, gcs=_gcs_of(ray))
+        _drive(ray, task, specs, run_dir, concurrency, on_start, on_done, unfinished, watch)
     finally:
         with _stops_held():
             if started_here:
@@ -474,6 +538,96 @@ SWEEP_GRACE: Final = 1.0
 """Seconds the driver waits for the processes it killed by an episode's marker to be gone."""
 
 
+class RayClusterLost(RunWriteError):
+    """The run's Ray cluster (or its own runtime) went away mid-run: the run cannot go on.
+
+    It stops the run as a file that cannot be written does (hence the base class): every finished
+    episode is kept, the summary covers them, the exit status is 1 and the last line says what to
+    mend and how to play the rest (``--resume``). The message says which cluster and why.
+    """
+
+
+WATCH_SECONDS: Final = 5.0
+"""With no result for this long, the driver checks that the cluster's GCS still answers (:class:`_Watch`)."""
+LOST_SECONDS: Final = 20.0
+"""How long the GCS may not answer before the run stops (Ray ends a driver whose GCS is gone at 60 s).
+
+A GCS that comes back within it (a head restarted with GCS fault tolerance) lets the run go on.
+"""
+
+
+def _gcs_of(ray: Any) -> tuple[str, int] | None:
+    """The GCS this driver is connected to; ``None`` through Ray Client (whose server is the driver)."""
+    client: Any = getattr(getattr(getattr(ray, "util", None), "client", None), "ray", None)
+    try:
+        if client is not None and client.is_connected():
+            return None
+        host, _, port = str(ray.get_runtime_context().gcs_address).rpartition(":")
+    except Exception:  # noqa: BLE001  not known: the run is not watched, as before
+        return None
+    return (host, int(port)) if host and port.isdigit() else None
+
+
+@attrs.define
+class _Watch:
+    """Is the cluster still there? Its GCS, asked as :func:`check_ray_address` asks an address.
+
+    When a cluster's head goes (``ray stop``, a crash, its machine), the episodes running on it
+    fail with ``NodeDiedError``, the next ones never start, and Ray ended the driver 60 s later
+    ("Failed to connect to GCS within 60 seconds … The program will terminate"): exit status 1, no
+    summary, the episodes lost recorded as failed. Now the driver asks the GCS whenever a task fails
+    and whenever :data:`WATCH_SECONDS` pass without a result; one that has not answered for
+    :data:`LOST_SECONDS` stops the run (:class:`RayClusterLost`), and the episodes that failed
+    while it did not answer are not recorded: ``--resume`` plays them. Through Ray Client the
+    client's own connection tells (``ConnectionError``, after its reconnection grace).
+    """
+
+    address: str
+    """``--ray``'s address (:data:`LOCAL` for the run's own runtime)."""
+    gcs: tuple[str, int] | None
+    """Its GCS (``None``: not watched)."""
+    down_since: float | None = None
+    """``time.monotonic()`` when the GCS was first found not answering (``None``: it answers)."""
+
+    def answers(self) -> bool:
+        """Whether the GCS answers now.
+
+        Raises:
+            RayClusterLost: it has not answered for :data:`LOST_SECONDS`.
+        """
+        if self.gcs is None:
+            return True
+        from .._bridge import run_trio
+
+        host, port = self.gcs
+        why = run_trio(partial(not_ray, host, port, tls=_tls()))
+        if why is None:
+            self.down_since = None
+            return True
+        now = time.monotonic()
+        if self.down_since is None:
+            self.down_since = now
+        if now - self.down_since >= LOST_SECONDS:
+            raise self.lost(f"its GCS has not answered for {LOST_SECONDS:.0f} s ({why})")
+        return False
+
+    def lost(self, why: str) -> RayClusterLost:
+        """The error that stops the run, with ``why``."""
+        if self.address == LOCAL:
+            return RayClusterLost(
+                f"the run's Ray runtime went away mid-run: {why}",
+                remedy="see what ended it in Ray's logs (/tmp/ray/session_latest/logs)",
+            )
+        return RayClusterLost(
+            f"the Ray cluster at {self.address} went away mid-run: {why}",
+            remedy="start the cluster again (ray start --head)",
+        )
+
+
+def _tls() -> bool:
+    return os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true")  # as Ray reads it
+
+
 def _drive(
     ray: Any,
     task: Any,
@@ -483,34 +637,63 @@ def _drive(
     on_start: Callable[[EpisodeSpec], None] | None,
     on_done: Callable[[dict[str, Any]], None] | None,
     unfinished: set[str],
+    watch: _Watch | None = None,
 ) -> None:
     """Play ``specs``, at most ``concurrency`` at once; on any exception, stop the tasks in flight.
 
     ``unfinished`` holds the marker of each episode submitted and not yet reported: what is left in
-    it when this returns or raises is for the caller to sweep (:func:`_sweep_episodes`).
+    it when this returns or raises is for the caller to sweep (:func:`_sweep_episodes`). ``watch``
+    checks the cluster is still there (:class:`_Watch`): while its GCS does not answer, no episode
+    is submitted, and one that fails is taken back, to be played once it answers again.
     """
+    watch = watch if watch is not None else _Watch(address=LOCAL, gcs=None)
     queue = list(reversed(specs))
     in_flight: dict[Any, tuple[EpisodeSpec, str]] = {}
+    node_died: Any = getattr(ray.exceptions, "NodeDiedError", ())
+    taken_back: set[tuple[str, int]] = set()  # episodes whose node died under them once
     try:
         while queue or in_flight:
-            while queue and len(in_flight) < concurrency:
+            while queue and len(in_flight) < concurrency and watch.down_since is None:
                 spec = queue.pop()
                 if on_start is not None:
                     on_start(spec)
                 marker = secrets.token_hex(16)
                 unfinished.add(marker)
                 in_flight[task.remote(spec, marker)] = (spec, marker)
-            ready, _ = ray.wait(list(in_flight), num_returns=1)
+            if not in_flight:  # every episode was taken back while the GCS does not answer
+                time.sleep(WATCH_SECONDS)
+                watch.answers()
+                continue
+            try:
+                ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=WATCH_SECONDS)
+            except ConnectionError as exc:  # Ray Client's connection to the cluster is gone
+                raise watch.lost(f"{type(exc).__name__}: {exc}") from exc
+            if not ready:
+                watch.answers()
+                continue
             spec, marker = in_flight.pop(ready[0])
             try:
                 record, events = ray.get(ready[0])
             except ray.exceptions.RayError as exc:  # the worker died: the episode failed, the run goes on
                 _sweep_episodes([marker])  # what its servers left (its teardown died with it)
+                # ... unless its node died under it (the first time: not its fault; a head stopped
+                # reports its node dead before its GCS goes) or the cluster went with it: it plays
+                # again, on another node or once the GCS answers again, else --resume plays it
+                again = isinstance(exc, node_died) and spec.key not in taken_back
+                if not watch.answers() or again:
+                    taken_back.add(spec.key)
+                    unfinished.discard(marker)
+                    queue.append(spec)
+                    continue
                 record, events = _failed(spec, exc), []
+            except ConnectionError as exc:
+                raise watch.lost(f"{type(exc).__name__}: {exc}") from exc
             unfinished.discard(marker)
             write_episode(run_dir, EpisodeResult(record=record, events=events))
             if on_done is not None:
                 on_done(record)
+    except RayClusterLost:  # nothing to stop there: what this machine ran is swept by the caller
+        raise
     except BaseException:  # Ctrl-C, or a file of the run that cannot be written: nothing runs on
         with _stops_held():
             _cancel(ray, list(in_flight))
