@@ -9,6 +9,7 @@ after every call, so memory stays flat however long the episode is.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import logging
 import os
 import threading
@@ -132,6 +133,41 @@ def _refuse_inside_event_loop(what: str) -> None:
             "this thread. Call it from a worker thread (asyncio.to_thread, trio.to_thread.run_sync): "
             "bridge.Bridge runs one trio loop in a background thread for a whole episode, so enter it and "
             "call its get_action there; or await zorkmcp.ZorkAgent.generate_action directly from async code."
+        )
+
+
+def _refuse_blocking_in_loop(what: str, loop_thread: int | None) -> None:
+    """A call of an open :class:`Bridge` that would wait for its turn: never from a running loop.
+
+    From the Bridge's own loop thread (an event listener, a chat model, a callback of the turn) the
+    call would wait for itself forever; from a thread running another loop it would stall that loop
+    for the whole turn (asyncio) or fail deep inside anyio (trio).
+    """
+    if loop_thread is not None and threading.get_ident() == loop_thread:
+        raise RuntimeError(
+            f"{what} was called from the Bridge's own loop thread (an event listener, a chat model or "
+            "another callback of a turn): it would wait for itself forever. Call it from the thread "
+            "that drives the episode"
+        )
+    try:
+        trio.lowlevel.current_trio_token()
+    except RuntimeError:
+        running = None
+    else:
+        running = "a trio event loop"
+    if running is None:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            running = "an asyncio event loop"
+    if running is not None:
+        raise RuntimeError(
+            f"{what} blocks until the Bridge's loop thread has done it, but it was called while {running} "
+            "is running in this thread, which it would stall. Call it from a worker thread "
+            "(asyncio.to_thread, trio.to_thread.run_sync), or await zorkmcp.ZorkAgent.generate_action "
+            "directly from async code"
         )
 
 
@@ -388,16 +424,63 @@ class _Live:
     """The episode's chat model as it was opened (the agent's is it metered: ``setup.metered``)."""
     agent: ZorkAgent
     episode: EpisodeServers | None
+    thread: int
+    """The loop thread's ident: a call from it would wait for itself."""
+
+
+_OPEN: set[Bridge] = set()
+"""The Bridges open in this process, closed at interpreter exit if their ``with`` block never ended."""
+_OPEN_LOCK = threading.Lock()
+
+
+@atexit.register
+def _close_left_open() -> None:
+    """A Bridge entered without ``with`` and never closed: stop its servers before the interpreter goes.
+
+    Its loop thread is a daemon, killed at exit with no cleanup: a server's children that outlive
+    their parent's end (a process group of their own) would be left running under PID 1.
+    """
+    with _OPEN_LOCK:
+        left = [bridge for bridge in _OPEN if bridge._pid == os.getpid()]
+    for bridge in left:
+        _log.warning(
+            "bridge.Bridge (%s) was still open at exit: zorkmcp closed it and stopped its servers "
+            "(use `with Bridge() as bridge:`, or call bridge.close())",
+            bridge.setup.episode_id,
+        )
+        try:
+            bridge.close()
+        except Exception:  # noqa: BLE001 - one Bridge's failure must not leave the others open
+            _log.exception("closing bridge.Bridge (%s) at exit failed", bridge.setup.episode_id)
+
+
+def _forget_in_child() -> None:
+    """After ``fork``: the child has neither the loop threads nor the servers of the parent's Bridges.
+
+    Each open Bridge's portal is marked stopped, which is what anyio's ``start_blocking_portal`` sees
+    when its loop has ended: leaving it (the child's ``with`` block, its garbage collection at exit)
+    then returns at once instead of waiting forever for a loop that does not run here.
+    """
+    global _OPEN_LOCK  # another thread of the parent may have held it: none runs here
+    _OPEN_LOCK = threading.Lock()
+    for bridge in _OPEN:
+        if bridge._portal is not None:
+            bridge._portal._event_loop_thread_id = None  # anyio's "this portal is not running"
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
 
 
 class Bridge:
     """One trio loop in a background thread for a whole episode (anyio's blocking portal).
 
     ``per_episode`` servers and the model's HTTP keep-alive survive between turns; ``get_action`` has
-    the contract of :func:`bridge.get_action`. Leaving the ``with`` block closes everything; an
-    exception or Ctrl-C in the block first cancels the turn in flight. After every call the episode's
-    events go to the log files (``log_files``, default ``[tool.zorkgpt.files]``), so memory stays
-    flat over any number of turns.
+    the contract of :func:`bridge.get_action`. Leaving the ``with`` block (or :meth:`close`) closes
+    everything; an exception or Ctrl-C in the block first cancels the turn in flight, and so does
+    leaving it while another thread's turn runs (that thread gets a ``RuntimeError``). After every
+    call the episode's events go to the log files (``log_files``, default ``[tool.zorkgpt.files]``),
+    so memory stays flat over any number of turns. A Bridge still open at interpreter exit is closed
+    then, with a warning of the ``zorkmcp.bridge`` logger.
 
     Example::
 
@@ -440,6 +523,12 @@ class Bridge:
         self._stack: ExitStack | None = None
         self._portal: BlockingPortal | None = None
         self._live: _Live | None = None
+        self._pid: int | None = None
+        """The process that opened it (a forked child has neither its loop thread nor its servers)."""
+        self._in_flight: set[trio.CancelScope] = set()
+        """The calls running in the loop (only the loop thread touches it)."""
+        self._closing = False
+        """Set in the loop when the ``with`` block is left: a call that starts after it is cancelled."""
 
     @property
     def recorder(self) -> EventRecorder:
@@ -448,20 +537,35 @@ class Bridge:
     @property
     def model(self) -> ChatModel:
         """The episode's chat model (open while the bridge is)."""
-        if self._live is None:
+        return self._open_live("Bridge.model").model
+
+    def _open_live(self, what: str) -> _Live:
+        """The running episode, for a call made where it can be reached.
+
+        Raises:
+            RuntimeError: the Bridge is not open, or was opened in the parent of this forked process.
+        """
+        live = self._live
+        if live is None:
             raise RuntimeError("Bridge is not open: use it as `with Bridge() as bridge:`")
-        return self._live.model
+        if self._pid != os.getpid():
+            raise RuntimeError(
+                f"{what}: this Bridge was opened in process {self._pid}, and this is a forked child "
+                f"(process {os.getpid()}), where its loop thread and servers do not run: open a new "
+                "Bridge in the child"
+            )
+        return live
 
     @asynccontextmanager
     async def _episode(self) -> Any:
-        setup = self.setup
+        setup, thread = self.setup, threading.get_ident()
         async with setup.chat_model() as opened:
             with setup.metered(opened) as model:
                 if setup.manager is not None:
                     async with setup.manager.open_episode() as episode:
-                        yield _Live(model=opened, agent=setup.agent(model), episode=episode)
+                        yield _Live(model=opened, agent=setup.agent(model), episode=episode, thread=thread)
                 else:
-                    yield _Live(model=opened, agent=setup.agent(model), episode=None)
+                    yield _Live(model=opened, agent=setup.agent(model), episode=None, thread=thread)
 
     def __enter__(self) -> Self:
         _refuse_inside_event_loop("bridge.Bridge")
@@ -471,14 +575,33 @@ class Bridge:
             portal = stack.enter_context(start_blocking_portal(backend="trio", name="zorkmcp-bridge"))
             self._live = stack.enter_context(portal.wrap_async_context_manager(self._episode()))
             self._portal = portal
+            self._pid = os.getpid()
             self._stack = stack.pop_all()
+        with _OPEN_LOCK:
+            _OPEN.add(self)
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        stack, self._stack, self._portal, self._live = self._stack, None, None, None
+        if self._live is not None and threading.get_ident() == self._live.thread:
+            raise RuntimeError(
+                "a Bridge cannot be closed from its own loop thread (an event listener, a chat model or "
+                "another callback of a turn): it would wait for itself forever. Close it from the thread "
+                "that drives the episode"
+            )
+        stack, portal = self._stack, self._portal
+        self._stack, self._portal, self._live = None, None, None
+        with _OPEN_LOCK:
+            _OPEN.discard(self)
+        if stack is not None and self._pid != os.getpid():
+            # A forked child leaving the block: the loop thread and the servers are the parent's,
+            # which closes them; here they are only forgotten (touching them would wait forever).
+            stack.pop_all()
+            return
         try:
+            if portal is not None:  # another thread's turn: cancelled, not left to run on dead servers
+                portal.call(self._cancel_in_flight)
             if stack is not None:
                 stack.__exit__(exc_type, exc, tb)
         except BaseException:
@@ -486,15 +609,40 @@ class Bridge:
             raise
         self.setup.flush(quiet=exc_type is not None)
 
+    def close(self) -> None:
+        """Close the episode, as leaving the ``with`` block does; closing a closed Bridge does nothing.
+
+        For a Bridge entered without ``with`` (``bridge.__enter__()`` kept in an object): its servers
+        are stopped and its loop thread ends.
+        """
+        self.__exit__(None, None, None)
+
+    def _cancel_in_flight(self) -> None:
+        """In the loop: cancel the calls other threads wait for, and those not started yet."""
+        self._closing = True
+        for scope in self._in_flight:
+            scope.cancel()
+
     def _run(self, func: Callable[[], Awaitable[T]]) -> T:
-        portal, live = self._portal, self._live
-        if portal is None or live is None:
+        portal = self._portal
+        if portal is None:
             raise RuntimeError("Bridge is not open: use it as `with Bridge() as bridge:`")
         finished = threading.Event()
 
         async def task() -> T:
             try:
-                return await func()
+                with trio.CancelScope() as scope:
+                    if self._closing:
+                        scope.cancel()
+                    self._in_flight.add(scope)
+                    try:
+                        return await func()
+                    finally:
+                        self._in_flight.discard(scope)
+                raise RuntimeError(  # the scope caught the cancellation of the with block's exit
+                    "the Bridge was closed (its with block left in another thread) while this call ran: "
+                    "the call was cancelled"
+                )
             finally:
                 finished.set()
 
@@ -517,13 +665,20 @@ class Bridge:
         """Choose the next action (same contract as :func:`bridge.get_action`).
 
         Calls from several threads take turns: one turn at a time, in the order they get the lock.
+
+        Raises:
+            RuntimeError: the Bridge is not open; it was opened in the parent of this forked process;
+                the call comes from a thread running an event loop, the Bridge's own loop thread
+                included (an event listener); the ``with`` block was left in another thread while
+                the turn ran (the turn is cancelled).
         """
         _check_text("game_state_text", game_state_text)
         _check_text("relevant_memories", relevant_memories, optional=True)
+        what = "Bridge.get_action()"
+        _refuse_blocking_in_loop(what, self._live.thread if self._live is not None else None)
+        self._open_live(what)  # before the lock, which a thread of a forked child's parent may hold
         with self.setup.lock:
-            live = self._live
-            if live is None:
-                raise RuntimeError("Bridge is not open: use it as `with Bridge() as bridge:`")
+            live = self._open_live(what)
             turn = self.setup.next_turn()
 
             async def run() -> AgentAction:
@@ -546,6 +701,9 @@ class Bridge:
             TypeError: ``name`` is not a str, or ``arguments`` not a mapping with str keys.
         """
         _tool_call(name, arguments)
+        _refuse_blocking_in_loop("Bridge.call_tool()", self._live.thread if self._live is not None else None)
+        if self._live is not None:
+            self._open_live("Bridge.call_tool()")
         live = self._live
         server = self._per_turn_server(name)
         if server is not None:
@@ -563,6 +721,7 @@ class Bridge:
             return await live.episode.call_tool(name, dict(arguments or {}))
 
         with self.setup.lock:  # not inside another thread's turn: its events carry that turn's number
+            self._open_live("Bridge.call_tool()")
             return self._run(run)
 
     def _per_turn_server(self, name: str) -> str | None:

@@ -36,7 +36,7 @@ from .episode import (
     game_server_config,
     scripted_walkthrough,
 )
-from .errors import CassetteError, ConfigError, GameError, LLMError, MCPError, RunWriteError
+from .errors import CassetteError, ConfigError, GameError, MCPError, RunWriteError
 from .game import story_md5
 from .llm import CassetteHeader, ChatModel, ModelChoice, RecordingModel, ReplayModel
 from .llm._cassette import CassetteFile
@@ -277,10 +277,11 @@ class Orchestrator:
 
         Ctrl-C (also while the servers start) and a game server that stops answering end the
         episode with a summary (``stopped`` is ``"interrupted"`` / ``"error"``). A server that does
-        not start, a model that fails, or a log or the cassette that cannot be written (a full disk)
-        also write ``episode_complete`` (when the log can take it) and set :attr:`summary`
-        (``stopped="error"``), then raise. A replay of a recording cut short (Ctrl-C, an error, a
-        crash) that plays every turn its cassette holds ends with ``stopped`` ``"end of cassette"``.
+        not start, a model that fails, a log or the cassette that cannot be written (a full disk), or
+        an ``on_start`` / ``on_turn`` callback that raises also write ``episode_complete`` (when the
+        log can take it) and set :attr:`summary` (``stopped="error"``), then raise. A replay of a
+        recording cut short (Ctrl-C, an error, a crash) that plays every turn its cassette holds ends
+        with ``stopped`` ``"end of cassette"``.
 
         Returns:
             The summary; ``stopped`` says why the episode ended.
@@ -293,6 +294,7 @@ class Orchestrator:
                 ``mcp_config.json`` (``ConfigError``, before anything started), a server that does
                 not start on the first turn (``MCPServerStartupError``), a model that cannot call tools.
             LLMError: the model endpoint failed beyond its retries.
+            Exception: what ``on_start`` or ``on_turn`` raised (the episode stopped there, as an error).
             RunWriteError: the event log, the episode log or the cassette cannot be written (a full
                 disk); the episode stopped at that turn, and each file keeps the whole lines it held.
         """
@@ -319,13 +321,13 @@ class Orchestrator:
         )
         self._tell_incomplete()
         stopped, error = "turn limit", None
-        failure: MCPError | LLMError | RunWriteError | None = None
+        failure: Exception | None = None
         try:
             with bridge:
                 drive(episode.steps(bridge.model.model, bridge.model.scripted), _answer_with(bridge))
         except KeyboardInterrupt:
             stopped = "interrupted"
-        except (GameError, MCPError, LLMError, RunWriteError) as exc:
+        except Exception as exc:  # noqa: BLE001 - on_start / on_turn's own fault too: the episode ends
             stopped, error = "error", f"{type(exc).__name__}: {exc}"
             failure = None if isinstance(exc, GameError) else exc
             self.recorder.log("ERROR", f"Episode stopped: {error}")
