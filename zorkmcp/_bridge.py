@@ -111,22 +111,24 @@ def _tool_call(name: object, arguments: object) -> None:
             raise TypeError(f"arguments must have str keys (the arguments' names), got {key!r}")
 
 
-def _refuse_inside_event_loop(what: str) -> None:
-    """Properties 39–40: no nested event loops. Fail loudly instead of deadlocking."""
-    running: str | None = None
+def _loop_running_here() -> str | None:
+    """The event loop running in this thread, in words (``"a trio event loop"``), or ``None``."""
     try:
         trio.lowlevel.current_trio_token()
     except RuntimeError:
         pass
     else:
-        running = "a trio event loop"
-    if running is None:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            pass
-        else:
-            running = "an asyncio event loop"
+        return "a trio event loop"
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+    return "an asyncio event loop"
+
+
+def _refuse_inside_event_loop(what: str) -> None:
+    """Properties 39–40: no nested event loops. Fail loudly instead of deadlocking."""
+    running = _loop_running_here()
     if running is not None:
         raise RuntimeError(
             f"{what} blocks and starts its own trio loop, but it was called while {running} is running in "
@@ -149,19 +151,7 @@ def _refuse_blocking_in_loop(what: str, loop_thread: int | None) -> None:
             "another callback of a turn): it would wait for itself forever. Call it from the thread "
             "that drives the episode"
         )
-    try:
-        trio.lowlevel.current_trio_token()
-    except RuntimeError:
-        running = None
-    else:
-        running = "a trio event loop"
-    if running is None:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            pass
-        else:
-            running = "an asyncio event loop"
+    running = _loop_running_here()
     if running is not None:
         raise RuntimeError(
             f"{what} blocks until the Bridge's loop thread has done it, but it was called while {running} "
