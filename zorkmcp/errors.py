@@ -17,7 +17,8 @@ Every error the package raises on purpose derives from :class:`ZorkMCPError`::
     │   └── CassetteMismatchError   a replayed episode sent a request the cassette does not have next
     ├── CassetteError               a cassette file is missing, truncated or not a cassette
     ├── GameError                   the game file or the interpreter
-    └── RunWriteError               ``zorkmcp eval`` or ``play`` cannot write a file of its run (names it)
+    └── RunStopped                  a run cannot go on (says why, what to mend; --resume plays the rest)
+        └── RunWriteError           ``zorkmcp eval`` or ``play`` cannot write a file of its run (names it)
 
 Nurseries wrap what crosses them in exception groups; :func:`exception_leaves` lists what is inside.
 """
@@ -38,6 +39,7 @@ __all__ = [
     "MCPServerStartupError",
     "MCPToolCallError",
     "ModelCompatibilityError",
+    "RunStopped",
     "RunWriteError",
     "ZorkMCPError",
     "exception_leaves",
@@ -141,17 +143,25 @@ class GameError(ZorkMCPError):
     """The game file is missing or unreadable, or the interpreter failed."""
 
 
-class RunWriteError(ZorkMCPError):
+class RunStopped(ZorkMCPError):
+    """A run cannot go on: ``zorkmcp eval`` stops it, keeps what finished and says how to play the rest.
+
+    The message says why; :attr:`remedy` says what to mend first (``make room on its disk``, ``start
+    the cluster again``).
+    """
+
+    def __init__(self, message: str, *, remedy: str = "mend the folder") -> None:
+        super().__init__(message)
+        self.remedy = remedy
+
+
+class RunWriteError(RunStopped):
     """``zorkmcp eval`` or ``zorkmcp play`` cannot write a file of its run (an episode's record, a log,
     the cassette): a full disk, a folder that is gone or not writable.
 
     The message names the file and the system's reason (``runs/x/summary.json: cannot be written (No space
     left on device)``); :attr:`remedy` says what to do about that reason (``make room on its disk``).
     """
-
-    def __init__(self, message: str, *, remedy: str = "mend the folder") -> None:
-        super().__init__(message)
-        self.remedy = remedy
 
 
 def exception_leaves(exc: BaseException) -> list[BaseException]:

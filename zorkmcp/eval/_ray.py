@@ -50,7 +50,7 @@ import anyio
 import attrs
 
 from .._pidfds import wait_for_pidfds
-from ..errors import ConfigError, RunWriteError, exception_leaves
+from ..errors import ConfigError, RunStopped, exception_leaves
 from ..mcp._sweep import EPISODE_ENV_VAR, kill_session_processes
 from ._runner import EpisodeResult, endpoint_of, open_http_pools, play_episode, write_episode
 
@@ -409,10 +409,25 @@ def _start(ray: Any, address: str) -> None:
         # Not through Ray Client: it would only pass it on to the head (its own INFO line, on this
         # side, comes either way)
         quiet = {} if address.startswith("ray://") else {"logging_level": logging.WARNING}
-        try:
-            ray.init(address=address, log_to_driver=False, **quiet)
-        except (ConnectionError, ValueError, RuntimeError) as exc:  # no cluster, a bad address, versions
-            raise cannot_join(address, exc) from None
+        for attempt in (1, 2):
+            try:
+                ray.init(address=address, log_to_driver=False, **quiet)
+            except (ConnectionError, ValueError, RuntimeError) as exc:  # no cluster, a bad address, versions
+                if attempt == 1 and _client_server_died(exc):
+                    continue
+                raise cannot_join(address, exc) from None
+            return
+
+
+def _client_server_died(exc: Exception) -> bool:
+    """Whether Ray Client's head failed to start this driver's server, a race worth one more try.
+
+    The head's proxier starts a server per client and reads its command line while it starts; one
+    that has exited by then (a zombie) fails the connection with ``ConnectionAbortedError:
+    Initialization failure from server: … psutil.ZombieProcess`` (Ray 2.x, seen once in a CI run of
+    1784 tests and once by hand). A second connection gets a new server.
+    """
+    return isinstance(exc, ConnectionAbortedError) and "Initialization failure from server" in str(exc)
 
 
 @contextmanager
@@ -538,12 +553,12 @@ SWEEP_GRACE: Final = 1.0
 """Seconds the driver waits for the processes it killed by an episode's marker to be gone."""
 
 
-class RayClusterLost(RunWriteError):
+class RayClusterLost(RunStopped):
     """The run's Ray cluster (or its own runtime) went away mid-run: the run cannot go on.
 
-    It stops the run as a file that cannot be written does (hence the base class): every finished
-    episode is kept, the summary covers them, the exit status is 1 and the last line says what to
-    mend and how to play the rest (``--resume``). The message says which cluster and why.
+    It stops the run as a file that cannot be written does: every finished episode is kept, the
+    summary covers them, the exit status is 1 and the last line says what to mend and how to play
+    the rest (``--resume``). The message says which cluster and why.
     """
 
 

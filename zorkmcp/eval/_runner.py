@@ -38,7 +38,7 @@ from ..episode import (
     drive_async,
     inprocess_game_server_config,
 )
-from ..errors import ConfigError, GameError, LLMError, MCPError, RunWriteError, exception_leaves
+from ..errors import ConfigError, GameError, LLMError, MCPError, RunStopped, RunWriteError, exception_leaves
 from ..game import story_md5
 from ..game.server import preload as preload_game
 from ..llm import (
@@ -723,8 +723,9 @@ class EvalOutcome:
         resumed: episodes found finished and not played again.
         interrupted: the run was stopped with Ctrl-C.
         summary: ``summary.json``'s object.
-        write_error: why the run stopped early because it could not write a file of its run (which
-            file, and the system's reason), else ``None``.
+        write_error: why the run stopped early (a :class:`~zorkmcp.errors.RunStopped`): a file of
+            its run it could not write (which file, and the system's reason), or its Ray cluster
+            gone; else ``None``.
         write_remedy: what to do about it (``make room on its disk``), with ``write_error``.
     """
 
@@ -945,8 +946,8 @@ def run_eval(
     Synchronous: starts its own trio loop (or drives Ray). Ctrl-C cancels the episodes in flight
     (their servers are stopped), keeps every finished file and still writes the summary of what
     finished; the outcome says ``interrupted``. A file of the run that cannot be written (a full
-    disk) stops the run the same way, and the outcome's ``write_error`` says which and why; the
-    summary is then written if it can be.
+    disk), or a Ray cluster that goes away, stops the run the same way, and the outcome's
+    ``write_error`` says which and why; the summary is then written if it can be.
 
     Args:
         plan: what to play.
@@ -966,12 +967,12 @@ def run_eval(
     pending = [spec for spec in specs if spec.key not in done]
     played: list[dict[str, Any]] = []
     interrupted = False
-    stopped: RunWriteError | None = None
+    stopped: RunStopped | None = None
     try:  # each episode's files make their folders: a cluster that cannot be joined leaves no folder
         _play(pending, plan, ray, progress, played.append, on_ray_placed)
     except KeyboardInterrupt:
         interrupted = True
-    except RunWriteError as exc:
+    except RunStopped as exc:  # a file it cannot write, its Ray cluster gone
         stopped = exc
     episodes = collect_episodes(plan)
     try:
