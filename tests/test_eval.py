@@ -7,6 +7,7 @@ import contextlib
 import csv
 import errno
 import gc
+import importlib.util
 import json
 import os
 import re
@@ -892,6 +893,13 @@ async def test_a_peer_that_does_not_speak_http_stops_the_run(
     assert not (tmp_path / "run").exists()
 
 
+NEEDS_RAY = pytest.mark.skipif(
+    importlib.util.find_spec("ray") is None,
+    reason="Ray is not installed (pip install 'zorkmcp[ray]'): --ray says so before it looks at the address",
+)
+
+
+@NEEDS_RAY
 @pytest.mark.parametrize(
     ("flag", "ray_address", "named"),
     [
@@ -908,7 +916,7 @@ def test_a_ray_cluster_address_where_nothing_answers_stops_the_run_at_once(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    # Ray itself retried such an address for minutes, three warnings a minute. No Ray needed here.
+    # Ray itself retried such an address for minutes, three warnings a minute. Ray need not run here.
     monkeypatch.chdir(tmp_path)
     with socket.socket() as closed:  # bound, not listening: refused
         closed.bind(("127.0.0.1", 0))
@@ -952,6 +960,7 @@ async def _silent(stream: trio.SocketStream) -> None:  # accepts, then says noth
         await trio.sleep_forever()
 
 
+@NEEDS_RAY
 @pytest.mark.parametrize(
     ("peer", "scheme", "why"),
     [
@@ -974,7 +983,7 @@ async def test_a_ray_cluster_address_where_something_else_answers_stops_the_run_
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    # Ray itself waited past 40 s at an HTTP server's port (ray:// gave up after 31 s). No Ray needed.
+    # Ray itself waited past 40 s at an HTTP server's port (ray:// gave up after 31 s). Ray need not run.
     monkeypatch.chdir(tmp_path)
     listeners = await nursery.start(partial(trio.serve_tcp, peer, 0, host="127.0.0.1"))
     at = f"127.0.0.1:{listeners[0].socket.getsockname()[1]}"

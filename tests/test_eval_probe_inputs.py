@@ -7,6 +7,7 @@ folder that holds no run. Each is one line naming the file, the key or the path 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -195,3 +196,19 @@ def test_a_resume_without_the_api_key_says_so_rather_than_that_the_model_differs
         "key for https://openrouter.ai/api/v1 now (set OPENROUTER_API_KEY or OPENAI_API_KEY, or the arm's "
         "api_key_env); resume with the settings the run began with, or pass a new --out"
     )
+
+
+@pytest.mark.parametrize("flags", [("--ray",), ("--ray", "127.0.0.1:1"), ("--ray", "ray://127.0.0.1:1")])
+def test_ray_not_installed_is_said_before_the_cluster_s_address_is_looked_at(
+    flags: tuple[str, ...],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Before: --ray ADDRESS said "no Ray cluster answers at 127.0.0.1:1 …" to a machine without Ray
+    monkeypatch.setitem(sys.modules, "ray", None)  # what Python finds where Ray is not installed
+    assert _resume("--out", "run", *flags) == 2
+    assert capsys.readouterr().err == (
+        "zorkmcp eval: ConfigError: --ray needs Ray, which is not installed: pip install 'zorkmcp[ray]'\n"
+    )
+    assert not (tmp_path / "run").exists()

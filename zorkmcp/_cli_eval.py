@@ -1024,9 +1024,11 @@ def _play_plan(
 ) -> int:
     # the engine (the MCP SDK, trio, httpx2) only once the file and flags hold: a bad one is told at once
     from .eval import check_endpoints, resumable_episodes
-    from .eval._ray import check_ray_address
+    from .eval._ray import check_ray_address, check_ray_installed
     from .eval._runner import files_outside
 
+    if args.ray is not None:
+        check_ray_installed()
     arms = ", ".join(arm.name for arm in plan.arms)
     console.print(
         f"[bold]zorkmcp eval[/]: arms {escape(arms)}; seeds {plan.seed}…{plan.seed + plan.episodes - 1}; "

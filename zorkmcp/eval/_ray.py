@@ -67,6 +67,7 @@ __all__ = [
     "RayPlacement",
     "cannot_join",
     "check_ray_address",
+    "check_ray_installed",
     "not_ray",
     "place_episodes",
     "play_in_worker",
@@ -326,10 +327,26 @@ def _import_ray() -> Any:
     try:
         import ray
     except ImportError as exc:
-        raise ConfigError(
-            f"--ray needs Ray, which is not installed ({exc}): pip install 'zorkmcp[ray]'"
-        ) from None
+        raise ConfigError(f"{RAY_MISSING} ({exc})") from None
     return ray
+
+
+RAY_MISSING: Final = "--ray needs Ray, which is not installed: pip install 'zorkmcp[ray]'"
+
+
+def check_ray_installed() -> None:
+    """Before a run with ``--ray`` checks its cluster's address: is Ray there at all? (Not imported.)
+
+    Without it, a wrong address was told as "no Ray cluster answers", and a right one got as far as
+    joining before the run said Ray was missing.
+
+    Raises:
+        ConfigError: Ray is not installed (:data:`RAY_MISSING`).
+    """
+    from importlib.util import find_spec
+
+    if find_spec("ray") is None:
+        raise ConfigError(RAY_MISSING)
 
 
 def play_on_ray(
