@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,6 +44,11 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def _listens(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
 class Head:
@@ -75,6 +81,14 @@ class Head:
         self.reader.start()
         started.wait(GUARD)  # real-time: Ray's head starts its processes
         assert self.proc.poll() is None, "".join(self.output[-30:])
+        # "Ray runtime started" can come before the Ray Client server listens (a CI run found its
+        # port refused): wait until both ports take connections
+        deadline = time.monotonic() + GUARD
+        for port in (self.gcs, self.client):
+            while not _listens(port):
+                assert self.proc.poll() is None, "".join(self.output[-30:])
+                assert time.monotonic() < deadline, f"port {port} of Ray's head takes no connection"
+                time.sleep(0.1)  # real-time: Ray's head starts its servers
 
     def stop(self) -> None:
         """Stop the cluster and wait until every process of it is gone."""
