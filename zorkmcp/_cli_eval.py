@@ -46,7 +46,7 @@ from rich.text import Text
 from ._argtypes import MAX_SEED, game_seed, http_url, positive_int
 from ._console import OutputConsole, TerminalConsole, keys_not_echoed
 from ._controls import visible_controls
-from ._signals import ctrl_c_in_finalizers, held_ctrl_c
+from ._signals import ctrl_c_again_later, ctrl_c_in_finalizers, held_ctrl_c
 from ._urls import safe_url
 from .errors import ConfigError, GameError, RunWriteError
 
@@ -639,7 +639,13 @@ def call_at_loop_end(call: Callable[[], None]) -> None:
 
     class AtTheEnd(trio.abc.Instrument):
         def after_run(self) -> None:
-            call()
+            try:
+                call()
+            except KeyboardInterrupt:
+                # trio catches what an instrument raises (and only logs it): a Ctrl-C that insisted
+                # while the last picture was drawn would be lost, and the run would go on writing
+                if not ctrl_c_again_later():
+                    raise
 
     with suppress(RuntimeError):  # not in a trio loop
         trio.lowlevel.add_instrument(AtTheEnd())

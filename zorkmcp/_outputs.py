@@ -14,9 +14,10 @@ import errno
 import os
 import re
 import stat
+import time
 from contextlib import suppress
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from ._surrogates import SURROGATE
 from .errors import ConfigError, RunWriteError
@@ -182,7 +183,7 @@ def open_written(path: Path, text: str) -> int:
     data = utf8(text)
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
     if written_in_place(path):
-        fd = os.open(path, flags, 0o666)
+        fd = _open_in_place(path, flags)
         try:
             append_whole(fd, data)
         except BaseException:
@@ -203,6 +204,38 @@ def open_written(path: Path, text: str) -> int:
             tmp.unlink(missing_ok=True)
         raise
     return fd
+
+
+PIPE_WAIT: Final = 0.05
+"""Seconds between two tries to open a named pipe that no process reads yet (:func:`_open_in_place`)."""
+
+
+def _open_in_place(path: Path, flags: int) -> int:
+    """``os.open`` of a path written in place; a named pipe is waited for in short steps, not in one.
+
+    Opening a named pipe for writing waits until a process opens it for reading. Waiting in one
+    ``open`` is not interrupted by a Ctrl-C that the system hands to another of the process's
+    threads (trio's worker threads, idle after a run): the main thread sleeps on in the system
+    call, and the handler that would stop it runs only once a reader comes (a third Ctrl-C while
+    ``zorkmcp eval`` wrote a ``summary.json`` that is a named pipe was lost in 2 runs of 12). Tried
+    without waiting every :data:`PIPE_WAIT` seconds instead, the press is handled at the next try.
+    """
+    try:
+        pipe = stat.S_ISFIFO(os.stat(path).st_mode)
+    except OSError:
+        pipe = False
+    if not pipe:
+        return os.open(path, flags, 0o666)
+    while True:
+        try:
+            fd = os.open(path, flags | os.O_NONBLOCK, 0o666)
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:  # ENXIO: no process reads it yet
+                raise
+            time.sleep(PIPE_WAIT)
+            continue
+        os.set_blocking(fd, True)  # a reader that is slow holds the writes back, as any pipe does
+        return fd
 
 
 def utf8(text: str) -> bytes:

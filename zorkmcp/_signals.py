@@ -57,6 +57,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CtrlCHold",
+    "ctrl_c_again_later",
     "ctrl_c_in_finalizers",
     "held_ctrl_c",
     "interruption",
@@ -236,6 +237,16 @@ class CtrlCHold:
             self._alarm = True
         signal.setitimer(signal.ITIMER_REAL, FINALIZER_WAIT)
         return True
+
+
+def ctrl_c_again_later() -> bool:
+    """A press that insisted was raised where it is dropped: raise it again (:meth:`CtrlCHold.raise_later`).
+
+    For a ``KeyboardInterrupt`` caught where Python's unraisable hook does not see it: trio catches
+    what an instrument's hook raises, logs it and disables the instrument. ``False``: there is no
+    press to raise again.
+    """
+    return bool(_insisting) and _insisting[-1].raise_later()
 
 
 FINALIZER_WAIT: Final = 0.01
