@@ -30,6 +30,7 @@ __all__ = [
     "check_apart",
     "check_output",
     "file_identity",
+    "open_pipe",
     "utf8",
     "write_atomically",
     "write_error",
@@ -210,6 +211,24 @@ PIPE_WAIT: Final = 0.05
 """Seconds between two tries to open a named pipe that no process reads yet (:func:`_open_in_place`)."""
 
 
+def open_pipe(path: Path, flags: int) -> int | None:
+    """``path`` opened for writing, without waiting, when it is a named pipe; ``None`` when it is not.
+
+    (Nothing there, or a path not to be looked at, is not a pipe: whoever opens it says why.)
+
+    Raises:
+        OSError: ``ENXIO`` when no process reads the pipe yet; any other reason it cannot be opened.
+    """
+    try:
+        if not stat.S_ISFIFO(os.stat(path).st_mode):
+            return None
+    except OSError:
+        return None
+    fd = os.open(path, flags | os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), 0o666)
+    os.set_blocking(fd, True)  # a reader that is slow holds the writes back, as any pipe does
+    return fd
+
+
 def _open_in_place(path: Path, flags: int) -> int:
     """``os.open`` of a path written in place; a named pipe is waited for in short steps, not in one.
 
@@ -220,22 +239,15 @@ def _open_in_place(path: Path, flags: int) -> int:
     ``zorkmcp eval`` wrote a ``summary.json`` that is a named pipe was lost in 2 runs of 12). Tried
     without waiting every :data:`PIPE_WAIT` seconds instead, the press is handled at the next try.
     """
-    try:
-        pipe = stat.S_ISFIFO(os.stat(path).st_mode)
-    except OSError:
-        pipe = False
-    if not pipe:
-        return os.open(path, flags, 0o666)
     while True:
         try:
-            fd = os.open(path, flags | os.O_NONBLOCK, 0o666)
+            fd = open_pipe(path, flags)
         except OSError as exc:
             if exc.errno != errno.ENXIO:  # ENXIO: no process reads it yet
                 raise
             time.sleep(PIPE_WAIT)
             continue
-        os.set_blocking(fd, True)  # a reader that is slow holds the writes back, as any pipe does
-        return fd
+        return fd if fd is not None else os.open(path, flags, 0o666)
 
 
 def utf8(text: str) -> bytes:

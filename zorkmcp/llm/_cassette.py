@@ -40,7 +40,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import stat
 import time
 import weakref
 from pathlib import Path
@@ -52,7 +51,7 @@ import attrs
 
 from .._argtypes import MAX_SEED
 from .._locks import LockHeldError, hold, let_go, make_folders, remove_empty
-from .._outputs import append_whole, open_written, write_error, written_in_place
+from .._outputs import append_whole, open_pipe, open_written, write_error, written_in_place
 from ..errors import CassetteError, CassetteMismatchError
 from ._models import FunctionCall, LLMResponse, ToolCall
 from ._scripted import SCRIPTED_MODEL_NAME
@@ -281,12 +280,7 @@ def _open_pipe(path: Path) -> int | None:
         CassetteError: no process reads the pipe.
     """
     try:
-        if not stat.S_ISFIFO(os.stat(path).st_mode):
-            return None
-    except OSError:
-        return None  # nothing there yet, or not to be looked at: the claim or the header write says why
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        return open_pipe(path, os.O_WRONLY)  # not a pipe: the claim or the header write says what it is
     except OSError as exc:
         if exc.errno == errno.ENXIO:
             raise CassetteError(
@@ -294,8 +288,6 @@ def _open_pipe(path: Path) -> int | None:
                 f"start its reader first (cat {path} > cassette.jsonl &), or record to a file"
             ) from None
         raise CassetteError(f"{path}: the cassette cannot be opened ({exc.strerror or exc})") from None
-    os.set_blocking(fd, True)  # a reader that is slow holds the writes back, as any pipe does
-    return fd
 
 
 @attrs.define
