@@ -118,7 +118,7 @@ def test_play_wins_zork1_with_350_points_and_the_reasoning_tool(
     assert re.search(r"score\s+│ 350 / 350", out)
     assert re.search(r"stopped\s+│ victory", out)
     assert re.search(r"model requests\s+│ 476\s", out)
-    assert re.search(r"tokens in / out\s+│ 541712 / 14839\s", out)
+    assert re.search(r"tokens in / out\s+│ 541,712 / 14,839\s", out)
 
     assert not (tmp_path / "project" / "logs").exists()
     events = read_events(run_dir / "logs" / "zorkmcp_events.jsonl")

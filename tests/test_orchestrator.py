@@ -95,7 +95,7 @@ def test_summary_json_has_exactly_the_fourteen_keys() -> None:
     }  # fmt: skip
     assert summary.interrupted
     assert summary.tokens_in_out == "– / –"  # unknown, as zorkmcp eval's table shows it
-    assert attrs.evolve(summary, prompt_tokens=1024, completion_tokens=0).tokens_in_out == "1024 / 0"
+    assert attrs.evolve(summary, prompt_tokens=1024, completion_tokens=0).tokens_in_out == "1,024 / 0"
 
 
 def test_game_status_reads_the_status_tool_and_rejects_anything_else() -> None:

@@ -224,7 +224,7 @@ def test_the_offline_scripted_model_counts_as_eval_records_it(
     (record,) = (tmp_path / "run" / "episodes").glob("*/seed-12.json")
     assert _costs(json.loads(record.read_text())) == expected
     assert "│ model requests │ 3 │" in out
-    assert "│ tokens in / out │ 1198 / 81 │" in out
+    assert "│ tokens in / out │ 1,198 / 81 │" in out
 
 
 def test_a_replay_counts_the_answers_its_cassette_gives_as_the_recording_did(tmp_path: Path) -> None:

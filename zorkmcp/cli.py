@@ -287,10 +287,17 @@ def _cmd_play(args: argparse.Namespace, console: Console, err: Console) -> int:
             raise
         # It had started: the summary (table, --summary-json) says how it ended, as for any other end.
         progress.stop()
-        return _finish(args, console, err, orchestrator.summary, orchestrator.settings, stopped_by=exc)
+        ended, settings, unrecorded = orchestrator.summary, orchestrator.settings, _unrecorded(orchestrator)
+        return _finish(args, console, err, ended, settings, stopped_by=exc, unrecorded=unrecorded)
     finally:
         progress.stop()
-    return _finish(args, console, err, summary, orchestrator.settings)
+    return _finish(args, console, err, summary, orchestrator.settings, unrecorded=_unrecorded(orchestrator))
+
+
+def _unrecorded(orchestrator: Orchestrator) -> bool:
+    """Whether ``--record`` was asked for and nothing was written: the model answered no request."""
+    cassette = orchestrator.recording
+    return cassette is not None and not cassette.started
 
 
 def _orchestrator(args: argparse.Namespace) -> tuple[Orchestrator, str]:
@@ -406,12 +413,14 @@ def _finish(
     settings: Settings,
     *,
     stopped_by: MCPError | LLMError | RunWriteError | None = None,
+    unrecorded: bool = False,
 ) -> int:
     """The summary table, the log files, ``--summary-json``, and the exit status.
 
     ``stopped_by``: the server's or the model's error, or the file that could not be written, that
     ended the episode; it names the kind of failure in the last line and decides the exit status
-    (:func:`_failure`).
+    (:func:`_failure`). ``unrecorded``: ``--record`` wrote nothing (the episode ended before the
+    model answered a request), which a warning says, as the cassette is not there to say it.
     """
     from ._outputs import write_atomically
 
@@ -423,6 +432,14 @@ def _finish(
         highlight=False,
         soft_wrap=True,
     )
+    if unrecorded:
+        kept = " (the file that was there is left as it was)" if os.path.isfile(args.record) else ""
+        err.print(
+            f"[yellow]warning:[/] --record {escape(args.record)}: nothing was recorded, as the episode "
+            f"ended before the model answered a request; the cassette was not written{kept}",
+            highlight=False,
+            soft_wrap=True,
+        )
     if args.summary_json:
         path = Path(args.summary_json)
         try:

@@ -261,9 +261,10 @@ class EpisodeSummary:
 
     @property
     def tokens_in_out(self) -> str:
-        """``prompt_tokens / completion_tokens`` as the summary table and the episode log show them
-        (``–`` for unknown, as ``zorkmcp eval``'s table shows it)."""
-        return " / ".join("–" if n is None else str(n) for n in (self.prompt_tokens, self.completion_tokens))
+        """``24,510 / 210``: ``prompt_tokens / completion_tokens`` as the summary table and the episode
+        log show them (``–`` for unknown), as the live view, ``zorkmcp eval``'s table and its report do."""
+        counts = (self.prompt_tokens, self.completion_tokens)
+        return " / ".join("–" if n is None else f"{n:,}" for n in counts)
 
     def as_json(self) -> dict[str, Any]:
         """The ``--summary-json`` object: exactly these fourteen keys (``error`` ``None`` but after one,

@@ -107,6 +107,12 @@ class Orchestrator:
     _recording: CassetteFile | None = attrs.field(default=None, init=False, repr=False)
 
     @property
+    def recording(self) -> CassetteFile | None:
+        """The cassette ``record`` writes, once :meth:`run` has begun (else ``None``); its
+        ``started`` says whether anything was written to it."""
+        return self._recording
+
+    @property
     def replayed(self) -> ReplayModel | None:
         """The cassette replayed (``replay``, read once), else ``None``.
 

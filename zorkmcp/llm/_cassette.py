@@ -172,6 +172,9 @@ class CassetteFile:
         self._held: _Held | None = None
         self._closed = False
         self._turn_start: int | None = None  # the size of the cassette before this turn's first exchange
+        self.started = False
+        """Whether the header was written (:meth:`start`): ``False`` after a recording that ended before
+        the model answered a request, which left whatever was at ``path`` as it was."""
 
     @property
     def claimed(self) -> bool:
@@ -233,7 +236,7 @@ class CassetteFile:
                 self._held.written = open_written(self.path, header)
         except OSError as exc:
             raise write_error(self.path, exc) from exc
-        self._turn_start = None
+        self._turn_start, self.started = None, True
 
     def append(self, line: str, *, opens_turn: bool) -> None:
         """Append one exchange (sync: call it from a worker thread), whole or not at all.
