@@ -263,8 +263,14 @@ def test_close_ends_the_episode_and_may_be_called_again() -> None:
     assert episode.get_action("West of House.")["action"] == "north"
     episode.close()
     episode.close()
-    with pytest.raises(RuntimeError, match=r"^Bridge is not open: use it as `with Bridge\(\) as bridge:`$"):
+    closed = (
+        r"^this Bridge is closed: its episode ended when its with block was left \(or close\(\) was "
+        r"called\); create a new Bridge for a new episode$"
+    )
+    with pytest.raises(RuntimeError, match=closed):
         episode.get_action("West of House.")
+    with pytest.raises(RuntimeError, match=closed):
+        episode.call_tool("memory")
     assert episode.setup.turn == 1
 
 

@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, ExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Self, TypedDict, TypeVar
 
 import attrs
 import trio
@@ -91,6 +91,20 @@ def _check_arguments(servers: object, model: object, base_url: object) -> None:
     _check_text("base_url", base_url, optional=True)
     if isinstance(base_url, str):  # also "" (ModelChoice reads it as no override) and with a chat_model
         check_base_url(base_url)
+
+
+def _episode_id(given: str | None, recorder: EventRecorder) -> str:
+    """The episode's id, the one its events carry: ``given``, else the recorder's (its context's
+    ``episode_id``), else a new one; the recorder's context is set to it."""
+    known = recorder.context.get("episode_id")
+    if given:
+        episode_id = given
+    elif isinstance(known, str) and known:
+        episode_id = known
+    else:
+        episode_id = f"episode-{uuid.uuid4().hex[:12]}"
+    recorder.set_context(episode_id=episode_id)
+    return episode_id
 
 
 def _tool_call(name: object, arguments: object) -> None:
@@ -197,6 +211,8 @@ class EpisodeSetup:
         chat_model: a factory for the chat model; default: the model the settings choose
             (:class:`~zorkmcp.llm.ModelChoice`).
         recorder: the episode's one event sink.
+        episode_id: the id the episode's events carry (their context's ``episode_id``); default: the
+            one ``recorder``'s context already holds, else a new ``episode-<12 hex digits>``.
         log_files: where :meth:`flush` appends events and episode-log lines; default
             ``[tool.zorkgpt.files]``; ``None`` writes nothing (the caller drains the recorder).
     """
@@ -249,8 +265,8 @@ class EpisodeSetup:
                 ``pyproject`` that is not there, a blank ``model``, or a ``base_url`` the HTTP client
                 cannot use (``localhost:8080/v1`` without ``http://``), with or without an API key.
             TypeError: ``settings`` is not a :class:`~zorkmcp.config.Settings` (a path goes in
-                ``pyproject``), ``servers`` not a :class:`~zorkmcp.config.McpConfig`, ``model`` or
-                ``base_url`` not a str.
+                ``pyproject``), ``servers`` not a :class:`~zorkmcp.config.McpConfig`, ``model``,
+                ``base_url`` or ``episode_id`` not a str.
         """
         if settings is not None and not isinstance(settings, Settings):
             raise TypeError(
@@ -258,12 +274,12 @@ class EpisodeSetup:
                 "(pass a settings file as pyproject=...)"
             )
         _check_arguments(servers, model, base_url)
+        _check_text("episode_id", episode_id, optional=True)
         settings = settings if settings is not None else Settings.from_pyproject(_settings_file(pyproject))
         if servers is None and settings.mcp.enabled:
             servers = McpConfig.from_file(settings.mcp_config_path())
-        episode_id = episode_id or f"episode-{uuid.uuid4().hex[:12]}"
         recorder = recorder if recorder is not None else EventRecorder()
-        recorder.context.setdefault("episode_id", episode_id)
+        episode_id = _episode_id(episode_id, recorder)
         if chat_model is None:
             choice = ModelChoice.from_settings(
                 settings, model_override=model, base_url_override=base_url, walkthrough=walkthrough
@@ -454,6 +470,7 @@ def _forget_in_child() -> None:
     global _OPEN_LOCK  # another thread of the parent may have held it: none runs here
     _OPEN_LOCK = threading.Lock()
     for bridge in _OPEN:
+        bridge._state_lock = threading.Lock()
         if bridge._portal is not None:
             bridge._portal._event_loop_thread_id = None  # anyio's "this portal is not running"
 
@@ -461,16 +478,24 @@ def _forget_in_child() -> None:
 os.register_at_fork(after_in_child=_forget_in_child)
 
 
+_CLOSED: Final = (
+    "this Bridge is closed: its episode ended when its with block was left (or close() was called); "
+    "create a new Bridge for a new episode"
+)
+
+
 class Bridge:
     """One trio loop in a background thread for a whole episode (anyio's blocking portal).
 
     ``per_episode`` servers and the model's HTTP keep-alive survive between turns; ``get_action`` has
-    the contract of :func:`bridge.get_action`. Leaving the ``with`` block (or :meth:`close`) closes
-    everything; an exception or Ctrl-C in the block first cancels the turn in flight, and so does
-    leaving it while another thread's turn runs (that thread gets a ``RuntimeError``). After every
-    call the episode's events go to the log files (``log_files``, default ``[tool.zorkgpt.files]``),
-    so memory stays flat over any number of turns. A Bridge still open at interpreter exit is closed
-    then, with a warning of the ``zorkmcp.bridge`` logger.
+    the contract of :func:`bridge.get_action`. A Bridge is one episode, entered once: leaving the
+    ``with`` block (or :meth:`close`) closes everything, and entering it again raises a
+    ``RuntimeError`` (create a new Bridge for a new episode). An exception or Ctrl-C in the block
+    first cancels the turn in flight, and so does leaving it while another thread's turn runs (that
+    thread gets a ``RuntimeError``). After every call the episode's events go to the log files
+    (``log_files``, default ``[tool.zorkgpt.files]``), so memory stays flat over any number of turns.
+    A Bridge still open at interpreter exit is closed then, with a warning of the ``zorkmcp.bridge``
+    logger.
 
     Example::
 
@@ -519,6 +544,12 @@ class Bridge:
         """The calls running in the loop (only the loop thread touches it)."""
         self._closing = False
         """Set in the loop when the ``with`` block is left: a call that starts after it is cancelled."""
+        self._closed = False
+        """It was open and has been closed: its episode has ended, it is not entered again."""
+        self._entering = False
+        """A thread is entering it (its loop and servers are starting)."""
+        self._state_lock = threading.Lock()
+        """Held while entering decides whether it may (two threads entering at once: one opens it)."""
 
     @property
     def recorder(self) -> EventRecorder:
@@ -537,7 +568,7 @@ class Bridge:
         """
         live = self._live
         if live is None:
-            raise RuntimeError("Bridge is not open: use it as `with Bridge() as bridge:`")
+            raise RuntimeError(self._not_open())
         if self._pid != os.getpid():
             raise RuntimeError(
                 f"{what}: this Bridge was opened in process {self._pid}, and this is a forked child "
@@ -558,15 +589,30 @@ class Bridge:
                     yield _Live(model=opened, agent=setup.agent(model), episode=None, thread=thread)
 
     def __enter__(self) -> Self:
+        """Open the episode: start its loop thread, its model and its ``per_episode`` servers.
+
+        Raises:
+            RuntimeError: it is open already (or being opened by another thread), or it was closed:
+                a Bridge is one episode, entered once; an event loop runs in this thread.
+        """
         _refuse_inside_event_loop("bridge.Bridge")
-        if self._stack is not None:
-            raise RuntimeError("this Bridge is already open: enter it once (a new Bridge is a new episode)")
-        with ExitStack() as stack:
-            portal = stack.enter_context(start_blocking_portal(backend="trio", name="zorkmcp-bridge"))
-            self._live = stack.enter_context(portal.wrap_async_context_manager(self._episode()))
-            self._portal = portal
-            self._pid = os.getpid()
-            self._stack = stack.pop_all()
+        with self._state_lock:
+            if self._closed:
+                raise RuntimeError(_CLOSED)
+            if self._stack is not None or self._entering:
+                raise RuntimeError(
+                    "this Bridge is already open: enter it once (a new Bridge is a new episode)"
+                )
+            self._entering = True
+        try:
+            with ExitStack() as stack:
+                portal = stack.enter_context(start_blocking_portal(backend="trio", name="zorkmcp-bridge"))
+                self._live = stack.enter_context(portal.wrap_async_context_manager(self._episode()))
+                self._portal = portal
+                self._pid = os.getpid()
+                self._stack = stack.pop_all()
+        finally:
+            self._entering = False  # failed to open (a server, the model, Ctrl-C): it may be entered again
         with _OPEN_LOCK:
             _OPEN.add(self)
         return self
@@ -582,6 +628,8 @@ class Bridge:
             )
         stack, portal = self._stack, self._portal
         self._stack, self._portal, self._live = None, None, None
+        if stack is not None:
+            self._closed = True
         with _OPEN_LOCK:
             _OPEN.discard(self)
         if stack is not None and self._pid != os.getpid():
@@ -600,12 +648,17 @@ class Bridge:
         self.setup.flush(quiet=exc_type is not None)
 
     def close(self) -> None:
-        """Close the episode, as leaving the ``with`` block does; closing a closed Bridge does nothing.
+        """Close the episode, as leaving the ``with`` block does; closing a closed Bridge does nothing,
+        and entering it again raises ``RuntimeError`` (a new Bridge is a new episode).
 
         For a Bridge entered without ``with`` (``bridge.__enter__()`` kept in an object): its servers
         are stopped and its loop thread ends.
         """
         self.__exit__(None, None, None)
+
+    def _not_open(self) -> str:
+        """Why a call finds no episode: the Bridge was closed, or never opened."""
+        return _CLOSED if self._closed else "Bridge is not open: use it as `with Bridge() as bridge:`"
 
     def _cancel_in_flight(self) -> None:
         """In the loop: cancel the calls other threads wait for, and those not started yet."""
@@ -616,7 +669,7 @@ class Bridge:
     def _run(self, func: Callable[[], Awaitable[T]]) -> T:
         portal = self._portal
         if portal is None:
-            raise RuntimeError("Bridge is not open: use it as `with Bridge() as bridge:`")
+            raise RuntimeError(self._not_open())
         finished = threading.Event()
 
         async def task() -> T:

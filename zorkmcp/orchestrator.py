@@ -84,7 +84,10 @@ class Orchestrator:
         on_start: called once the servers and the model are up, with the model's name and whether
             it is the offline scripted model.
         on_turn: called after every turn (the CLI's live display).
-        recorder: collects the events and episode-log lines (written to the log files between turns).
+        recorder: collects the events and episode-log lines (written to the log files between turns);
+            an ``episode_id`` its context holds is the episode's (the summary's too).
+
+    :meth:`run` plays the episode once; a second call raises ``RuntimeError``.
     """
 
     settings: Settings
@@ -105,6 +108,8 @@ class Orchestrator:
     """The summary, once the episode has ended (also when :meth:`run` raised)."""
     _replayed: ReplayModel | None = attrs.field(default=None, init=False, repr=False)
     _recording: CassetteFile | None = attrs.field(default=None, init=False, repr=False)
+    _played: bool = attrs.field(default=False, init=False, repr=False)
+    """:meth:`run` has started the episode (an Orchestrator plays one)."""
 
     @property
     def recording(self) -> CassetteFile | None:
@@ -303,7 +308,15 @@ class Orchestrator:
             Exception: what ``on_start`` or ``on_turn`` raised (the episode stopped there, as an error).
             RunWriteError: the event log, the episode log or the cassette cannot be written (a full
                 disk); the episode stopped at that turn, and each file keeps the whole lines it held.
+            RuntimeError: ``run()`` was called before and started its episode: an Orchestrator plays
+                one episode (its recorder, its summary and a replayed cassette are that episode's);
+                create a new Orchestrator for the next.
         """
+        if self._played:
+            raise RuntimeError(
+                "this Orchestrator has played its episode (run() was called before): an Orchestrator "
+                "plays one episode; create a new Orchestrator for the next"
+            )
         bridge = self._bridge()
         with ExitStack() as holds:
             if self._recording is not None:
@@ -312,6 +325,7 @@ class Orchestrator:
 
     def _run(self, bridge: Bridge) -> EpisodeSummary:
         replayed = self.replayed
+        self._played = True
         self.episode = episode = Episode(
             events=self.recorder,
             episode_id=bridge.setup.episode_id,
