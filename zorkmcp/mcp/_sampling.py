@@ -18,8 +18,10 @@ to the wire:
   requests are answered per server and turn; the rest get an error answer (and one warning).
 
 Every request is an ``mcp_sampling`` event (``server``, ``tool``, ``model``, ``prompt_tokens``,
-``completion_tokens``, ``duration_ms``, ``error``) and an INFO line of the episode log. A request
-that is not answered gets a JSON-RPC error the server sees, never invented text.
+``completion_tokens``, ``duration_ms``, ``error``) and an INFO line of the episode log, also one the
+MCP SDK answers itself before zorkmcp sees it (params its types refuse, such as no ``maxTokens``:
+``-32602``; the :class:`~._session.Wire` shows :class:`ServerSampling` each request and answer). A
+request that is not answered gets a JSON-RPC error the server sees, never invented text.
 
 Elicitation (``elicitation/create``) is not declared: an autonomous agent has no human to ask.
 """
@@ -33,6 +35,8 @@ import anyio
 import anyio.lowlevel
 import mcp_types
 from attrs import field, frozen
+from mcp.shared.dispatcher import coerce_request_id
+from pydantic import ValidationError
 
 from zorkmcp.config import SamplingSettings
 from zorkmcp.errors import (
@@ -85,6 +89,9 @@ NO_TOOL_CALL: Final = "zorkmcp answers sampling/createMessage only during a tool
 _ENDED: Final = "cancelled: the tool call it belongs to ended (its timeout, or the turn was cancelled)"
 _WITHDRAWN: Final = "cancelled: the server withdrew the request, or the session closed"
 _NO_TOOLS: Final = "but zorkmcp does not sample with tools (it declares no sampling.tools capability)"
+_METHOD: Final = "sampling/createMessage"
+_MAX_PROBLEMS: Final = 3
+"""The most validation problems an SDK-refused request's event names (the rest are counted)."""
 
 _STOP_REASONS: Final = {"stop": "endTurn", "length": "maxTokens"}
 """The MCP ``stopReason`` of the chat-completions ``finish_reason`` values that have one; any other
@@ -387,6 +394,9 @@ class ServerSampling:
         self._counted_turn: int | None = None
         self._answered = 0
         self._warned = False
+        self._received: dict[RequestId, _Received] = {}
+        """The ``sampling/createMessage`` requests read whose answer :meth:`answer` has not taken on:
+        the ones the SDK answers itself (:meth:`answer_sent` reports them)."""
 
     def __repr__(self) -> str:
         return (
@@ -411,8 +421,35 @@ class ServerSampling:
     def new_connection(self) -> None:
         """The session speaks over a new connection (a remote session renewed): no call is in flight."""
         self._calls.clear()
+        self._received.clear()
         for scope in self._running:
             scope.cancel()
+
+    def request_received(self, message: mcp_types.JSONRPCRequest) -> None:
+        """A request of the server was read (by the :class:`~._session.Wire`), before the SDK checks it."""
+        if message.method != _METHOD:
+            return
+        self._received[coerce_request_id(message.id)] = _Received(
+            start=anyio.current_time(), tool=self._tool(), params=message.params
+        )
+
+    def answer_sent(self, message: mcp_types.JSONRPCResponse | mcp_types.JSONRPCError) -> None:
+        """An answer to a request of the server is being sent (by the :class:`~._session.Wire`).
+
+        A sampling request :meth:`answer` never saw was answered by the SDK itself (its params refused,
+        the session closing before the request was handed on): it is reported as one not answered,
+        with what is wrong with its params when the SDK refused them (its answer says no more).
+        """
+        if message.id is None:  # an answer to a message that could not be read: no request of ours
+            return
+        received = self._received.pop(coerce_request_id(message.id), None)
+        if received is None or not isinstance(message, mcp_types.JSONRPCError):
+            return
+        error = message.error
+        reason = f"refused by the MCP SDK before zorkmcp saw it: {error.code} {error.message}"
+        if error.code == mcp_types.INVALID_PARAMS and (problems := _problems(received.params)):
+            reason = f"{reason} ({problems})"
+        self._report(received.start, received.tool, SamplingError(reason, code=error.code))
 
     def _tool(self) -> str | None:
         """The canonical name of the tool call in flight (``None``: none, or several)."""
@@ -446,7 +483,7 @@ class ServerSampling:
         self, context: ClientRequestContext, params: mcp_types.CreateMessageRequestParams
     ) -> mcp_types.CreateMessageResult | mcp_types.ErrorData:
         """``ClientSession(sampling_callback=...)``: the model's answer, or an error for the server."""
-        del context
+        self._received.pop(coerce_request_id(context.request_id), None)  # reported here
         start = anyio.current_time()
         tool = self._tool()
         refusal = self._admit()
@@ -514,3 +551,26 @@ class ServerSampling:
 
 def _count(tokens: int | None) -> str:
     return "?" if tokens is None else str(tokens)
+
+
+@frozen
+class _Received:
+    """A sampling request as read: when, during which tool call, and its params as sent."""
+
+    start: float
+    tool: str | None
+    params: Mapping[str, Any] | None
+
+
+def _problems(params: Mapping[str, Any] | None) -> str:
+    """What is wrong with a request's params, as the MCP types see it (``""``: nothing they refuse),
+    e.g. ``maxTokens: Field required; includeContext: Input should be 'none', 'thisServer' or
+    'allServers'``."""
+    try:
+        mcp_types.CreateMessageRequestParams.model_validate(params if params is not None else {})
+    except ValidationError as exc:
+        found = exc.errors(include_url=False)
+        said = [f"{'.'.join(str(part) for part in e['loc']) or 'params'}: {e['msg']}" for e in found]
+        more = len(said) - _MAX_PROBLEMS
+        return "; ".join(said[:_MAX_PROBLEMS]) + (f"; {more} more" if more > 0 else "")
+    return ""

@@ -281,7 +281,8 @@ class Wire:
             closed under it, or a write found the transport gone.
         released: the session let go of the transport (it is closing).
         protocol_version: the version the server answered ``initialize`` with (as sent, any JSON).
-        sampling: told when each ``tools/call`` starts and ends (a server zorkmcp samples for).
+        sampling: told when each ``tools/call`` starts and ends, and shown the server's requests and
+            their answers (a server zorkmcp samples for: one the SDK answers itself is reported).
     """
 
     ended: bool = False
@@ -310,6 +311,8 @@ class Wire:
             self._asked[coerce_request_id(message.id)] = message.method
         elif self.sampling is None:
             return
+        elif isinstance(message, mcp_types.JSONRPCResponse | mcp_types.JSONRPCError):
+            self.sampling.answer_sent(message)  # an answer to the server's request (sampling's included)
         elif isinstance(message, mcp_types.JSONRPCRequest) and message.method == "tools/call":
             tool = (message.params or {}).get("name")
             self.sampling.call_started(coerce_request_id(message.id), tool if isinstance(tool, str) else None)
@@ -325,6 +328,8 @@ class Wire:
         if not isinstance(item, SessionMessage):
             return item
         message = item.message
+        if isinstance(message, mcp_types.JSONRPCRequest) and self.sampling is not None:
+            self.sampling.request_received(message)  # before the SDK checks it (it may answer it itself)
         if not isinstance(message, mcp_types.JSONRPCResponse | mcp_types.JSONRPCError) or message.id is None:
             return item
         if self.sampling is not None:
