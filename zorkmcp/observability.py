@@ -16,13 +16,19 @@ when its keys are set and the optional ``langfuse`` package is installed, otherw
 no-op unless the application configured a tracer provider; ``opentelemetry-instrument`` does for the
 CLI). A failed or timed-out tool call, a turn past its deadline and a span a cancellation ends are
 errors. A fault of the tracing backend never fails a turn: it is logged once and the tracer goes quiet.
+Spans Langfuse's host does not take (it cannot be reached, it refuses the keys) are said in one line,
+once, instead of the exporter's warning per batch; at exit the last spans get at most Langfuse's
+request timeout (``LANGFUSE_TIMEOUT``, 5 s), and none once the host has failed, so an unreachable host
+does not hold the process through the exporter's retries.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
+import re
 import threading
 import time
 from collections import deque
@@ -33,7 +39,7 @@ import attrs
 from ._outputs import append_whole, write_error
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from contextlib import AbstractContextManager
     from pathlib import Path
     from types import TracebackType
@@ -44,6 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_EVENT_LIMIT",
+    "EXIT_WAIT_SECONDS",
     "EventRecorder",
     "EventSink",
     "LangfuseTracer",
@@ -542,6 +549,11 @@ def open_tracer(env: Mapping[str, str] | None = None) -> OtelTracer | LangfuseTr
     When the keys are set but Langfuse cannot be used (the package is not installed, or its client
     cannot be made), a warning of the ``zorkmcp.observability`` logger says so, once per process,
     and the spans go through OpenTelemetry.
+
+    With Langfuse, spans its host does not take are said once, in one line (a warning of the
+    ``zorkmcp.observability`` logger naming the host, the reason and what to check), instead of
+    OpenTelemetry's exporter's warnings, one or more per batch; and the process's exit waits at
+    most :data:`EXIT_WAIT_SECONDS` (or ``LANGFUSE_TIMEOUT`` seconds, when set) for the last spans.
     """
     env = os.environ if env is None else env
     if env.get("LANGFUSE_PUBLIC_KEY") and env.get("LANGFUSE_SECRET_KEY"):
@@ -562,5 +574,212 @@ def open_tracer(env: Mapping[str, str] | None = None) -> OtelTracer | LangfuseTr
                 exc,
             )
             return OtelTracer()
+        _watch_delivery(client, env)
         return LangfuseTracer(client)
     return OtelTracer()
+
+
+EXIT_WAIT_SECONDS = 5.0
+"""How long the process's exit waits, at most, for Langfuse to take the last spans when
+``LANGFUSE_TIMEOUT`` is not set: Langfuse's own default request timeout, so that a working host far
+away still gets them. A host that fails (refused, unreachable, wrong keys) ends the wait at once;
+Langfuse's own exit went on retrying it, a request timeout per try."""
+
+_EXPORTER_LOGGER = "opentelemetry.exporter.otlp.proto.http.trace_exporter"
+"""The logger of the OTLP/HTTP span exporter that Langfuse's SDK (3.x to 5.x) sends spans with."""
+
+
+def _watch_delivery(client: Any, env: Mapping[str, str]) -> None:
+    """Say in one line when ``client``'s host does not take the spans; bound the send at exit.
+
+    Once per client: a later :func:`open_tracer` in the process (the next episode) gets the same
+    client from ``get_client()`` and changes nothing.
+    """
+    global _delivery
+    with _delivery_lock:
+        if _delivery is not None and _delivery.client is client:
+            return
+        exporter_log = logging.getLogger(_EXPORTER_LOGGER)
+        if _delivery is not None:  # another client (other keys): it reports from now on
+            exporter_log.removeFilter(_delivery.filter)
+        _delivery = _LangfuseDelivery(client, env)
+        exporter_log.addFilter(_delivery.filter)
+        # after Langfuse's own exit handler (get_client() registered it): ours runs first
+        atexit.register(_delivery.at_exit)
+
+
+_delivery: _LangfuseDelivery | None = None
+"""The Langfuse client :func:`open_tracer` last opened, watched (one per process in practice)."""
+_delivery_lock = threading.Lock()
+
+
+class _LangfuseDelivery:
+    """Whether Langfuse's host takes the spans, said once; and the bounded send of the last ones at exit.
+
+    OpenTelemetry's exporter, which Langfuse sends with, logs each batch it could not send (a warning
+    per retry, an error per batch: many lines in a long episode, printed by Python as they come when
+    logging is not configured). :meth:`filter` takes those records off that logger and turns the
+    first into one warning of the ``zorkmcp.observability`` logger: the host, the reason in words and
+    what to check. :meth:`at_exit` sends what is left in a thread of its own and waits for it at most
+    ``LANGFUSE_TIMEOUT`` seconds when set, else :data:`EXIT_WAIT_SECONDS`, and no longer once the
+    host has failed; if the send is still under way, the exit handlers that would wait for it again
+    (Langfuse's, the tracer provider's) are taken off so that nothing waits for it: the spans not
+    sent are dropped and said.
+    """
+
+    def __init__(self, client: Any, env: Mapping[str, str]) -> None:
+        self.client = client
+        self.host, self._host_variable = _langfuse_host(client, env)
+        self.exit_wait = _exit_wait(env.get("LANGFUSE_TIMEOUT"))
+        self.said: str | None = None
+        """The one line said, once said."""
+        self._lock = threading.Lock()
+        self._exiting = False
+        self._settled = threading.Event()
+        """Set, at exit, when the send ended or the host failed."""
+        self._sent = False
+        """The send at exit ended (its thread is done)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """A :class:`logging.Filter` for the exporter's logger: its warnings and errors stop here."""
+        if record.levelno < logging.WARNING:
+            return True
+        try:
+            problem = _delivery_problem(record.getMessage())
+        except Exception:  # noqa: BLE001 - a record we cannot read is still not printed
+            problem = None
+        if problem is not None:
+            self.failed(*problem)
+        return False
+
+    def failed(self, reason: str, advice: str | None = None) -> None:
+        """The host did not take spans: say so, the first time."""
+        if advice is None:
+            advice = f"check {self._host_variable}"
+        with self._lock:
+            if self._exiting:
+                self._settled.set()
+            if self.said is not None:
+                return
+            self.said = (
+                f"tracing: the traces could not be delivered to Langfuse at {self.host} ({reason}); {advice}"
+            )
+        _log.warning("%s", self.said)
+
+    def at_exit(self, wait: Callable[[float], bool] | None = None) -> None:
+        """Send the spans not yet sent, waiting at most :attr:`exit_wait` seconds (an exit handler).
+
+        Args:
+            wait: waits for the send to end or the host to fail, given the most seconds to wait;
+                true when it did (tests give one that does not wait).
+        """
+        with self._lock:
+            self._exiting = True
+        resources = getattr(self.client, "_resources", None)  # Langfuse's, 3.x to 5.x
+        try:
+            if resources is not None:
+                atexit.unregister(resources.shutdown)  # what we do now, bounded
+            thread = threading.Thread(target=self._send, name="zorkmcp-langfuse-exit", daemon=True)
+            thread.start()
+            settled = (self._settled.wait if wait is None else wait)(self.exit_wait)
+        except KeyboardInterrupt:  # Ctrl-C at exit: leave at once, without a traceback
+            settled = False
+            self.failed("the exit was interrupted", "the spans not sent were dropped")
+        except Exception as exc:  # noqa: BLE001 - tracing must not turn an exit into a traceback
+            settled = False
+            self.failed(f"{type(exc).__name__}: {exc}", "the spans not sent were dropped")
+        if not settled:
+            self.failed(
+                f"no answer within {self.exit_wait:g} s at exit",
+                f"check {self._host_variable}, or set LANGFUSE_TIMEOUT to wait longer",
+            )
+        if not self._sent:
+            # The send goes on in its daemon thread, which the interpreter drops: the provider's own
+            # exit handler would wait for it (its batch worker needs the same lock), so it goes too.
+            provider = getattr(resources, "tracer_provider", None)  # 4.x, 5.x; 3.x: the global one
+            if provider is None:
+                from opentelemetry import trace
+
+                provider = trace.get_tracer_provider()
+            shutdown = getattr(provider, "shutdown", None)
+            if shutdown is not None:
+                atexit.unregister(shutdown)
+
+    def _send(self) -> None:
+        try:
+            self.client.shutdown()  # flushes the spans, stops Langfuse's threads
+        except Exception as exc:  # noqa: BLE001 - said, in the exit's one line
+            self.failed(f"{type(exc).__name__}: {exc}", "the spans not sent were dropped")
+        finally:
+            self._sent = True
+            self._settled.set()
+
+
+def _langfuse_host(client: Any, env: Mapping[str, str]) -> tuple[str, str]:
+    """The host the client sends to, and the variable that names it (for the user to check)."""
+    host = getattr(client, "_base_url", None) or getattr(client, "_host", None)  # 4.x, 5.x / 3.x
+    if not isinstance(host, str) or not host:
+        host = env.get("LANGFUSE_BASE_URL") or env.get("LANGFUSE_HOST") or "https://cloud.langfuse.com"
+    variable = "LANGFUSE_BASE_URL" if env.get("LANGFUSE_BASE_URL") == host else "LANGFUSE_HOST"
+    return host, variable
+
+
+def _exit_wait(value: str | None) -> float:
+    """``LANGFUSE_TIMEOUT`` (seconds, as Langfuse reads it) when set to a number, else the default."""
+    if value:
+        try:
+            seconds = float(value)
+        except ValueError:
+            return EXIT_WAIT_SECONDS
+        if seconds >= 0 and seconds != float("inf"):
+            return seconds
+    return EXIT_WAIT_SECONDS
+
+
+_STATUS = re.compile(r"code: (\d{3}), reason: (.*)", re.DOTALL)
+_NO_STATUS = re.compile(r"code: None, reason: (.*)", re.DOTALL)
+_TRANSIENT = re.compile(r"Transient error (.*) encountered while exporting", re.DOTALL)
+_ERRNO = re.compile(r"\[Errno -?\d+\] ([^'\")\]]+)")
+_UNRESOLVED = (
+    "name or service not known",
+    "nodename nor servname",
+    "temporary failure in name resolution",
+    "getaddrinfo failed",
+    "no address associated",
+)
+
+
+def _delivery_problem(message: str) -> tuple[str, str | None] | None:
+    """What an exporter's warning says went wrong, in words, and what to check (``None``: the variable
+    naming the host); ``None`` for a record that is no failure of the host (the exporter shut down)."""
+    if "already shutdown" in message or message.startswith("Shutdown in progress"):
+        return None
+    if (status := _STATUS.search(message)) is not None:
+        code, phrase = int(status.group(1)), status.group(2).strip()
+        said = f"HTTP {code} {phrase}".strip()
+        if code in (401, 403):
+            return said, "check LANGFUSE_PUBLIC_KEY and LANGFUSE_SECRET_KEY"
+        return said, None if code == 404 else "the spans it refused were dropped"
+    if "due to timeout" in message:
+        return "no answer in time", None
+    for pattern in (_NO_STATUS, _TRANSIENT):  # a connection's failure (or a 429, 5xx's reason phrase)
+        if (found := pattern.search(message)) is not None:
+            return _in_words(found.group(1)), None
+    return _in_words(message), "those spans were dropped"  # the batch was not sent (too large, say)
+
+
+def _in_words(detail: str) -> str:
+    """A connection error's text (urllib3's, several lines deep) as a few words."""
+    lower = detail.lower()
+    if "connection refused" in lower:
+        return "connection refused"
+    if any(marker in lower for marker in _UNRESOLVED):
+        return "the host name could not be resolved"
+    if "timed out" in lower or "timeout" in lower:
+        return "no answer in time"
+    if "certificate" in lower:
+        return "its TLS certificate was not accepted"
+    if (errno := _ERRNO.search(detail)) is not None:
+        return errno.group(1).strip().lower()
+    line = " ".join(detail.split())
+    return line if len(line) <= 200 else line[:199] + "\u2026"
