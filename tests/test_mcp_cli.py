@@ -79,7 +79,7 @@ def test_tools_table(tmp_path: Path, pyproject: Path, capsys: pytest.CaptureFixt
     [
         ("bad.echo", '{"text": "hi"}', 0, {"content": "hi"}),
         ("bad__pid", "{}", 0, None),
-        ("bad.fail", "{}", 1, {"error": "it failed on purpose", "content": "it failed on purpose"}),
+        ("bad.fail", "{}", 1, {"error": "it failed on purpose", "content": None}),
         (
             "nope",
             "{}",

@@ -272,7 +272,7 @@ async def test_error_results() -> None:
         tool_error = await toolbox.call_tool("rich.error", {})
         rpc_error = await toolbox.call_tool("rich.rpc_error", {})
         not_an_object = await toolbox.call_tool("rich.text", ["a"])  # type: ignore[arg-type]
-    assert tool_error == ToolCallResult(content="bad things", is_error=True, error_message="bad things")
+    assert tool_error == ToolCallResult(content=None, is_error=True, error_message="bad things")
     assert rpc_error.is_error
     assert not rpc_error.timed_out
     assert rpc_error.error_message == "Tool call failed: no such thing"

@@ -81,7 +81,7 @@ def test_an_image_sent_as_a_block_and_in_structured_content_is_a_placeholder() -
 def test_text_that_says_more_than_the_structure_is_what_the_model_reads() -> None:
     assert convert([text(WEATHER)], {"temp": 21}) == ToolCallResult(content=WEATHER)
     failed = convert([text("boom: disk full")], {"code": 28}, is_error=True)
-    assert failed == ToolCallResult(content="boom: disk full", is_error=True, error_message="boom: disk full")
+    assert failed == ToolCallResult(content=None, is_error=True, error_message="boom: disk full")
 
 
 def test_structured_content_stands_in_only_when_there_is_no_block() -> None:
@@ -147,7 +147,7 @@ def test_an_error_message_leaves_out_what_is_for_the_user_only() -> None:
         text("ENOSPC writing /data/save.qzl", ["assistant"]),
     ]
     assert convert(blocks, is_error=True) == ToolCallResult(
-        content="ENOSPC writing /data/save.qzl", is_error=True, error_message="ENOSPC writing /data/save.qzl"
+        content=None, is_error=True, error_message="ENOSPC writing /data/save.qzl"
     )
 
 
@@ -160,11 +160,7 @@ def test_an_error_message_holds_no_base64_media() -> None:
         '{"error": "render failed", "last_frame": "[image: image/png, 1234 bytes]"}\n'
         '{"code":  28}'  # JSON without media: the text as sent
     )
-    assert failed.content == [
-        "[image: image/png, 1234 bytes]",
-        {"error": "render failed", "last_frame": "[image: image/png, 1234 bytes]"},
-        {"code": 28},
-    ]
+    assert failed.content is None  # the message says what the text blocks said
 
 
 # --- no base64 media as text ----------------------------------------------------------------------
@@ -370,8 +366,9 @@ def test_only_blocks_for_the_assistant_are_shown_unless_none_is(audiences: list[
         f"block {i}" for i, audience in enumerate(audiences) if not audience or "assistant" in audience
     ]
     expected = for_the_model or [f"block {i}" for i in range(len(audiences))]
+    assert convert(blocks).content == (expected[0] if len(expected) == 1 else expected)
     result = convert(blocks, is_error=True)
-    assert result.content == (expected[0] if len(expected) == 1 else expected)
+    assert result.content is None  # the message says what the text blocks said
     assert result.error_message == "\n".join(expected)
 
 

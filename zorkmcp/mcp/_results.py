@@ -15,7 +15,10 @@ How a ``CallToolResult`` becomes ``ToolCallResult.content``, what the model is s
     content says they are that value (below).
   - image / audio → a short placeholder ``"[image: image/png, 1234 bytes]"`` (never the base64).
   - embedded resource → ``{"type": "resource", "uri": ..., "text": ...}`` for text, and a
-    ``"[binary: mime, N bytes]"`` placeholder instead of the text for blobs.
+    ``"[binary: mime, N bytes]"`` placeholder instead of the text for blobs, except a blob whose
+    MIME type is textual (``text/*``, JSON, XML, YAML...; :func:`_textual`) and whose bytes are
+    UTF-8 text without control characters: that is shown as its ``"text"`` (server-everything's
+    ``text/plain`` blob resources say "Resource 2: This is a base64 blob", not ``[binary: …]``).
   - resource link → ``{"type": "resource_link", "uri": ..., "name": ...}`` (+ description, mime type).
 * Blocks whose ``annotations.audience`` names only the user (``["user"]``: no ``"assistant"``) are left
   out, unless every block is; then all are kept, since a result must say something. A missing or
@@ -39,11 +42,16 @@ How a ``CallToolResult`` becomes ``ToolCallResult.content``, what the model is s
   (also one that is that string written as JSON, in quotes), a resource's text, a string inside JSON.
   Prose that mentions a data URI stays as it is.
 * ``is_error`` results become ``is_error=True`` with the kept text blocks joined as ``error_message``
-  (each as sent, but with the placeholders above); their content follows the same rules.
+  (each as sent, but with the placeholders above). The message already says what the text blocks
+  said, so ``content`` holds only the rest, by the same rules: the other blocks (an image's
+  placeholder, a resource), the structured content when there is no block, else ``None``. The
+  model reads each text once: ``{"error": "city not found", "content": null}``, not the text twice.
 
 Results whose JSON form is larger than ``max_result_bytes`` are cut to that many UTF-8 bytes of their
 JSON text (or of the string itself) followed by ``…[truncated N bytes]``; the content is then a string.
-Placeholders are made before the cut, so media never spends the budget.
+Placeholders are made before the cut, so media never spends the budget. An error's message is cut
+first, and its content gets what the message left of the budget: the error as a whole stays within
+``max_result_bytes`` (and the markers).
 """
 
 from __future__ import annotations
@@ -92,6 +100,25 @@ _SIGNATURES: tuple[tuple[str, tuple[tuple[int, bytes], ...]], ...] = (
     ("application/zip", ((0, b"PK\x03\x04"),)),
     ("application/gzip", ((0, b"\x1f\x8b\x08"),)),
 )
+_TEXTUAL_TYPES = frozenset(
+    {
+        "application/json",
+        "application/xml",
+        "application/javascript",
+        "application/ecmascript",
+        "application/x-javascript",
+        "application/x-ndjson",
+        "application/yaml",
+        "application/x-yaml",
+        "application/toml",
+        "application/x-sh",
+        "application/sql",
+        "application/graphql",
+        "application/csv",
+    }
+)
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f]")
+"""Control characters text does not hold (tab, newline, form feed and carriage return are text)."""
 _NOTHING = object()
 """Not a value: a text that is not JSON, or text blocks the structured content does not restate."""
 
@@ -101,7 +128,8 @@ class ToolCallResult:
     """Result from an MCP tool call (seeds 000 §Data Structures; properties 41–43).
 
     Attributes:
-        content: the tool's result: a string, a JSON value, or a list of them.
+        content: the tool's result: a string, a JSON value, or a list of them; of an error, what
+            ``error_message`` does not say (an image's placeholder, a resource), else ``None``.
         is_error: whether the call failed (tool error, server crash, timeout, unknown tool).
         error_message: what went wrong, for the LLM and the logs.
         timed_out: the failure was the per-call timeout (lets the caller abort the batch,
@@ -257,6 +285,30 @@ def _text_value(text: str) -> Any:
     return _scrub_text(text)
 
 
+def _textual(mime: str | None) -> bool:
+    """Whether ``mime`` names text: ``text/*``, JSON, XML, YAML and the like (parameters ignored)."""
+    if not mime:
+        return False
+    essence = mime.split(";", 1)[0].strip().lower()
+    return (
+        essence.startswith("text/")
+        or essence in _TEXTUAL_TYPES
+        or essence.endswith(("+json", "+xml", "+yaml"))
+    )
+
+
+def _blob_text(mime: str | None, blob: str) -> str | None:
+    """A blob's text when its MIME type says text and its bytes are UTF-8 text, else ``None``."""
+    if not _textual(mime):
+        return None
+    try:
+        data = base64.b64decode(_WHITESPACE.sub("", blob).translate(str.maketrans("-_", "+/")), validate=True)
+        text = data.decode("utf-8")
+    except (binascii.Error, ValueError):  # not base64, or not UTF-8 (UnicodeDecodeError)
+        return None
+    return None if _UNPRINTABLE.search(text) else text
+
+
 def _block_value(block: mcp_types.ContentBlock) -> Any:
     if isinstance(block, mcp_types.TextContent):
         return _text_value(block.text)
@@ -271,6 +323,8 @@ def _block_value(block: mcp_types.ContentBlock) -> Any:
             value["mime_type"] = resource.mime_type
         if isinstance(resource, mcp_types.TextResourceContents):
             value["text"] = _scrub_text(resource.text)
+        elif (decoded := _blob_text(resource.mime_type, resource.blob)) is not None:
+            value["text"] = _scrub_text(decoded)
         else:
             value["blob"] = _placeholder(resource.mime_type, resource.blob, kind="binary")
         return value
@@ -378,11 +432,16 @@ def convert_call_result(
         output_schema: the tool's declared output schema (to recognise ``{"result": ...}`` wrappers).
     """
     blocks = [block for block in result.content if _for_model(block)] or list(result.content)
-    content = truncate_content(_content(blocks, result.structured_content, output_schema), max_bytes)
-    if result.is_error:
-        texts = [_message_part(block.text) for block in blocks if isinstance(block, mcp_types.TextContent)]
-        message = "\n".join(texts).strip() or "The tool reported an error without a message"
-        if len(message.encode("utf-8", "surrogatepass")) > max_bytes:
-            message = truncate_content(message, max_bytes)
-        return ToolCallResult(content=content, is_error=True, error_message=message)
-    return ToolCallResult(content=content)
+    if not result.is_error:
+        return ToolCallResult(
+            content=truncate_content(_content(blocks, result.structured_content, output_schema), max_bytes)
+        )
+    texts = [_message_part(block.text) for block in blocks if isinstance(block, mcp_types.TextContent)]
+    message = "\n".join(texts).strip() or "The tool reported an error without a message"
+    message = truncate_content(message, max_bytes)
+    rest: list[mcp_types.ContentBlock] = [b for b in blocks if not isinstance(b, mcp_types.TextContent)]
+    content: Any = None  # the message says what the text blocks said
+    if rest or (not blocks and result.structured_content is not None):
+        left = max(0, max_bytes - len(message.encode("utf-8", "surrogatepass")))
+        content = truncate_content(_content(rest, result.structured_content, output_schema), left)
+    return ToolCallResult(content=content, is_error=True, error_message=message)

@@ -5,7 +5,8 @@ Translation (seeds 000 §Server Discovery and Appendix; properties 33–38): eac
 translated into the portable subset every OpenAI-compatible endpoint accepts as ``parameters``
 (:func:`~zorkmcp.mcp._schema.translate_schema`: a schema already in that subset is offered
 unchanged; a tool whose schema cannot be made acceptable is left out with an ``mcp_tool_excluded``
-event) and a missing description as ``""``. The ``name`` the LLM sees is the
+event), a missing description as ``""`` and one longer than OpenAI's API takes cut
+(:func:`offered_description`). The ``name`` the LLM sees is the
 wire-safe name (see :mod:`._names`); the canonical ``server.tool`` is what logs, events and
 :meth:`Toolbox.call_tool` use, and :meth:`Toolbox.call_tool` accepts both.
 """
@@ -20,11 +21,14 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 import anyio.to_thread
+import mcp_types
 from attrs import frozen
 from mcp.shared.exceptions import MCPError as SdkMCPError
+from pydantic import TypeAdapter
 
 from zorkmcp.observability import EventSink, NullSink
 
+from .._controls import visible_controls
 from .._surrogates import lone_surrogate
 from ._names import assign_wire_names, canonical_name
 from ._remote import remote_call_error
@@ -33,17 +37,59 @@ from ._schema import translate_schema
 from ._session import list_all_tools, report_repairs
 
 if TYPE_CHECKING:
-    import mcp_types
+    from mcp.client.session import ClientSession
     from mcp.shared.dispatcher import ProgressFnT
 
     from zorkmcp.config import McpSettings, ServerConfig
 
     from ._session import ServerSession
 
-__all__ = ["DEATH_REPORT_GRACE", "ToolInfo", "ToolTable", "Toolbox", "build_tool_infos"]
+__all__ = [
+    "DEATH_REPORT_GRACE",
+    "MAX_DESCRIPTION_CHARS",
+    "MISMATCH_CHARS",
+    "ToolInfo",
+    "ToolTable",
+    "Toolbox",
+    "build_tool_infos",
+    "offered_description",
+]
 
 DEATH_REPORT_GRACE = 0.2
 """When a server dies mid-call: how long to wait for its exit status to put it in the error."""
+MISMATCH_CHARS = 300
+"""How much of what the check of a result against its tool's ``outputSchema`` found the warning quotes."""
+MAX_DESCRIPTION_CHARS = 1024
+"""The longest tool description OpenAI's API takes: a longer one fails every request of the turn with
+HTTP 400 ``Invalid 'tools[0].function.description': string too long. Expected a string with maximum
+length 1024`` (``@modelcontextprotocol/server-sequential-thinking``'s has 2781 characters)."""
+_DESCRIPTION_NOTE = "\x00description"
+"""Appended to a server's name (which holds no NUL) in ``reported``: a cut description already said."""
+_MISMATCH_NOTE = "\x00outputSchema"
+"""Appended to a server's name in ``reported``: a result that did not match its schema already said."""
+
+
+def _utf16_units(text: str) -> int:
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def offered_description(description: str) -> str:
+    """``description`` as the model is offered it: whole up to :data:`MAX_DESCRIPTION_CHARS`, else cut.
+
+    A longer one keeps the lines (else the words) that fit, and ends in ``…``.
+    Characters are counted as UTF-16 code units, at least as many as any endpoint counts.
+    """
+    if _utf16_units(description) <= MAX_DESCRIPTION_CHARS:
+        return description
+    room = MAX_DESCRIPTION_CHARS - 1  # for the "…"
+    kept = description[:room]
+    while _utf16_units(kept) > room:
+        kept = kept[:-1]
+    for boundary in ("\n", " "):  # a whole line when one ends near the cut, else a whole word
+        if (at := kept.rfind(boundary)) >= room - 200:
+            kept = kept[:at]
+            break
+    return kept.rstrip() + "…"
 
 
 _CONNECTION_CLOSED = ToolCallResult(content=None, is_error=True, error_message="the connection closed")
@@ -79,12 +125,12 @@ class ToolInfo:
     timeout: float
 
     def openai_schema(self) -> dict[str, Any]:
-        """The OpenAI tool definition (property 38)."""
+        """The OpenAI tool definition (property 38), the description cut by :func:`offered_description`."""
         return {
             "type": "function",
             "function": {
                 "name": self.wire_name,
-                "description": self.description,
+                "description": offered_description(self.description),
                 "parameters": self.parameters,
             },
         }
@@ -113,7 +159,10 @@ def build_tool_infos(
             at all (:attr:`ServerSession.left_out`): each is reported as ``mcp_tool_excluded``
             unless the allow-list leaves it out anyway.
         reported: ``(server, tool)`` of the tools left out that were already reported (an
-            episode's earlier toolboxes): not reported again; each one reported now is added.
+            episode's earlier toolboxes): not reported again; each one reported now is added. A
+            description cut for the model is noted there too, as ``(server + "\\x00description",
+            tool)``, and :class:`Toolbox` notes a result that did not match its ``outputSchema`` as
+            ``(server + "\\x00outputSchema", tool)`` (a server's name holds no NUL: they never meet).
     """
     events = events if events is not None else NullSink()
     reported = reported if reported is not None else set()
@@ -139,6 +188,8 @@ def build_tool_infos(
                 "(from its 'tools' allow-list)",
             )
     portable = _portable(kept, events, reported)
+    for server, tool, _ in portable:
+        _note_long_description(server.name, tool, events, reported)
     wire = assign_wire_names((server.name, tool.name) for server, tool, _ in portable)
     return [
         ToolInfo(
@@ -199,16 +250,75 @@ def _exclude(
     events.log("WARNING", f"MCP tool '{canonical_name(server, tool)}' left out: {reason}{hint}")
 
 
+_CALL_RESULT: TypeAdapter[mcp_types.CallToolResult | mcp_types.InputRequiredResult] = TypeAdapter(
+    mcp_types.CallToolResult | mcp_types.InputRequiredResult
+)
+"""What a ``tools/call`` may answer (``ClientSession.call_tool`` reads it the same way)."""
+
+
+def _note_long_description(
+    server: str, tool: mcp_types.Tool, events: EventSink, reported: set[tuple[str, str]]
+) -> None:
+    """Say once per episode that a tool's description is cut for the model (:func:`offered_description`)."""
+    length = _utf16_units(tool.description or "")
+    key = (server + _DESCRIPTION_NOTE, tool.name)
+    if length <= MAX_DESCRIPTION_CHARS or key in reported:
+        return
+    reported.add(key)
+    events.log(
+        "WARNING",
+        f"MCP tool '{canonical_name(server, tool.name)}': its description has {length} characters, more "
+        f"than OpenAI's API takes ({MAX_DESCRIPTION_CHARS}); the model is offered it cut to "
+        f"{MAX_DESCRIPTION_CHARS}",
+    )
+
+
+async def _call_unchecked(
+    client: ClientSession, tool: str, arguments: dict[str, Any], progress: ProgressFnT | None
+) -> mcp_types.CallToolResult:
+    """``client.call_tool`` without its check of the result against the tool's ``outputSchema``.
+
+    The SDK raises on a result whose structured content does not match (or is missing), and the
+    result is then lost although the tool ran; :meth:`Toolbox._checked` checks it instead.
+    """
+    params = mcp_types.CallToolRequestParams(name=tool, arguments=arguments)
+    result = await client.send_request(
+        mcp_types.CallToolRequest(params=params), _CALL_RESULT, progress_callback=progress
+    )
+    if isinstance(result, mcp_types.InputRequiredResult):
+        raise RuntimeError("the server asked for input during the call, which zorkmcp does not give")
+    return result
+
+
 async def _call_renewing(
     session: ServerSession, tool: str, arguments: dict[str, Any], progress: ProgressFnT | None
 ) -> mcp_types.CallToolResult:
     """Call ``tool``; when a remote server forgot the session (HTTP 404), open a new one and retry once."""
     try:
-        return await session.client.call_tool(tool, arguments, progress_callback=progress)
+        return await _call_unchecked(session.client, tool, arguments, progress)
     except SdkMCPError:
         if session.remote is None or not session.remote.session_expired or not await session.renew():
             raise
-    return await session.client.call_tool(tool, arguments, progress_callback=progress)
+    return await _call_unchecked(session.client, tool, arguments, progress)
+
+
+def _schema_problem(exc: RuntimeError) -> str:
+    """What the SDK's check of a result against its tool's ``outputSchema`` found, as part of one line."""
+    cause = exc.__cause__ or exc.__context__
+    kind, message = type(cause).__name__, getattr(cause, "message", None)
+    if kind == "ValidationError" and isinstance(message, str):  # jsonschema's: the result
+        path = getattr(cause, "json_path", "$")
+        said = "returned a result that does not match its outputSchema"
+        detail = message if path == "$" else f"{path}: {message}"
+    elif "did not return structured content" in str(exc):
+        return "returned no structuredContent, which its outputSchema asks for"
+    else:  # the schema itself: not valid JSON Schema, a $ref that resolves to nothing
+        said = "has an outputSchema its results cannot be checked against"
+        detail = message if isinstance(message, str) else str(cause) if cause is not None else str(exc)
+    detail = " ".join(visible_controls(detail, keep="").split())
+    if len(detail) > MISMATCH_CHARS:
+        detail = detail[: MISMATCH_CHARS - 1] + "…"
+    return f"{said} ({detail})"
 
 
 class ToolTable:
@@ -251,7 +361,9 @@ class Toolbox:
         events: where warnings and events go.
         apply_allow_list: ``False`` offers every tool regardless of ``ServerConfig.tools``.
         reported: the tools left out that were already reported, shared by an episode's toolboxes
-            (each is reported once per episode); ``None``: this toolbox's own.
+            (each is reported once per episode), and the other notes said once per episode (a cut
+            description, a result that did not match its ``outputSchema``); ``None``: this
+            toolbox's own.
 
     Attributes:
         tools: every offered tool, in server order then listing order.
@@ -426,11 +538,39 @@ class Toolbox:
             return ToolCallResult(
                 content=None, is_error=True, error_message=f"Tool call failed: {type(exc).__name__}: {exc}"
             )
+        await self._checked(session, info, raw)
         return convert_call_result(
             raw,
             max_bytes=self._settings.max_result_bytes,
             output_schema=self._output_schemas.get((info.server, info.tool)),
         )
+
+    async def _checked(self, session: ServerSession, info: ToolInfo, raw: mcp_types.CallToolResult) -> None:
+        """Check a result against its tool's ``outputSchema``; say once per tool and episode when it does not.
+
+        MCP asks clients to check (2025-06-18, "Output Schema": they SHOULD validate), and leaves open
+        what then. The model reads the content blocks, not the structured content, and the tool has
+        run (what it did is done): its result is shown as it is, and the episode log says what is
+        wrong with it, where failing the call would hide the result and invite the model to run the
+        tool again.
+        """
+        if raw.is_error:  # an error result need not match (the SDK does not check it either)
+            return
+        try:
+            await session.client.validate_tool_result(info.tool, raw)  # may list the tools again
+        except RuntimeError as exc:
+            key = (info.server + _MISMATCH_NOTE, info.tool)
+            if key in self._reported:
+                return
+            self._reported.add(key)
+            self._events.log(
+                "WARNING",
+                f"MCP tool '{info.name}' {_schema_problem(exc)}; the model is shown the result as it is",
+            )
+        except Exception as exc:  # noqa: BLE001 - the listing it needed failed: the result stands unchecked
+            self._events.log(
+                "DEBUG", f"MCP tool '{info.name}': result not checked ({type(exc).__name__}: {exc})"
+            )
 
     async def _died(self, session: ServerSession, info: ToolInfo) -> ToolCallResult:
         # A session closes under a call when its owner is cancelled (Ctrl-C, a run that stops), and
