@@ -81,7 +81,7 @@ def test_an_arms_base_url_the_client_cannot_use_names_the_arm(
     (tmp_path / "eval.toml").write_text('[[arms]]\nname = "a"\nbase_url = "http://h:0/v1"\n')
     assert main(["eval", "eval.toml", "--out", "run"]) == 2
     assert capsys.readouterr().err.splitlines() == [
-        f"zorkmcp eval: ConfigError: eval.toml: arms[0] base_url has port 0: {PORT_RULE} (fix the key in "
+        f"zorkmcp eval: ConfigError: eval.toml: arms[0].base_url has port 0: {PORT_RULE} (fix the key in "
         "the eval file)"
     ]
 

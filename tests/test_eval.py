@@ -531,10 +531,14 @@ def test_the_record_of_a_ray_task_that_died_resumes_with_its_run(tmp_path: Path)
         ("[eval]\nepisodes = 2\nepisodez = 3\n", r"eval has unknown key episodez"),
         ('[[arms]]\nname = "a"\nmcp = "yes"\n', r"arms\[0\]\.mcp must be true or false, got 'yes'"),
         ("[eval]\nconcurrency = 0\n", r"concurrency must be >= 1, got 0"),
-        ('[[arms]]\nname = "a"\n[[arms]]\nname = "a"\n', r"arms.name 'a' is used by more than one arm"),
+        (
+            '[[arms]]\nname = "a"\n[[arms]]\nname = "a"\n',
+            r"arms\[0\]\.name and arms\[1\]\.name are both 'a'; each arm names a folder of the run",
+        ),
         (
             '[[arms]]\nname = "tools"\n[[arms]]\nname = "plain"\n[[arms]]\nname = "Tools"\n',
-            r"arms.name 'tools' and 'Tools' differ only in case, and each names a folder of the run",
+            r"arms\[0\]\.name 'tools' and arms\[2\]\.name 'Tools' differ only in case, and each names a "
+            r"folder of the run",
         ),
         ('[[arms]]\nname = "../x"\n', r"name must be 1-64 letters"),
         ("[eval\n", r"invalid TOML"),
@@ -573,7 +577,7 @@ def test_a_run_folder_that_cannot_be_made_stops_the_run_before_anything_starts(
         args, named = ["--out", str(folder)], f"--out {folder}"
     else:
         (tmp_path / "eval.toml").write_text('[eval]\nout = "notes.txt/run"\n')
-        args, named = [str(tmp_path / "eval.toml")], f"{tmp_path / 'eval.toml'}: out"
+        args, named = [str(tmp_path / "eval.toml")], f"{tmp_path / 'eval.toml'}: eval.out"
     code = main(["eval", "--game", str(zork1_path()), "--no-mcp", "--turns", "1", *args])
     out, err = capsys.readouterr()
     assert code == 2
@@ -1247,7 +1251,7 @@ def test_live_progress_in_an_80x24_terminal(tmp_path: Path) -> None:
     rows = [
         w
         for w in words
-        if re.fullmatch(r"(mcp|no-mcp) 3 0 \d+\.\d\d ± \d+\.\d\d 0\.00 4\.0 0\.\d\d \d+ / \d+", w)
+        if re.fullmatch(r"(mcp|no-mcp) 3 0 \d+\.\d\d ± \d+\.\d\d 0\.00 4\.0 0\.\d\d [\d,]+ / [\d,]+", w)
     ]
     assert len(rows) == 2, lines
     assert any(

@@ -74,10 +74,10 @@ def test_an_arms_key_variable_that_is_not_set_stops_the_run_naming_the_arm_and_t
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ('model = "  "', "arms[0] model is blank: give the model's name, or leave the key out"),
+        ('model = "  "', "arms[0].model is blank: give the model's name, or leave the key out"),
         (
             'api_key_env = ""',
-            "arms[0] api_key_env is blank: give the name of the variable that holds the API key, or leave "
+            "arms[0].api_key_env is blank: give the name of the variable that holds the API key, or leave "
             "the key out",
         ),
     ],

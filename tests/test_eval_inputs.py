@@ -35,10 +35,10 @@ def _eval_file(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]) ->
 @pytest.mark.parametrize(
     ("arm", "message"),
     [
-        ("temperature = -5", "arms[0] temperature must be >= 0, got -5.0"),
-        ("temperature = 3", "arms[0] temperature must be <= 2, got 3.0"),
-        ("top_p = 7", "arms[0] top_p must be <= 1, got 7.0"),
-        ("top_k = -3", "arms[0] top_k must be >= 0, got -3"),
+        ("temperature = -5", "arms[0].temperature must be >= 0, got -5.0"),
+        ("temperature = 3", "arms[0].temperature must be <= 2, got 3.0"),
+        ("top_p = 7", "arms[0].top_p must be <= 1, got 7.0"),
+        ("top_k = -3", "arms[0].top_k must be >= 0, got -3"),
     ],
 )
 def test_a_sampling_value_out_of_range_in_an_arm_is_one_line(
@@ -76,7 +76,7 @@ def test_an_arms_missing_mcp_config_names_the_arm_and_the_key(
     assert _eval_file(tmp_path, arm, capsys) == (
         2,
         f"zorkmcp eval: ConfigError: {tmp_path / 'nope' / 'mcp_config.json'} (arm tools, from eval.toml: "
-        "arms[0] mcp_config): no such file; create it (examples/ has templates), point the arm's "
+        "arms[0].mcp_config): no such file; create it (examples/ has templates), point the arm's "
         "mcp_config at another, or set mcp = false for the arm\n",
     )
 
@@ -111,7 +111,7 @@ def test_seeds_past_the_interpreters_int_are_refused(
     )
     assert _eval_file(tmp_path, "[eval]\nseed = 4294967308\n", capsys) == (
         2,
-        "zorkmcp eval: ConfigError: eval.toml: eval seed must be from 0 to 2147483647 (2**31 - 1), got "
+        "zorkmcp eval: ConfigError: eval.toml: eval.seed must be from 0 to 2147483647 (2**31 - 1), got "
         "4294967308 (fix the key in the eval file)\n",
     )
     with pytest.raises(SystemExit) as exited:
@@ -140,7 +140,7 @@ def test_an_empty_out_is_not_the_current_folder(
         (tmp_path / "eval.toml").write_text('[eval]\nout = ""\n')
         code, named = (
             main(["eval", "eval.toml", "--game", str(zork1_path()), "--no-mcp"]),
-            "eval.toml: eval out",
+            "eval.toml: eval.out",
         )
     end = " (fix the key in the eval file)" if given == "file" else ""
     assert (code, capsys.readouterr().err) == (

@@ -36,7 +36,7 @@ SIDE_BY_SIDE = [  # in 40 columns: the figures down the side, both arms across
     _is("win rate 0.00 0.00"),
     _is("moves 2.0 2.0"),
     _is("tools/turn 0.50 0.00"),
-    _matches(r"tokens in/out \d+ / \d+ \d+ / \d+"),
+    _matches(r"tokens in/out [\d,]+ / [\d,]+ [\d,]+ / [\d,]+"),
 ]
 ONE_BY_ONE = [  # in 30 columns: one arm, then the other
     _is("Eval summary"),
@@ -48,7 +48,7 @@ ONE_BY_ONE = [  # in 30 columns: one arm, then the other
     _is("win rate 0.00"),
     _is("moves 2.0"),
     _is("tools/turn 0.50"),
-    _matches(r"tokens in/out \d+ / \d+"),
+    _matches(r"tokens in/out [\d,]+ / [\d,]+"),
     _is("no-mcp"),
     _is("─" * 25),
     _is("episodes 2"),
@@ -57,7 +57,7 @@ ONE_BY_ONE = [  # in 30 columns: one arm, then the other
     _is("win rate 0.00"),
     _is("moves 2.0"),
     _is("tools/turn 0.00"),
-    _matches(r"tokens in/out \d+ / \d+"),
+    _matches(r"tokens in/out [\d,]+ / [\d,]+"),
 ]
 
 

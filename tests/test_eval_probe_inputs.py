@@ -49,11 +49,11 @@ def _eval(tmp_path: Path, data: bytes, capsys: pytest.CaptureFixture[str], *flag
         ),
         (  # Before: "zorkmcp eval: Problem: max_tokens must be <= 10000000, …": no file, no key
             b'[[arms]]\nname = "a"\nmax_tokens = 10000001\n',
-            "eval.toml: arms[0] max_tokens must be <= 10000000, got 10000001 (fix the key in the eval file)",
+            "eval.toml: arms[0].max_tokens must be <= 10000000, got 10000001 (fix the key in the eval file)",
         ),
         (  # Before: the eval file's folder read as the file: "cannot read MCP config …: Is a directory"
             b'[[arms]]\nname = "a"\nmcp_config = ""\n',
-            "eval.toml: arms[0] mcp_config is empty: give the arm's mcp_config.json, or leave the key out "
+            "eval.toml: arms[0].mcp_config is empty: give the arm's mcp_config.json, or leave the key out "
             "(fix the key in the eval file)",
         ),
         (  # Before: "invalid TOML in the eval file eval.toml: 'utf-8' codec can't decode byte 0xe9 …"
@@ -84,7 +84,7 @@ def test_an_arms_mcp_config_that_is_a_folder_names_the_arm_and_the_key(
     code, err = _eval(tmp_path, b'[[arms]]\nname = "a"\nmcp = true\nmcp_config = "configs"\n', capsys)
     assert (code, err) == (
         2,
-        f"zorkmcp eval: ConfigError: {tmp_path / 'configs'} (arm a, from eval.toml: arms[0] mcp_config) is a "
+        f"zorkmcp eval: ConfigError: {tmp_path / 'configs'} (arm a, from eval.toml: arms[0].mcp_config) is a "
         "folder, not an mcp_config.json; name the file in it, point the arm's mcp_config at another, or set "
         "mcp = false for the arm\n",
     )

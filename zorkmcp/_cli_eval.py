@@ -21,6 +21,7 @@ import gc
 import os
 import re
 import time
+from collections import Counter
 from contextlib import ExitStack, contextmanager, suppress
 from datetime import UTC, datetime
 from functools import partial
@@ -85,7 +86,8 @@ settings zorkmcp play would use; --compare-mcp makes two, "mcp" and "no-mcp"."""
 EVAL_EPILOG = """\
 FILE.toml: an [eval] table (episodes, seed, max_turns, concurrency, game, out) and [[arms]] tables
 (name, model, base_url, mcp, mcp_config, api_key_env, temperature, top_p, top_k, min_p, max_tokens).
-Relative paths in it are relative to its folder. Flags override the file.
+Relative paths in it are relative to its folder. Flags override the file, but not so far that two
+of its arms would play the same (--no-mcp on arms that differ only in mcp: exit 2).
 
 written to --out (default runs/<UTC timestamp>): episodes/<arm>/seed-<N>.json (atomically, when
 the episode ends) and seed-<N>.events.jsonl, then summary.json, summary.csv and (once an episode
@@ -120,7 +122,12 @@ def add_eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("file", nargs="?", metavar="FILE.toml", help="the eval file ([eval] and [[arms]])")
-    p.add_argument("--episodes", type=positive_int, metavar="N", help="episodes (seeds) per arm (default 10)")
+    p.add_argument(
+        "--episodes",
+        type=positive_int,
+        metavar="N",
+        help="episodes (seeds) per arm (default 10, at most 1000000)",
+    )
     p.add_argument("--seed", type=game_seed, metavar="S", help="the first seed (default 12)")
     p.add_argument("--concurrency", type=positive_int, metavar="K", help="episodes at once (default 4)")
     p.add_argument(
@@ -188,7 +195,75 @@ def _arms(args: argparse.Namespace, settings: Settings, file: EvalFile | None) -
         overrides["model"] = args.model
     if args.base_url:
         overrides["base_url"] = args.base_url
-    return tuple(attrs.evolve(arm, **overrides) for arm in arms)
+    played = tuple(attrs.evolve(arm, **overrides) for arm in arms)
+    if file is not None and not args.compare_mcp:
+        _check_flags_keep_arms_apart(args, settings, file.arms, played)
+    return played
+
+
+_FLAG_OF_KEY = {"mcp": "--no-mcp", "mcp_config": "--no-mcp", "model": "--model", "base_url": "--base-url"}
+"""The keys of an arm that a flag sets for every arm, and the flag."""
+
+
+def _plays(arm: ArmSpec, settings: Settings) -> dict[str, Any]:
+    """What sets an arm's play apart from another's: its keys, as they take effect.
+
+    Tools off, the arm's ``mcp_config`` changes nothing; ``api_key_env`` only says where the key is.
+    """
+    enabled = arm.mcp if arm.mcp is not None else settings.mcp.enabled
+    keys = ("model", "base_url", "temperature", "top_p", "top_k", "min_p", "max_tokens")
+    return {
+        "mcp": enabled,
+        "mcp_config": arm.mcp_config if enabled else None,
+        **{key: getattr(arm, key) for key in keys},
+    }
+
+
+def _check_flags_keep_arms_apart(
+    args: argparse.Namespace, settings: Settings, given: list[ArmSpec], played: tuple[ArmSpec, ...]
+) -> None:
+    """The flags that set a key for every arm (``--no-mcp``, ``--model``, ``--base-url``) leave the
+    file's arms apart: two arms that differ only in such keys would play the same, and their
+    comparison (the point of two arms) would say nothing, with nothing said about it.
+
+    Two arms that the file itself sets up alike (an A/A run, to see the spread) are the user's to play.
+
+    Raises:
+        ConfigError: the first two arms the flags made alike, naming the file, the arms, the keys that
+            set them apart and the flags that erased the difference.
+    """
+    before = [_plays(arm, settings) for arm in given]
+    after = [_plays(arm, settings) for arm in played]
+    for j in range(len(given)):
+        for i in range(j):
+            if before[i] == before[j] or after[i] != after[j]:
+                continue
+            keys = [key for key in before[i] if before[i][key] != before[j][key]]
+            flags = list(dict.fromkeys(_FLAG_OF_KEY[key] for key in keys if key in _FLAG_OF_KEY))
+            apart = " and ".join(f"{given[k].name} ({_key_values(given[k], keys)})" for k in (i, j))
+            what = {
+                "--no-mcp": "--no-mcp turns the tools off",
+                "--model": f"--model sets the model ({args.model})",
+                "--base-url": f"--base-url sets the endpoint ({safe_url(args.base_url or '')})",
+            }
+            raise ConfigError(
+                f"{args.file}: {' and '.join(what[flag] for flag in flags)} for every arm, and arms {apart} "
+                f"differ only in {' and '.join(keys)}, so they would play the same and "
+                f"comparing them would say nothing; leave {' and '.join(flags)} out to compare them, or "
+                "keep one of the two in the file (nothing was played)"
+            )
+
+
+def _key_values(arm: ArmSpec, keys: list[str]) -> str:
+    """``mcp = true``: an arm's keys as the file has them (``mcp not set``)."""
+    import json
+
+    shown = []
+    for key in keys:
+        value = getattr(arm, key)
+        text = json.dumps(value, ensure_ascii=False)
+        shown.append(f"{key} not set" if value is None else f"{key} = {text}")
+    return ", ".join(shown)
 
 
 def _check_key_variables(args: argparse.Namespace, arms: tuple[ArmSpec, ...]) -> None:
@@ -294,16 +369,25 @@ def build_plan(args: argparse.Namespace, settings: Settings, *, claims: ExitStac
         from_file = getattr(table, key) if table is not None else None
         return flag if flag is not None else from_file if from_file is not None else default
 
+    def in_file(flag: Any, key: str) -> str | None:
+        """The value's key when the file gave it: ``eval.seed``."""
+        return (
+            f"eval.{key}" if flag is None and table is not None and getattr(table, key) is not None else None
+        )
+
+    episodes, seed = pick(args.episodes, "episodes", DEFAULT_EPISODES), pick(args.seed, "seed", DEFAULT_SEED)
+    _check_seeds(seed, episodes, args.file, in_file(args.seed, "seed"), in_file(args.episodes, "episodes"))
+
     game_path = resolve_game_path(
         pick(args.game, "game", None),
         settings.files.game_file_path,
         settings_base=settings.source.parent if settings.source is not None else None,
-        cli_source="--game" if args.game is not None else f"{args.file}: game",
+        cli_source="--game" if args.game is not None else f"{args.file}: eval.game",
     )
     check_game_file(game_path)
     out = pick(args.out, "out", None)
     if out is not None and not str(out).strip():  # "" would be the current folder, unasked
-        given = "--out" if args.out is not None else f"{args.file}: out"
+        given = "--out" if args.out is not None else f"{args.file}: eval.out"
         raise ConfigError(f"{given} is empty: give the run's folder, or leave it out for runs/<timestamp>")
     if out is None:
         if args.resume or args.retry_failed:
@@ -313,7 +397,7 @@ def build_plan(args: argparse.Namespace, settings: Settings, *, claims: ExitStac
     if args.out is not None:
         named = f"--out {args.out}"
     elif table is not None and table.out is not None:
-        named = f"{args.file}: out"
+        named = f"{args.file}: eval.out"
     else:
         named = f"the default --out ({out})"
     default = named.startswith("the default")  # claimed once reserved, below
@@ -336,7 +420,7 @@ def build_plan(args: argparse.Namespace, settings: Settings, *, claims: ExitStac
                 # The seeds' text ("MCP is enabled but…; set mcp.enabled = false in pyproject.toml")
                 # is play's; here the arm decides, so the message names the arm and where it came from.
                 if arm.mcp_config is not None:
-                    given = f"{args.file}: arms[{index}] mcp_config"
+                    given = f"{args.file}: arms[{index}].mcp_config"
                     instead = "point the arm's mcp_config at another, or set mcp = false for the arm"
                 else:
                     given = f"[tool.zorkgpt.mcp] config_file of {settings.source or 'the embedded settings'}"
@@ -352,12 +436,6 @@ def build_plan(args: argparse.Namespace, settings: Settings, *, claims: ExitStac
                     f"{path} (arm {arm.name}, from {given}): no such file; create it (examples/ has "
                     f"templates), {instead}"
                 ) from exc
-    episodes, seed = pick(args.episodes, "episodes", DEFAULT_EPISODES), pick(args.seed, "seed", DEFAULT_SEED)
-    if seed + episodes - 1 > MAX_SEED:  # the interpreter's int: a larger seed wraps around
-        raise ConfigError(
-            f"seeds {seed}…{seed + episodes - 1}: the last is past {MAX_SEED} (2**31 - 1), the largest "
-            "game seed; pass a lower --seed or fewer --episodes"
-        )
     if not default:  # the default folder is new: nothing is in it
         _check_episode_folders(Path(out).expanduser(), named, arms, range(seed, seed + episodes))
     if default:  # last: every check above has passed
@@ -375,6 +453,45 @@ def build_plan(args: argparse.Namespace, settings: Settings, *, claims: ExitStac
         out=Path(out).expanduser(),
         settings=settings,
     )
+
+
+def _check_seeds(
+    seed: int, episodes: int, file: str | None, seed_key: str | None, episodes_key: str | None
+) -> None:
+    """An arm's episodes fit in one run (:data:`~zorkmcp.eval._spec.MAX_EPISODES`) and their seeds in
+    the interpreter's ``int``.
+
+    Args:
+        seed: the first seed.
+        episodes: the episodes per arm.
+        file: the eval file, for the message.
+        seed_key: ``eval.seed`` when the file gave the seed; ``None``: ``--seed``, or the default.
+        episodes_key: ``eval.episodes`` when the file gave the episodes, as for the seed.
+
+    Raises:
+        ConfigError: too many episodes, or a last seed past :data:`MAX_SEED`, naming the flag or key.
+    """
+    from .eval._spec import MAX_EPISODES
+
+    if episodes > MAX_EPISODES:
+        # the plan, the resume and the summary go over every episode: 10**8 took 5 GB in a minute
+        named, how = (
+            (f"{file}: {episodes_key}", "give") if episodes_key is not None else ("--episodes", "pass")
+        )
+        raise ConfigError(
+            f"{named} is {episodes}, more than one run plays per arm (at most {MAX_EPISODES}: each "
+            "episode is two files in episodes/<arm>/, and the summary reads every record back); "
+            f"{how} fewer, or play the seeds in several runs (each with its --seed and --out)"
+        )
+    if seed + episodes - 1 > MAX_SEED:  # the interpreter's int: a larger seed wraps around
+        seeds = f"seeds {seed}…{seed + episodes - 1}"
+        if seed_key is None and episodes_key is None:
+            how = "pass a lower --seed or fewer --episodes"
+        else:
+            seed_named, episodes_named = seed_key or "--seed", episodes_key or "--episodes"
+            seeds = f"{file}: {seeds} ({seed_named} {seed}, {episodes_named} {episodes})"
+            how = f"give a lower {seed_named} or fewer {episodes_named}"
+        raise ConfigError(f"{seeds}: the last is past {MAX_SEED} (2**31 - 1), the largest game seed; {how}")
 
 
 # -- progress ---------------------------------------------------------------------------------------
@@ -704,8 +821,13 @@ def _summary_cells(arm: dict[str, Any]) -> list[str]:
         _fmt(arm.get("win_rate")),
         _fmt(arm.get("mean_moves"), 1),
         _fmt(arm.get("tool_calls_per_turn")),
-        f"{_fmt(arm.get('prompt_tokens'))} / {_fmt(arm.get('completion_tokens'))}",
+        f"{_count(arm.get('prompt_tokens'))} / {_count(arm.get('completion_tokens'))}",
     ]
+
+
+def _count(value: Any) -> str:
+    """``24,510``, as the live view, ``zorkmcp play``'s table and the report write a count of tokens."""
+    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else _fmt(value)
 
 
 _ARM_MIN = 6
@@ -909,7 +1031,8 @@ def arm_lines(plan: EvalPlan, *, cluster: bool = False) -> list[str]:
     from .config import McpConfig
     from .llm import API_KEY_ENV_VARS
 
-    firsts = {spec.arm: spec for spec in reversed(plan.specs())}  # an arm's episodes share all but the seed
+    # an arm's episodes share all but the seed: the first seed's, one per arm
+    firsts = {spec.arm: spec for spec in plan.specs()[: len(plan.arms)]}
     width = max(len(arm.name) for arm in plan.arms)
     lines, offline, variables, url = [], [], "", ""
     for arm in plan.arms:
@@ -1038,7 +1161,7 @@ def _play_plan(
     arms = ", ".join(arm.name for arm in plan.arms)
     console.print(
         f"[bold]zorkmcp eval[/]: arms {escape(arms)}; seeds {plan.seed}…{plan.seed + plan.episodes - 1}; "
-        f"up to {plan.max_turns} turns; {plan.concurrency} at once"
+        f"up to {plan.max_turns} turn{'' if plan.max_turns == 1 else 's'}; {plan.concurrency} at once"
         f"{_on_ray(args.ray)}; writing {escape(str(plan.out))}",
         highlight=False,
         soft_wrap=True,
@@ -1065,7 +1188,10 @@ def _play_plan(
         def tell(line: str) -> None:  # an endpoint that has taken the probe and not answered yet
             err.print(f"[yellow]zorkmcp eval: {escape(line)}[/]", highlight=False, soft_wrap=True)
 
-        check_endpoints((spec for spec in plan.specs() if spec.key not in done), tell=tell)
+        finished = Counter(arm for arm, _ in done)
+        left = {arm.name for arm in plan.arms if finished[arm.name] < plan.episodes}
+        # an arm's episodes share their model: the first seed's, of each arm with an episode to play
+        check_endpoints((s for s in plan.specs()[: len(plan.arms)] if s.arm in left), tell=tell)
     else:
         check_ray_address(args.ray)
 

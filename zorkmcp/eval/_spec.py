@@ -28,9 +28,10 @@ import hashlib
 import json
 import re
 import tomllib
+from collections.abc import Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, overload
 
 import attrs
 from attrs import field, frozen
@@ -41,10 +42,11 @@ from .._argtypes import MAX_SEED
 from .._locks import LockHeldError, hold, let_go, make_folders, remove_empty
 from .._outputs import check_output
 from .._urls import url_problem
+from ..config._convert import show
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Sequence
+    from collections.abc import Callable, Iterator
 
     from ..config import McpConfig, ServerConfig, Settings
     from ..llm import ModelChoice
@@ -52,9 +54,11 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_CONCURRENCY",
     "DEFAULT_EPISODES",
+    "MAX_EPISODES",
     "RUN_LOCK",
     "ArmSpec",
     "EpisodeSpec",
+    "EpisodeSpecs",
     "EvalFile",
     "EvalPlan",
     "EvalTable",
@@ -67,34 +71,48 @@ __all__ = [
 
 DEFAULT_EPISODES = 10
 DEFAULT_CONCURRENCY = 4
+MAX_EPISODES: Final = 1_000_000
+"""The most episodes an arm plays in one run. Each is two files in one folder (``episodes/<arm>/``:
+ext4 holds about ten million in one, then says it is full), and the run reads every record back for
+its summary (a few kB each). A run of 10⁸, a slip of the keyboard, filled 5 GB with its plan in a
+minute before anything was shown."""
 _ARM_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 class _Problem(ValueError):
-    pass
+    """A value the file may not hold; ``key``: the key it is of, which the message starts with."""
+
+    def __init__(self, message: str, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
 
 
 def _positive(_: Any, attribute: attrs.Attribute[Any], value: int | None) -> None:
     if value is not None and value < 1:
-        raise _Problem(f"{attribute.name} must be >= 1, got {value}")
+        raise _Problem(f"{attribute.name} must be >= 1, got {value}", attribute.name)
 
 
 def _seed(_: Any, attribute: attrs.Attribute[Any], value: int | None) -> None:
     if value is not None and not 0 <= value <= MAX_SEED:
-        raise _Problem(f"{attribute.name} must be from 0 to {MAX_SEED} (2**31 - 1), got {value}")
+        raise _Problem(
+            f"{attribute.name} must be from 0 to {MAX_SEED} (2**31 - 1), got {value}", attribute.name
+        )
 
 
 def _not_blank(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
     if value is not None and not value.strip():  # "" would be the eval file's folder, unasked
         raise _Problem(
-            f"{attribute.name} is empty: give the run's folder, or leave it out for runs/<timestamp>"
+            f"{attribute.name} is empty: give the run's folder, or leave it out for runs/<timestamp>",
+            attribute.name,
         )
 
 
 def _a_file(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
     """A file's path: blank is none (relative to the eval file's folder, it would be that folder)."""
     if value is not None and not value.strip():
-        raise _Problem(f"{attribute.name} is empty: give the arm's mcp_config.json, or leave the key out")
+        raise _Problem(
+            f"{attribute.name} is empty: give the arm's mcp_config.json, or leave the key out", attribute.name
+        )
 
 
 def _named(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
@@ -105,19 +123,21 @@ def _named(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
             if attribute.name == "model"
             else "the name of the variable that holds the API key"
         )
-        raise _Problem(f"{attribute.name} is blank: give {what}, or leave the key out")
+        raise _Problem(f"{attribute.name} is blank: give {what}, or leave the key out", attribute.name)
 
 
 def _arm_name(_: Any, attribute: attrs.Attribute[Any], value: str) -> None:
     if not _ARM_NAME.fullmatch(value):
         raise _Problem(
-            f"name must be 1-64 letters, digits, '.', '_' or '-' (it names a folder), got {value!r}"
+            f"name must be 1-64 letters, digits, '.', '_' or '-' (ASCII, the first a letter or digit: it "
+            f"names a folder), got {value!r}",
+            "name",
         )
 
 
 def _http_url(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
     if value is not None and (problem := url_problem(value, example="https://openrouter.ai/api/v1")):
-        raise _Problem(f"{attribute.name} {problem}")
+        raise _Problem(f"{attribute.name} {problem}", attribute.name)
 
 
 def _sampling(_: Any, attribute: attrs.Attribute[Any], value: float | None) -> None:
@@ -129,7 +149,7 @@ def _sampling(_: Any, attribute: attrs.Attribute[Any], value: float | None) -> N
             values: dict[str, Any] = {attribute.name: value}
             SamplingSettings(**values)
         except ValueError as exc:  # its rule, in its words: "temperature must be <= 2, got 3.0"
-            raise _Problem(str(exc)) from None
+            raise _Problem(str(exc), attribute.name) from None
 
 
 @frozen(kw_only=True)
@@ -245,32 +265,70 @@ class EvalPlan:
         """``seed … seed + episodes - 1``."""
         return range(self.seed, self.seed + self.episodes)
 
-    def specs(self) -> list[EpisodeSpec]:
+    def specs(self) -> EpisodeSpecs:
         """Every episode, seed by seed, the arms interleaved (so a stopped run has all arms).
 
-        An arm's episodes share one (frozen) settings object: built per episode, 100 000 episodes of
-        two arms took 1.6 s to list, and the run lists them more than once.
+        A sequence that makes each episode's spec when it is asked for: a run lists its episodes
+        more than once (its plan, what is left of it, what finished), and a list of a million
+        episodes took 3.5 s and 200 MB to make each time. An arm's episodes share one (frozen)
+        settings object.
         """
-        settings = {arm.name: arm.settings_for(self.settings) for arm in self.arms}
-        return [
-            EpisodeSpec(
-                arm=arm.name,
-                seed=seed,
-                max_turns=self.max_turns,
-                game_path=self.game_path,
-                settings=settings[arm.name],
-                model=arm.model,
-                base_url=arm.base_url,
-            )
-            for seed in self.seeds
-            for arm in self.arms
-        ]
+        return EpisodeSpecs(self)
+
+
+class EpisodeSpecs(Sequence[EpisodeSpec]):
+    """The episodes of a plan (:meth:`EvalPlan.specs`): seed by seed, the arms in the plan's order.
+
+    Each spec is made when it is asked for; indexing, slicing (a list), ``len`` and ``reversed``
+    cost no more than the specs they give.
+    """
+
+    __slots__ = ("_arms", "_plan", "_settings")
+
+    def __init__(self, plan: EvalPlan) -> None:
+        self._plan = plan
+        self._arms = plan.arms
+        self._settings = {arm.name: arm.settings_for(plan.settings) for arm in plan.arms}
+
+    def __len__(self) -> int:
+        return len(self._arms) * self._plan.episodes
+
+    @overload
+    def __getitem__(self, index: int) -> EpisodeSpec: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[EpisodeSpec]: ...
+
+    def __getitem__(self, index: int | slice) -> EpisodeSpec | list[EpisodeSpec]:
+        if isinstance(index, slice):
+            return [self._spec(i) for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(f"episode {index} of {len(self)}")
+        return self._spec(index)
+
+    def __iter__(self) -> Iterator[EpisodeSpec]:
+        return (self._spec(i) for i in range(len(self)))
+
+    def _spec(self, index: int) -> EpisodeSpec:
+        seed, which = divmod(index, len(self._arms))
+        arm, plan = self._arms[which], self._plan
+        return EpisodeSpec(
+            arm=arm.name,
+            seed=plan.seed + seed,
+            max_turns=plan.max_turns,
+            game_path=plan.game_path,
+            settings=self._settings[arm.name],
+            model=arm.model,
+            base_url=arm.base_url,
+        )
 
 
 def _strict(kind: type, check: Any, expected: str) -> Any:
     def structure(value: object, _: type) -> Any:
         if not check(value):
-            raise _Problem(f"must be {expected}, got {value!r}")
+            raise _Problem(f"must be {expected}, got {show(value)}")  # as the settings file says it
         return kind(value)
 
     return structure
@@ -290,7 +348,14 @@ def _converter() -> Converter:
 _CONVERTER: Final = _converter()
 
 
+_KEYED: Final = "\x00"
+"""Starts a message of :func:`_format` that starts with its key (a value an attrs validator refused:
+cattrs places it at the table, ``$.eval``), to be named as the others are, ``eval.episodes``."""
+
+
 def _format(exc: BaseException, type_: type | None) -> str:
+    if isinstance(exc, _Problem) and exc.key is not None and str(exc).startswith(f"{exc.key} "):
+        return f"{_KEYED}{exc}"
     if isinstance(exc, ForbiddenExtraKeysError):
         allowed = ", ".join(a.name for a in attrs.fields(exc.cl))
         return f"has unknown key {', '.join(sorted(exc.extra_fields))} (allowed: {allowed})"
@@ -322,21 +387,29 @@ def load_eval_file(path: Path) -> EvalFile:
         parsed = _CONVERTER.structure(data, EvalFile)
     except (BaseValidationError, _Problem) as exc:
         lines = transform_error(exc, path="$", format_exception=_format)
-        where = lines[0].rpartition(" @ $")
-        key = where[2].lstrip(".") or "the top level"
-        raise ConfigError(f"{path}: {key} {where[0]} (fix the key in the eval file)") from None
+        message, _, where = lines[0].rpartition(" @ $")
+        key = where.lstrip(".")
+        if message.startswith(_KEYED):  # "episodes must be >= 1" @ $.eval: eval.episodes
+            name, _, message = message.removeprefix(_KEYED).partition(" ")
+            key = f"{key}.{name}" if key else name
+        key = key or "the top level"
+        raise ConfigError(f"{path}: {key} {message} (fix the key in the eval file)") from None
     names = [arm.name for arm in parsed.arms]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise ConfigError(
-            f"{path}: arms.name {duplicates[0]!r} is used by more than one arm; names must differ"
-        )
     folded = [name.casefold() for name in names]
-    if alike := [n for n, f in zip(names, folded, strict=True) if folded.count(f) > 1]:
+    for later, name in enumerate(names):
+        first = folded.index(folded[later])
+        if first == later:
+            continue
+        if names[first] == name:
+            raise ConfigError(
+                f"{path}: arms[{first}].name and arms[{later}].name are both {name!r}; each arm names a "
+                "folder of the run, so names must differ (fix the key in the eval file)"
+            )
         # episodes/<arm>/ would be one folder on macOS and Windows: one arm's files over the other's
         raise ConfigError(
-            f"{path}: arms.name {alike[0]!r} and {alike[1]!r} differ only in case, and each names a "
-            "folder of the run; names must differ in more than case"
+            f"{path}: arms[{first}].name {names[first]!r} and arms[{later}].name {name!r} differ only in "
+            "case, and each names a folder of the run; names must differ in more than case (fix the key "
+            "in the eval file)"
         )
     return _absolute(parsed, path.parent)
 
