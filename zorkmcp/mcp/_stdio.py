@@ -26,8 +26,11 @@ passed to the session as an ``Exception`` value and does not end it) and changes
   every process whose environment carries the token (children that called ``setsid`` and escaped
   the group; a Linux ``/proc`` walk in a worker thread, shared by the sessions that end together,
   :mod:`zorkmcp.mcp._sweep`; skipped elsewhere, and for a server forked as one of our own modules,
-  which start no process), and teardown waits for them to be gone. A well-behaved
-  server costs only its own exit time; the worst case is about :data:`WORST_CASE_TEARDOWN` seconds.
+  which start no process), and teardown waits for them to be gone, and for every process still in
+  the server's session (children of the group still exiting: the kernel takes a dying process's
+  environment with its memory, before it is gone). A well-behaved server costs only its own exit
+  time; the worst case is about :data:`WORST_CASE_TEARDOWN` seconds, plus the walk (milliseconds;
+  it is not cut short: a session left out of it would leave its strays running).
 
 Memory stays bounded whatever the server writes. A stdout line longer than :data:`MAX_LINE_BYTES`
 ends the session at once: reading stops (the line is never held whole), the session sees EOF, so
@@ -39,6 +42,7 @@ its group, SIGKILL after :data:`TERM_GRACE`; then a death like any other);
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import os
@@ -47,6 +51,7 @@ import select
 import shlex
 import signal
 import subprocess
+import threading
 from collections import deque
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal
@@ -58,9 +63,10 @@ import mcp_types
 from attrs import define, field
 from mcp.shared.message import SessionMessage
 
+from .._pidfds import wait_for_pidfds
 from .._surrogates import lone_surrogate
 from ._events import logger
-from ._sweep import SESSION_ENV_VAR, sweep_session
+from ._sweep import SESSION_ENV_VAR, kill_session_processes, sweep
 from ._zygote import STARTS_NO_PROCESS, ZygoteChild, ZygoteGone
 
 if TYPE_CHECKING:
@@ -588,15 +594,72 @@ async def _stop(
     if not info.exited.is_set():  # pragma: no cover - an unkillable (D-state) process
         logger.warning("MCP server %s (pid %d) survived SIGKILL", info.command_line, process.pid)
     # Children of a server that exited cleanly were killed with its group by the exit watcher;
-    # children that called setsid are only found by the token in their environment.
+    # children that called setsid are only found by the token in their environment, and those of
+    # the group still exiting only by the session they are in (the token went with their memory).
+    # No timeout around the sweep: a session that stopped waiting before its walk began would be
+    # left out of every walk (the walk is bounded; it is shared by the sessions that end together).
     if info.may_leave_strays:
-        with anyio.move_on_after(KILL_GRACE):
-            pidfds = await sweep_session(info.token)
-            info.strays_killed = len(pidfds)
-            await _wait_gone(pidfds, anyio.current_time() + KILL_GRACE)
+        swept = await sweep(info.token, session=process.pid)
+        info.strays_killed = len(swept.killed)
+        await _wait_gone(swept.killed + swept.exiting, anyio.current_time() + KILL_GRACE)
     with anyio.move_on_after(STDERR_DRAIN_GRACE):
         await stderr_done.wait()
     info.teardown_seconds = anyio.current_time() - start
+
+
+_RUNNING_LOCK = threading.Lock()
+_RUNNING: dict[str, tuple[int | None, str]] = {}
+"""Every stdio server of this process from its start until its teardown has ended: its token → its
+pidfd (``None`` without pidfds) and command line. :func:`_kill_left_running` ends those left at exit."""
+
+
+def _forget_running_in_child() -> None:
+    """After ``fork``: the parent's servers are not the child's to end (nor its lock, held or not)."""
+    global _RUNNING_LOCK  # another thread of the parent may have held it: none runs here
+    _RUNNING_LOCK = threading.Lock()
+    _RUNNING.clear()
+
+
+os.register_at_fork(after_in_child=_forget_running_in_child)
+
+
+@atexit.register
+def _kill_left_running() -> None:
+    """At interpreter exit, SIGKILL every server whose teardown has not ended, and all it started.
+
+    Teardown runs in an event loop, and a loop in a daemon thread (``bridge.Bridge``'s, which
+    ``zorkmcp play`` drives) is dropped when the interpreter exits, whatever it was doing: a second
+    Ctrl-C while ``zorkmcp play`` stopped its servers ended the process during a server's grace
+    (:data:`EOF_GRACE`), and a server that ignores the end of its input ran on under PID 1, with its
+    children. The server is signalled through its pidfd and what it started is found by its token
+    (:func:`~._sweep.kill_session_processes`); never its group: the exit watcher, in the loop's
+    thread, may reap the server meanwhile, after which the group ID could name another group.
+    Registered when this module is first imported, so it runs after the exit hooks registered later
+    (``bridge``'s, which closes an open Bridge gracefully first).
+    """
+    with _RUNNING_LOCK:
+        left = dict(_RUNNING)
+        pinned = []
+        for pidfd, _ in left.values():
+            if pidfd is None:  # pragma: no cover - no pidfds (not Linux): its token alone
+                continue
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+                pinned.append(os.dup(pidfd))  # ours to wait on, whoever closes the original
+    if not left:
+        return
+    for pidfds in kill_session_processes(frozenset(left)).values():
+        pinned += pidfds
+    try:
+        wait_for_pidfds(pinned, KILL_GRACE)
+    finally:
+        for pidfd in pinned:
+            os.close(pidfd)
+    for _, command_line in left.values():
+        logger.warning(
+            "MCP server %s was not stopped yet when the process exited: killed, with what it started",
+            command_line,
+        )
 
 
 def _spawn(argv: list[str], env: dict[str, str], cwd: str | None) -> subprocess.Popen[bytes]:
@@ -727,6 +790,8 @@ async def open_stdio_transport(
         with watcher_scope:
             await _watch_exit(process, pidfd, info, reader_scope, reader_done)
 
+    with _RUNNING_LOCK:
+        _RUNNING[info.token] = (pidfd, info.command_line)
     try:
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(reader)
@@ -745,6 +810,8 @@ async def open_stdio_transport(
     finally:
         if not info.exited.is_set():  # pragma: no cover - unkillable, or the task group failed to open
             _signal_server(process, pidfd, signal.SIGKILL)
+        with _RUNNING_LOCK:
+            _RUNNING.pop(info.token, None)
         if pidfd is not None:
             anyio.notify_closing(pidfd)
             os.close(pidfd)
