@@ -26,7 +26,7 @@ from contextlib import ExitStack, contextmanager, suppress
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 from rich import box
@@ -969,6 +969,20 @@ def comparison_line(c: dict[str, Any]) -> str:
     return f"{line} → {escape(comparison_reading(c))}"
 
 
+SHOWN_PAIRS: Final = 10
+"""The most comparisons the closing lines show: every pair of 5 arms. Of more arms (40 arms make 780
+pairs, a screenful of long lines each), those with the first arm, the file's baseline; the rest are
+in ``summary.json`` and ``report.html``."""
+
+
+def shown_comparisons(comparisons: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The comparisons the closing lines show: all up to :data:`SHOWN_PAIRS`, else the first arm's."""
+    if len(comparisons) <= SHOWN_PAIRS:
+        return comparisons
+    first = comparisons[0]["a"]
+    return [c for c in comparisons if first in (c["a"], c["b"])]
+
+
 def print_outcome(console: Console, outcome: EvalOutcome) -> None:
     """The summary table, the arms' turns that played the fallback action and MCP servers their
     episodes disabled, the comparisons, and the files the run left (only those it wrote)."""
@@ -978,8 +992,17 @@ def print_outcome(console: Console, outcome: EvalOutcome) -> None:
             console.print(f"[yellow]{line}[/]", highlight=False, soft_wrap=True)
     else:
         console.print("No episode has finished: nothing to summarize.", highlight=False)
-    for c in outcome.summary.get("comparisons", []):
+    comparisons = outcome.summary.get("comparisons", [])
+    shown = shown_comparisons(comparisons)
+    for c in shown:
         console.print(comparison_line(c), highlight=False, soft_wrap=True)  # one line each, for grep
+    if len(shown) < len(comparisons):
+        console.print(
+            f"… and {len(comparisons) - len(shown)} more comparisons (every pair of arms) in summary.json "
+            "and report.html",
+            highlight=False,
+            soft_wrap=True,
+        )
     written = [
         f"{name}/" if name == "episodes" else name for name in _OUTPUTS if (outcome.run_dir / name).exists()
     ]
