@@ -1182,9 +1182,10 @@ def _play_plan(
     if args.ray is not None:
         check_ray_installed()
     arms = ", ".join(arm.name for arm in plan.arms)
+    at_once = min(plan.concurrency, plan.episodes * len(plan.arms))  # "16 at once" of 2 episodes would not be
     console.print(
         f"[bold]zorkmcp eval[/]: arms {escape(arms)}; seeds {plan.seed}…{plan.seed + plan.episodes - 1}; "
-        f"up to {plan.max_turns} turn{'' if plan.max_turns == 1 else 's'}; {plan.concurrency} at once"
+        f"up to {plan.max_turns} turn{'' if plan.max_turns == 1 else 's'}; {at_once} at once"
         f"{_on_ray(args.ray)}; writing {escape(str(plan.out))}",
         highlight=False,
         soft_wrap=True,
