@@ -6,8 +6,11 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
+import mcp_types as types
 import pytest
+from mcp.server.lowlevel import Server
 from servers.helpers import MISBEHAVING
 
 import zorkmcp.mcp
@@ -215,8 +218,52 @@ def test_tools_warns_of_an_allow_list_that_names_a_tool_the_server_lacks(
     assert err == "warning: MCP server 'bad' has no tools named nope (from its 'tools' allow-list)\n"
 
 
+CONTRADICTORY = {"type": "object", "properties": {"id": {"allOf": [{"type": "string"}, {"type": "integer"}]}}}
+LEFT_OUT = (
+    "warning: MCP tool 'schemas.lookup' left out: $.properties.id: allOf parts disagree about 'type' "
+    "(zorkmcp tools --lint explains)\n"
+)
+
+
+def create_left_out_server() -> Server[Any]:
+    """Tools ``plain`` and ``lookup``, whose schema no value satisfies: it is left out."""
+    plain = types.Tool(name="plain", input_schema={"type": "object", "properties": {}})
+    tools = [plain, types.Tool(name="lookup", input_schema=CONTRADICTORY)]
+
+    async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        return types.CallToolResult(content=[types.TextContent(type="text", text=params.name)])
+
+    return Server("left-out", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def _left_out_config(tmp_path: Path) -> Path:
+    config = tmp_path / "mcp_config.json"
+    server = {"type": "inprocess", "module": "test_mcp_cli:create_left_out_server"}
+    config.write_text(json.dumps({"mcpServers": {"schemas": server}}))
+    return config
+
+
 @pytest.mark.parametrize("lint", [False, True])
 def test_tools_warns_of_a_tool_left_out_for_its_schema(
+    tmp_path: Path, pyproject: Path, capsys: pytest.CaptureFixture[str], lint: bool
+) -> None:
+    assert cmd_tools(_left_out_config(tmp_path), pyproject, as_json=True, lint=lint) == 0
+    out, err = capsys.readouterr()
+    if lint:
+        assert [(entry["tool"], entry["status"]) for entry in json.loads(out)] == [
+            ("schemas.plain", "ok"),
+            ("schemas.lookup", "excluded"),
+        ]
+    else:
+        assert [tool["name"] for tool in json.loads(out)] == ["schemas.plain"]
+    assert err == LEFT_OUT
+
+
+@pytest.mark.parametrize("lint", [False, True])
+def test_tools_offers_a_tool_with_a_recursive_schema_without_a_warning(
     tmp_path: Path, pyproject: Path, capsys: pytest.CaptureFixture[str], lint: bool
 ) -> None:
     config = tmp_path / "mcp_config.json"
@@ -228,14 +275,15 @@ def test_tools_warns_of_a_tool_left_out_for_its_schema(
         assert [(entry["tool"], entry["status"]) for entry in json.loads(out)] == [
             ("schemas.plain", "ok"),
             ("schemas.optional", "changed"),
-            ("schemas.tree", "excluded"),
+            ("schemas.tree", "changed"),
         ]
     else:
-        assert [tool["name"] for tool in json.loads(out)] == ["schemas.plain", "schemas.optional"]
-    assert err == (
-        "warning: MCP tool 'schemas.tree' left out: $.properties.node.properties.next: recursive $ref "
-        '"#/$defs/Node" (zorkmcp tools --lint explains)\n'
-    )
+        assert [tool["name"] for tool in json.loads(out)] == [
+            "schemas.plain",
+            "schemas.optional",
+            "schemas.tree",
+        ]
+    assert err == ""
 
 
 @pytest.mark.parametrize(
@@ -308,16 +356,21 @@ def test_public_names() -> None:
 def test_call_of_a_tool_left_out_for_its_schema_says_why(
     tmp_path: Path, pyproject: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    assert cmd_call("schemas.lookup", '{"id": "a"}', _left_out_config(tmp_path), pyproject, None) == 1
+    out, err = capsys.readouterr()
+    assert json.loads(out) == {
+        "error": "Unknown tool 'schemas.lookup'. Available tools: schemas.plain",
+        "content": None,
+    }
+    assert err == LEFT_OUT
+
+
+def test_call_of_a_tool_with_a_recursive_schema_reaches_it(
+    tmp_path: Path, pyproject: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     config = tmp_path / "mcp_config.json"
     server = {"type": "inprocess", "module": "schema_servers:create_schema_server"}
     config.write_text(json.dumps({"mcpServers": {"schemas": server}}))
-    assert cmd_call("schemas.tree", "{}", config, pyproject, None) == 1
-    out, err = capsys.readouterr()
-    assert json.loads(out) == {
-        "error": "Unknown tool 'schemas.tree'. Available tools: schemas.plain, schemas.optional",
-        "content": None,
-    }
-    assert err == (
-        "warning: MCP tool 'schemas.tree' left out: $.properties.node.properties.next: recursive $ref "
-        '"#/$defs/Node" (zorkmcp tools --lint explains)\n'
-    )
+    nested = '{"node": {"next": {"next": {"next": {}}}}}'
+    assert cmd_call("schemas.tree", nested, config, pyproject, None) == 0
+    assert capsys.readouterr() == ('{"content": "tree"}\n', "")

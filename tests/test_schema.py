@@ -372,6 +372,51 @@ EXAMPLES: list[tuple[str, Any, dict[str, Any]]] = [
         },
         {"type": "object", "properties": {"n": {"type": "number"}, "w": {}}},
     ),
+    (
+        "recursive $ref: spelled out once, then an object that names it",
+        {
+            "$defs": {
+                "N": {
+                    "type": "object",
+                    "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/N"}}},
+                }
+            },
+            "type": "object",
+            "properties": {"n": {"$ref": "#/$defs/N"}},
+        },
+        {
+            "type": "object",
+            "properties": {
+                "n": {
+                    "type": "object",
+                    "properties": {
+                        "kids": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "description": 'Same structure as "N" (recursive; not spelled out again).',
+                            },
+                        }
+                    },
+                    "title": "N",
+                }
+            },
+        },
+    ),
+    (
+        "root $ref",
+        {"type": "object", "properties": {"self": {"$ref": "#"}}},
+        {
+            "type": "object",
+            "properties": {
+                "self": {
+                    "type": "object",
+                    "description": "Same structure as the whole arguments object "
+                    "(recursive; not spelled out again).",
+                }
+            },
+        },
+    ),
 ]
 
 
@@ -393,25 +438,6 @@ EXCLUDED: list[tuple[str, Any, str]] = [
         '$: arguments must be a JSON object, the schema says "string" (wrapping',
     ),
     ("false", {"$ref": "#/$defs/F", "$defs": {"F": False}}, "$: schema false accepts no arguments"),
-    (
-        "recursive $ref",
-        {
-            "$defs": {
-                "N": {
-                    "type": "object",
-                    "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/N"}}},
-                }
-            },
-            "type": "object",
-            "properties": {"n": {"$ref": "#/$defs/N"}},
-        },
-        '$.properties.n.properties.kids.items: recursive $ref "#/$defs/N"',
-    ),
-    (
-        "root $ref",
-        {"type": "object", "properties": {"self": {"$ref": "#"}}},
-        '$.properties.self: recursive $ref "#"',
-    ),
     (
         "top-level anyOf with a non-object",
         {"anyOf": [{"type": "object", "properties": {}}, {"type": "string"}]},

@@ -75,18 +75,19 @@ def create_126_tools() -> Server[Any]:
     return _server("many", _plain(126))
 
 
-RECURSIVE = {
+CONTRADICTORY = {
     "type": "object",
-    "properties": {"node": {"$ref": "#/$defs/Node"}},
-    "$defs": {"Node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/Node"}}}},
+    "properties": {"id": {"allOf": [{"type": "string"}, {"type": "integer"}]}},
 }
-TREE_REASON = '$.properties.node.properties.next: recursive $ref "#/$defs/Node"'
+"""A schema no translation can offer: no value is both a string and an integer (a recursive one
+is offered, cut after one level: tests/test_recursiveschema_translate.py)."""
+CONTRADICTORY_REASON = "$.properties.id: allOf parts disagree about 'type'"
 
 
-def create_tree_server() -> Server[Any]:
-    """Tools ``plain`` and ``tree``; ``tree``'s schema is recursive, so it is left out."""
+def create_left_out_server() -> Server[Any]:
+    """Tools ``plain`` and ``lookup``; ``lookup``'s schema contradicts itself, so it is left out."""
     plain = types.Tool(name="plain", input_schema={"type": "object", "properties": {}})
-    return _server("tree", [plain, types.Tool(name="tree", input_schema=RECURSIVE)])
+    return _server("left-out", [plain, types.Tool(name="lookup", input_schema=CONTRADICTORY)])
 
 
 def _inprocess(name: str, factory: str, **options: Any) -> dict[str, Any]:
@@ -224,9 +225,12 @@ async def test_an_endpoint_refusing_the_tool_count_says_what_to_do(
 
 def _manager(sink: RecordingSink) -> McpManager:
     servers = (
-        ServerConfig(name="turn", type="inprocess", module="test_tool_count:create_tree_server"),
+        ServerConfig(name="turn", type="inprocess", module="test_tool_count:create_left_out_server"),
         ServerConfig(
-            name="ep", type="inprocess", module="test_tool_count:create_tree_server", lifecycle="per_episode"
+            name="ep",
+            type="inprocess",
+            module="test_tool_count:create_left_out_server",
+            lifecycle="per_episode",
         ),
     )
     return McpManager(McpConfig(servers=servers), McpSettings(), events=sink)
@@ -245,12 +249,12 @@ async def test_a_tool_left_out_is_told_once_per_episode(autojump_clock: trio.tes
     manager = _manager(sink)
     once = (
         [
-            {"server": "turn", "tool": "tree", "reason": TREE_REASON},
-            {"server": "ep", "tool": "tree", "reason": TREE_REASON},
+            {"server": "turn", "tool": "lookup", "reason": CONTRADICTORY_REASON},
+            {"server": "ep", "tool": "lookup", "reason": CONTRADICTORY_REASON},
         ],
         [
-            f"MCP tool 'turn.tree' left out: {TREE_REASON} (zorkmcp tools --lint explains)",
-            f"MCP tool 'ep.tree' left out: {TREE_REASON} (zorkmcp tools --lint explains)",
+            f"MCP tool 'turn.lookup' left out: {CONTRADICTORY_REASON} (zorkmcp tools --lint explains)",
+            f"MCP tool 'ep.lookup' left out: {CONTRADICTORY_REASON} (zorkmcp tools --lint explains)",
         ],
     )
     for episode_number in (1, 2):

@@ -1,4 +1,5 @@
-"""Tool input schemas on their way to the LLM: translated, or left out with an event; ``tools --lint``.
+"""Tool input schemas on their way to the LLM: translated (a recursive one cut after one level);
+``tools --lint`` says how. Left out with an event: tests/test_tool_count.py, and below for task-only tools.
 
 The server is a real in-process SDK server (tests/schema_servers.py) over the SDK's memory transport.
 """
@@ -22,34 +23,47 @@ if TYPE_CHECKING:
     import pytest
 
 SERVER = ServerConfig(name="s", type="inprocess", module="schema_servers:create_schema_server")
-TREE_REASON = '$.properties.node.properties.next: recursive $ref "#/$defs/Node"'
+REPEATS = 'Same structure as "Node" (recursive; not spelled out again).'
+TREE = {
+    "type": "object",
+    "properties": {
+        "node": {
+            "type": "object",
+            "properties": {"next": {"type": "object", "description": REPEATS}},
+            "title": "Node",
+        }
+    },
+}
+TREE_CHANGES = [
+    '$.properties.node: inlined $ref "#/$defs/Node"',
+    '$.properties.node.properties.next: recursive $ref "#/$defs/Node" not spelled out again: '
+    '{"type": "object"}, described as the same structure as "Node"',
+    '$.properties.node: added title "Node" (recursive: where it repeats, it is named)',
+    "$: dropped $defs (each $ref to them is inlined)",
+]
 
 
-async def _offered(sink: RecordingSink) -> tuple[list[dict[str, object]], str]:
+async def _offered(sink: RecordingSink) -> tuple[list[dict[str, object]], str, str]:
     async with open_toolbox([SERVER], McpSettings(), events=sink) as toolbox:
         result = await toolbox.call_tool("s.optional", {"count": 2})
-        tree = await toolbox.call_tool("s.tree", {})
-        assert tree.is_error
-        assert tree.error_message is not None
-        assert tree.error_message.startswith("Unknown tool 's.tree'. Available tools: s.plain, s.optional")
-        return toolbox.openai_tools(), str(result.content)
+        tree = await toolbox.call_tool("s.tree", {"node": {"next": {"next": {"next": {}}}}})
+        assert not tree.is_error, tree.error_message
+        return toolbox.openai_tools(), str(result.content), str(tree.content)
 
 
-def test_a_schema_is_translated_or_its_tool_left_out_with_an_event() -> None:
+def test_each_schema_is_translated_and_a_recursive_one_offered_cut_after_one_level() -> None:
     sink = RecordingSink()
-    tools, answer = trio.run(_offered, sink, clock=trio.testing.MockClock(autojump_threshold=0))
-    assert [tool["function"]["name"] for tool in tools] == ["s__plain", "s__optional"]  # type: ignore[index]
+    tools, answer, tree = trio.run(_offered, sink, clock=trio.testing.MockClock(autojump_threshold=0))
+    names = [tool["function"]["name"] for tool in tools]  # type: ignore[index]
+    assert names == ["s__plain", "s__optional", "s__tree"]
     assert [tool["function"]["parameters"] for tool in tools] == [  # type: ignore[index]
         {"type": "object", "properties": {"text": {"type": "string", "description": "what to say"}}},
         {"type": "object", "properties": {"count": {"type": "integer"}}},
+        TREE,
     ]
-    assert answer == "optional"
-    excluded = [fields for event, fields in sink.events if event == "mcp_tool_excluded"]
-    assert excluded == [{"server": "s", "tool": "tree", "reason": TREE_REASON}]
-    assert (
-        "WARNING",
-        f"MCP tool 's.tree' left out: {TREE_REASON} (zorkmcp tools --lint explains)",
-    ) in sink.lines
+    assert (answer, tree) == ("optional", "tree")
+    assert [fields for event, fields in sink.events if event == "mcp_tool_excluded"] == []
+    assert [line for level, line in sink.lines if level == "WARNING"] == []
 
 
 def _config(tmp_path: Path) -> tuple[Path, Path]:
@@ -60,9 +74,7 @@ def _config(tmp_path: Path) -> tuple[Path, Path]:
     return config, pyproject
 
 
-def test_tools_lint_says_what_changed_and_what_was_left_out(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_tools_lint_says_what_changed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config, pyproject = _config(tmp_path)
     assert cmd_tools(config, pyproject, as_json=False, lint=True) == 0
     assert capsys.readouterr().out.splitlines() == [
@@ -70,9 +82,9 @@ def test_tools_lint_says_what_changed_and_what_was_left_out(
         "s.optional: offered with 2 change(s)",
         "  - $: dropped unsupported keyword '$schema'",
         "  - $.properties.count: dropped the null alternative (omit the argument instead)",
-        f"s.tree: LEFT OUT: {TREE_REASON}",
-        '  - $.properties.node: inlined $ref "#/$defs/Node"',
-        "3 tool(s): 1 unchanged, 1 changed, 1 left out",
+        "s.tree: offered with 4 change(s)",
+        *(f"  - {change}" for change in TREE_CHANGES),
+        "3 tool(s): 1 unchanged, 2 changed, 0 left out",
     ]
 
 
@@ -83,10 +95,15 @@ def test_tools_lint_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert [(entry["tool"], entry["status"]) for entry in report] == [
         ("s.plain", "ok"),
         ("s.optional", "changed"),
-        ("s.tree", "excluded"),
+        ("s.tree", "changed"),
     ]
-    assert report[2]["excluded"] == TREE_REASON
-    assert report[2]["parameters"] is None
+    assert report[2] == {
+        "tool": "s.tree",
+        "status": "changed",
+        "changes": TREE_CHANGES,
+        "excluded": None,
+        "parameters": TREE,
+    }
 
 
 TASK_REASON = 'it runs only as a task (execution.taskSupport "required"), and zorkmcp calls tools directly'

@@ -11,7 +11,13 @@ What endpoints reject, as reported in their trackers and docs:
   ``Unknown name "$schema" / "additionalProperties" / "propertyNames" / "uniqueItems"``, ``format:
   only 'enum' and 'date-time' are supported for STRING type``, ``required`` names that are not in
   ``properties``, and (depending on the version) ``type`` arrays, ``const``, ``default``,
-  ``examples``, ``$ref``/``$defs``.
+  ``examples``, ``$ref``/``$defs``; a declaration nested too deeply (``A FunctionDeclaration in
+  the request exceeds the maximum allowed nesting depth``).
+- Recursive ``$ref``: OpenAI documents it for strict Structured Outputs, but Gemini's
+  ``parameters`` refuse every ``$ref`` (``Unknown name "$ref"``), the AI SDK's Google provider
+  throws on a recursive one, and an endpoint that inlines ``$ref`` itself can fail on it (``Error
+  resolving schema reference … RecursionError``). Inlined to a bounded depth, as Gemini does for
+  its own structured output ("the recursion is unrolled to a finite depth"), it is taken everywhere.
 - Anthropic through OpenRouter: top-level combinators.
 
 The rules, chosen to keep what the model needs (types, descriptions, titles, ``required``, enums,
@@ -19,9 +25,20 @@ nested objects and arrays with their items) and nothing a strict endpoint refuse
 
 - No schema or ``{}`` → ``{"type": "object", "properties": {}}``; a non-object top level is *left
   out*, never wrapped (wrapping would change the arguments the server receives).
-- Local ``$ref`` (``#/$defs/…``, ``#/definitions/…``, any ``#/…`` pointer) is inlined; a recursive
-  ``$ref`` leaves the tool out (cutting it at some depth would describe a different schema);
+- Local ``$ref`` (``#``, ``#/$defs/…``, ``#/definitions/…``, any ``#/…`` pointer) is inlined;
   ``$schema``, ``$id``, ``$comment``, ``$defs`` go.
+- A recursive ``$ref`` (one that leads back, directly or through others, to a structure it is in:
+  a tree node with ``children: list[Node]``, an And/Or/Not filter, a JSON ``Value`` type) is cut
+  after :data:`RECURSION_DEPTH` level: each structure of the cycle is spelled out once on the way
+  in, and a ``$ref`` back into the cycle becomes a schema of the target's JSON type
+  (``{"type": "object"}``, ``{}`` when it has several) described as ``Same structure as "Node"
+  (recursive; not spelled out again).`` (a structure without a ``title`` gets that name as its
+  title). The cut accepts everything the server accepts there (the server checks the deeper
+  levels), and the arguments reach the server as the model sent them. One level because each more
+  multiplies the schema by the number of recursive alternatives and nests it two or three levels
+  deeper, measured on what the MCP SDK publishes for pydantic models (compact JSON, levels 1/2/3):
+  a tree node 406/632/858 bytes, an And/Or/Not/Leaf filter 2.6/7.9/24 KB, a JSON ``Value``
+  355/500/645 bytes.
 - ``allOf`` is merged into one schema (branches that disagree leave the tool out); ``oneOf``
   becomes ``anyOf`` (an ``anyOf`` alternative that is itself only an ``anyOf`` is spliced in); a
   ``{"type": "null"}`` alternative and ``"null"`` in a ``type`` array are dropped (``Optional[X]`` →
@@ -52,7 +69,8 @@ nested objects and arrays with their items) and nothing a strict endpoint refuse
 The ideas are borrowed from the OpenAI Agents SDK (``ensure_strict_json_schema``: ``$ref``
 inlining, the empty-schema default) and pydantic-ai (``GoogleJsonSchemaTransformer``: ``const`` →
 ``enum``, ``format`` moved into the description, ``$schema``/``examples`` dropped;
-``JsonSchemaTransformer``: nullable ``anyOf`` simplification, recursive-ref detection);
+``JsonSchemaTransformer``: nullable ``anyOf`` simplification, recursive-ref detection), and the
+bounded unrolling of recursive types from typia's LLM schemas (``IConfig.recursive``);
 langchain-mcp-adapters hands ``inputSchema`` on as the tool's ``args_schema`` and leaves cleaning to
 each chat-model integration. None of them fits as a dependency: each targets one provider (strict
 OpenAI output or Gemini's native API), mutates in place or raises on what it cannot handle, and
@@ -74,6 +92,7 @@ __all__ = [
     "ALLOWED_FORMATS",
     "MAX_DEPTH",
     "MAX_NODES",
+    "RECURSION_DEPTH",
     "SchemaTranslation",
     "translate_schema",
 ]
@@ -81,6 +100,9 @@ __all__ = [
 ALLOWED_FORMATS = frozenset({"date-time"})
 MAX_DEPTH = 32
 MAX_NODES = 5000
+RECURSION_DEPTH = 1
+"""How many members of one ``$ref`` cycle are spelled out, one inside the other, before a ``$ref``
+back into the cycle is cut (see the module docstring for why one)."""
 
 _JSON_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
 _NUMBERS = ("minimum", "maximum")
@@ -98,6 +120,8 @@ array is split into one schema per type."""
 _TYPED_KEYWORDS = frozenset().union(*_TYPE_KEYWORDS.values())
 _SCALARS = (str, int, float, bool, type(None))
 _EMPTY_OBJECT: dict[str, Any] = {"type": "object", "properties": {}}
+_ALIAS_KEYS = frozenset({"description", "$comment", "default", "examples"})
+"""Keys that do not make a schema more than an alias of the one ``$ref`` beside them."""
 
 
 @frozen
@@ -138,7 +162,10 @@ def translate_schema(schema: Mapping[str, Any] | None) -> SchemaTranslation:
         return SchemaTranslation(
             None, (), f"$: input schema is a JSON {json_type_name(schema)}, expected an object"
         )
-    translator = _Translator(schema)
+    try:
+        translator = _Translator(schema)
+    except _Excluded as exc:
+        return SchemaTranslation(None, (), str(exc))
     try:
         parameters = translator.top()
     except _Excluded as exc:
@@ -183,6 +210,211 @@ def _is_of_type(value: object, kind: str) -> bool:
     return value is None and kind == "null"
 
 
+def _resolve(root: Mapping[str, Any], ref: str) -> object | None:
+    """The target of a local JSON pointer (``#`` is the whole schema, ``#/…`` a part of it), or ``None``."""
+    if ref == "#":
+        return root
+    if not ref.startswith("#/"):
+        return None
+    current: object = root
+    for raw in ref[2:].split("/"):
+        part = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(current, Mapping) and part in current:
+            current = current[part]
+        elif isinstance(current, list) and part.isdigit() and len(part) < 10 and int(part) < len(current):
+            current = current[int(part)]
+        else:
+            return None
+    return current
+
+
+def _subschemas(schema: Mapping[str, Any]) -> list[object]:
+    """The parts of ``schema`` translation goes into (where a ``$ref`` can be inlined)."""
+    parts: list[object] = []
+    properties = schema.get("properties")
+    if isinstance(properties, Mapping):
+        parts.extend(properties.values())
+    items = schema.get("items")
+    if isinstance(items, Mapping):
+        parts.append(items)
+    for key in ("anyOf", "oneOf", "allOf"):
+        branches = schema.get(key)
+        if isinstance(branches, list) and not (key == "oneOf" and "anyOf" in schema):
+            parts.extend(branches)
+    return parts
+
+
+@frozen
+class _Recursion:
+    """Where a schema refers to itself, found before translating it (:func:`_recursion`).
+
+    Attributes:
+        cycle: ``id`` of each (sub)schema on a cycle of ``$ref`` → the number of its cycle.
+        entries: the ``id`` of each member of a cycle that a ``$ref`` from outside the cycle (or the
+            root, when it is a member) leads into: spelled out there, so a ``$ref`` back to it from
+            inside the cycle can say "the same structure" at once.
+        names: ``id`` → how a cut ``$ref`` names the structure: its ``title``, else the last part of
+            the first pointer to it; an alias (:func:`_alias_ref`) is named as what it stands for.
+    """
+
+    cycle: dict[int, int]
+    entries: frozenset[int]
+    names: dict[int, str]
+
+
+def _recursion(root: Mapping[str, Any]) -> _Recursion:
+    """Find the cycles of ``$ref`` in a schema.
+
+    The graph: the root and every ``$ref`` target (objects), an edge from each to the targets of
+    the ``$ref`` found in the parts translation goes into (:func:`_subschemas`) without going
+    through another ``$ref``. A cycle is a strongly connected component with more than one member,
+    or one member that refers to itself. The walk is bounded like the translation (:data:`MAX_NODES`).
+    """
+    names: dict[int, str] = {}
+    aliases: dict[int, int] = {}
+    edges: dict[int, list[int]] = {}
+    pending: list[Mapping[str, Any]] = [root]
+    budget = 4 * MAX_NODES
+    while pending:
+        start = pending.pop()
+        alias = _alias_ref(start)
+        aliased = _resolve(root, alias) if alias is not None else None
+        if isinstance(aliased, Mapping):
+            aliases[id(start)] = id(aliased)
+        targets = edges[id(start)] = []
+        seen: set[int] = set()
+        stack: list[object] = [start]
+        while stack:
+            part = stack.pop()
+            if not isinstance(part, Mapping) or id(part) in seen:
+                continue
+            seen.add(id(part))
+            budget -= 1
+            if budget < 0:
+                raise _Excluded(f"$: schema has more than {MAX_NODES} parts (after inlining $ref)")
+            ref = part.get("$ref")
+            target = _resolve(root, ref) if isinstance(ref, str) else None
+            if isinstance(ref, str) and isinstance(target, Mapping):
+                targets.append(id(target))
+                if id(target) not in edges and id(target) not in names:
+                    title = target.get("title")
+                    last = ref.rsplit("/", 1)[-1].replace("~1", "/").replace("~0", "~")
+                    names[id(target)] = title if isinstance(title, str) and title.strip() else last
+                    pending.append(target)
+            stack.extend(_subschemas(part))
+    cycle = _strong_components(edges)
+    entries = {id(root)} if id(root) in cycle else set()
+    for source, targets in edges.items():
+        entries.update(t for t in targets if t in cycle and cycle.get(source) != cycle[t])
+    return _Recursion(cycle, frozenset(entries), _through_aliases(names, aliases))
+
+
+def _alias_ref(schema: Mapping[str, Any]) -> str | None:
+    """The ``$ref`` a schema only stands for, translated into that schema: ``{"$ref": r}``, or
+    ``anyOf``/``oneOf``/``allOf`` of ``{"$ref": r}`` and nulls, with nothing else (no title)."""
+    own = set(schema) - _ALIAS_KEYS
+    if own == {"$ref"}:
+        ref = schema["$ref"]
+        return ref if isinstance(ref, str) else None
+    if len(own) != 1 or (key := own.pop()) not in ("anyOf", "oneOf", "allOf"):
+        return None
+    branches = schema[key]
+    if not isinstance(branches, list):
+        return None
+    refs = [b for b in branches if b != {"type": "null"}]
+    if len(refs) != 1 or not isinstance(refs[0], Mapping) or set(refs[0]) != {"$ref"}:
+        return None
+    ref = refs[0]["$ref"]
+    return ref if isinstance(ref, str) else None
+
+
+def _through_aliases(names: dict[int, str], aliases: Mapping[int, int]) -> dict[int, str]:
+    """Name an alias (a ``$ref`` with nothing of its own) as what it leads to: spelled out, it is
+    that structure, with that structure's title (aliases of each other only: the first one's name)."""
+    order = {key: index for index, key in enumerate(names)}
+    named: dict[int, str] = {}
+    for start, name in names.items():
+        path = [start]
+        while path[-1] in aliases and aliases[path[-1]] not in path:
+            path.append(aliases[path[-1]])
+        end = path[-1]
+        if end in aliases:  # a loop of aliases: each of them has the same name
+            end = min(path[path.index(aliases[end]) :], key=lambda key: order.get(key, len(order)))
+        named[start] = names.get(end, name)
+    return named
+
+
+def _strong_components(edges: Mapping[int, list[int]]) -> dict[int, int]:
+    """Tarjan's strongly connected components, without recursion: each vertex on a cycle → its
+    component's number (a component of one vertex is a cycle when the vertex has an edge to itself)."""
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    on_stack: set[int] = set()
+    stack: list[int] = []
+    found: dict[int, int] = {}
+    components = 0
+    for start in edges:
+        if start in index:
+            continue
+        work: list[tuple[int, int]] = [(start, 0)]
+        while work:
+            vertex, position = work.pop()
+            if position == 0:
+                index[vertex] = low[vertex] = len(index)
+                stack.append(vertex)
+                on_stack.add(vertex)
+            successors = edges.get(vertex, [])
+            if position < len(successors):
+                work.append((vertex, position + 1))
+                successor = successors[position]
+                if successor not in index:
+                    work.append((successor, 0))
+                elif successor in on_stack:
+                    low[vertex] = min(low[vertex], index[successor])
+                continue
+            if work:  # back in the vertex that led here: it reaches what this one reaches
+                caller = work[-1][0]
+                low[caller] = min(low[caller], low[vertex])
+            if low[vertex] == index[vertex]:
+                component: list[int] = []
+                while not component or component[-1] != vertex:
+                    component.append(stack.pop())
+                    on_stack.discard(component[-1])
+                if len(component) > 1 or vertex in successors:
+                    found.update((member, components) for member in component)
+                    components += 1
+    return found
+
+
+def _direct_kind(schema: object) -> str | None:
+    """The one JSON type a schema says without looking through ``$ref`` (``properties``: object)."""
+    if not isinstance(schema, Mapping):
+        return None
+    kind = schema.get("type")
+    if isinstance(kind, str) and kind in _JSON_TYPES:
+        return kind
+    return "object" if kind is None and isinstance(schema.get("properties"), Mapping) else None
+
+
+def _kind(root: Mapping[str, Any], target: Mapping[str, Any]) -> str | None:
+    """The one JSON type (not ``null``) every value of ``target`` has, or ``None``: its own ``type``
+    (or that of its ``$ref``), else the one type of all its ``anyOf``/``oneOf`` alternatives, each
+    looked up through one ``$ref``."""
+
+    def direct(schema: object) -> str | None:
+        ref = schema.get("$ref") if isinstance(schema, Mapping) else None
+        return _direct_kind(_resolve(root, ref) if isinstance(ref, str) else schema)
+
+    if (kind := direct(target)) is not None:
+        return kind
+    kinds: set[str | None] = set()
+    for key in ("anyOf", "oneOf"):
+        branches = target.get(key)
+        kinds.update(direct(branch) for branch in (branches if isinstance(branches, list) else ()))
+    kinds.discard("null")
+    return kinds.pop() if len(kinds) == 1 else None
+
+
 class _Translator:
     """One translation: the root (for ``$ref``), the notes, the work budget."""
 
@@ -190,7 +422,11 @@ class _Translator:
         self.root = root
         self.changes: list[str] = []
         self.nodes = 0
-        self.expanding: list[str] = []
+        self.recursion = _recursion(root)
+        self.expanding: list[int] = []
+        """The cycle of each recursive (sub)schema being translated, outermost first."""
+        self.spelled = set(self.recursion.entries)
+        """The recursive (sub)schemas spelled out (or sure to be: the entries of their cycles)."""
 
     def note(self, path: str, text: str) -> None:
         self.changes.append(f"{path}: {text}")
@@ -243,13 +479,21 @@ class _Translator:
         out["description"] = f"{out['description']} {text}" if "description" in out else text
         out.update(type="object", properties=properties)
         out.pop("required", None)
-        if required:
-            out["required"] = [name for name in required if name in properties]
+        if missing := [name for name in required if name not in properties]:
+            self.note("$", f"dropped required names without a property: {', '.join(missing)}")
+        if required := [name for name in required if name in properties]:
+            out["required"] = required
         self.note("$", f"merged {len(branches)} top-level alternatives into one object")
         return out
 
-    def node(self, schema: object, path: str, depth: int) -> dict[str, Any] | None:
-        """Translate one (sub)schema; ``None`` means the schema is ``false`` (nothing is valid)."""
+    def node(
+        self, schema: object, path: str, depth: int, recursive: Mapping[str, Any] | None = None
+    ) -> dict[str, Any] | None:
+        """Translate one (sub)schema; ``None`` means the schema is ``false`` (nothing is valid).
+
+        ``recursive``: the member of a ``$ref`` cycle that ``schema`` spells out (the target of the
+        ``$ref`` it was made from); a member reached without a ``$ref`` is found by itself.
+        """
         if depth > MAX_DEPTH:
             raise _Excluded(f"{path}: nested deeper than {MAX_DEPTH} levels")
         self.nodes += 1
@@ -263,6 +507,13 @@ class _Translator:
         if not isinstance(schema, Mapping):
             self.note(path, f"a JSON {json_type_name(schema)} is not a schema; accepting any value")
             return {}
+        if recursive is None and id(schema) in self.recursion.cycle:
+            recursive = schema
+        if recursive is None:
+            return self.dispatch(schema, path, depth)
+        return self.spell(recursive, schema, path, depth)
+
+    def dispatch(self, schema: Mapping[str, Any], path: str, depth: int) -> dict[str, Any] | None:
         if "$ref" in schema:
             return self.ref(schema, path, depth)
         if "allOf" in schema:
@@ -274,38 +525,69 @@ class _Translator:
     def ref(self, schema: Mapping[str, Any], path: str, depth: int) -> dict[str, Any] | None:
         rest = {k: v for k, v in schema.items() if k != "$ref"}
         ref = schema["$ref"]
-        target = self.resolve(ref, path) if isinstance(ref, str) else None
+        target = _resolve(self.root, ref) if isinstance(ref, str) else None
         if target is None:
             self.note(path, f"dropped unresolvable $ref {json.dumps(ref) if isinstance(ref, str) else ref!r}")
             return self.node(rest, path, depth + 1)
-        if ref in self.expanding:
-            raise _Excluded(f"{path}: recursive $ref {json.dumps(ref)}")
+        recursive = target if isinstance(target, Mapping) and id(target) in self.recursion.cycle else None
+        if recursive is not None and self.cut_here(recursive):
+            return self.cut(ref, recursive, rest, path, depth)
         self.note(path, f"inlined $ref {json.dumps(ref)}")
         merged: object = {**target, **rest} if isinstance(target, Mapping) else target
         if rest and not isinstance(target, Mapping):
             merged = dict(rest, allOf=[target])
-        self.expanding.append(ref)
+        return self.node(merged, path, depth + 1, recursive)
+
+    def cut_here(self, target: Mapping[str, Any]) -> bool:
+        """Whether a ``$ref`` to ``target``, a member of a cycle, is cut here: the target is spelled
+        out (or sure to be, :attr:`_Recursion.entries`), and :data:`RECURSION_DEPTH` members of its
+        cycle are being spelled out around this place."""
+        cycle = self.recursion.cycle[id(target)]
+        return id(target) in self.spelled and self.expanding.count(cycle) >= RECURSION_DEPTH
+
+    def spell(
+        self, target: Mapping[str, Any], schema: Mapping[str, Any], path: str, depth: int
+    ) -> dict[str, Any] | None:
+        """Spell out ``schema``, the recursive ``target`` (with what sat beside the ``$ref`` to it);
+        one without a ``title`` gets the name the places it repeats call it (:meth:`cut`)."""
+        self.spelled.add(id(target))
+        self.expanding.append(self.recursion.cycle[id(target)])
         try:
-            return self.node(merged, path, depth + 1)
+            out = self.dispatch(schema, path, depth)
         finally:
             self.expanding.pop()
+        name = self.recursion.names.get(id(target))
+        if out is not None and name is not None and "title" not in out:
+            out["title"] = name
+            self.note(path, f"added title {json.dumps(name)} (recursive: where it repeats, it is named)")
+        return out
 
-    def resolve(self, ref: str, path: str) -> object | None:
-        """The target of a local ``#/…`` JSON pointer, or ``None``."""
-        if ref == "#":
-            raise _Excluded(f'{path}: recursive $ref "#"')
-        if not ref.startswith("#/"):
+    def cut(
+        self, ref: str, target: Mapping[str, Any], rest: Mapping[str, Any], path: str, depth: int
+    ) -> dict[str, Any] | None:
+        """A ``$ref`` back into a structure already spelled out around it (or beside it): a schema of
+        its JSON type, ``{}`` when it has several, whose description names the structure."""
+        out = self.node(rest, path, depth + 1)
+        if out is None:
             return None
-        current: object = self.root
-        for raw in ref[2:].split("/"):
-            part = raw.replace("~1", "/").replace("~0", "~")
-            if isinstance(current, Mapping) and part in current:
-                current = current[part]
-            elif isinstance(current, list) and part.isdigit() and len(part) < 10 and int(part) < len(current):
-                current = current[int(part)]
-            else:
-                return None
-        return current
+        kind = _kind(self.root, target)
+        if kind is not None and "type" not in out and "anyOf" not in out:
+            out["type"] = kind
+            self.add_items(out, path)
+        name = self.recursion.names.get(id(target))
+        what = "the whole arguments object" if name is None else json.dumps(name, ensure_ascii=False)
+        text = f"Same structure as {what} (recursive; not spelled out again)."
+        said = out.get("description", "").rstrip()
+        out["description"] = (
+            f"{said} {text}" if said.endswith((".", "!", "?")) else f"{said}. {text}" if said else text
+        )
+        shown = json.dumps({k: v for k, v in out.items() if k != "description"})
+        self.note(
+            path,
+            f"recursive $ref {json.dumps(ref)} not spelled out again: {shown}, "
+            f"described as the same structure as {what}",
+        )
+        return out
 
     def all_of(self, schema: Mapping[str, Any], path: str, depth: int) -> dict[str, Any] | None:
         branches = schema["allOf"]
