@@ -76,6 +76,16 @@ def _token_of(pid: int, variable: str = SESSION_ENV_VAR) -> str | None:
     return None
 
 
+def _processes() -> list[int]:
+    """The PIDs in ``/proc`` (blocking); none where ``/proc`` or pidfds are not available."""
+    if not sys.platform.startswith("linux") or not hasattr(os, "pidfd_open"):
+        return []
+    try:
+        return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
+    except OSError:
+        return []
+
+
 def kill_session_processes(
     tokens: Collection[str], *, variable: str = SESSION_ENV_VAR
 ) -> dict[str, list[int]]:
@@ -93,18 +103,11 @@ def kill_session_processes(
         For each token with a process signalled, their pidfds (the caller waits on them and closes
         them); empty where ``/proc`` or pidfds are not available.
     """
-    if not tokens or not sys.platform.startswith("linux") or not hasattr(os, "pidfd_open"):
-        return {}
     me = os.getpid()
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return {}
     found: dict[str, list[int]] = {}
-    for entry in entries:
-        if not entry.isdigit() or int(entry) == me:
+    for pid in _processes() if tokens else ():
+        if pid == me:
             continue
-        pid = int(entry)
         token = _token_of(pid, variable)
         if token is None or token not in tokens:
             continue
@@ -144,17 +147,8 @@ def session_members(sessions: Mapping[int, str]) -> dict[str, list[int]]:
         For each token with a process still in its session, their pidfds (the caller waits on them
         and closes them); empty where ``/proc`` or pidfds are not available.
     """
-    if not sessions or not sys.platform.startswith("linux") or not hasattr(os, "pidfd_open"):
-        return {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return {}
     found: dict[str, list[int]] = {}
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        pid = int(entry)
+    for pid in _processes() if sessions else ():
         try:
             sid = os.getsid(pid)
         except OSError:
