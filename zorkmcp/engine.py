@@ -258,6 +258,30 @@ def _decode_arguments(raw: str) -> tuple[Any, str]:
     return value, text
 
 
+def _history_arguments(call: ToolCall) -> str:
+    """A call's arguments as the history sends them back: as the model wrote them when they are JSON
+    (or empty), else ``{}``.
+
+    vLLM reads every call of the history back as JSON and answers HTTP 400 to one that is not, so
+    a call cut short at ``max_tokens`` (``{"tag": "ma``) ended the episode at the next request. The
+    call's error result, which follows it, still quotes what the model sent.
+    """
+    raw = call.function.arguments
+    return raw if not raw.strip() or _is_json(raw) else "{}"
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
+_QUOTED_ARGUMENTS = 200
+"""How much of arguments that are not JSON the call's error result quotes (the history holds ``{}``)."""
+
+
 def _parse_arguments(raw: str) -> dict[str, Any]:
     """Requirement 5.3: the JSON arguments are parsed before execution (see :func:`_decode_arguments`).
 
@@ -481,7 +505,7 @@ class _Loop:
                     {
                         "id": tc.id,
                         "type": tc.type,
-                        "function": {"name": tc.function.name, "arguments": tc.function.arguments},
+                        "function": {"name": tc.function.name, "arguments": _history_arguments(tc)},
                     }
                     for tc in response.tool_calls
                 ],
@@ -516,6 +540,10 @@ class _Loop:
             call.arguments = _parse_arguments(call.raw_arguments)
         except ValueError as exc:
             message = f"Invalid tool arguments for {call.canonical}: {exc}"
+            raw = call.raw_arguments
+            if raw.strip() and not _is_json(raw):  # the history sends {} back for them: say what they were
+                shown = raw if len(raw) <= _QUOTED_ARGUMENTS else raw[: _QUOTED_ARGUMENTS - 1] + "…"
+                message += f"; the arguments as sent: {json.dumps(shown, ensure_ascii=False)}"
             call.arguments, call.outcome = call.raw_arguments, "invalid_arguments"
             call.result = ToolCallResult(content=None, is_error=True, error_message=message)
             return

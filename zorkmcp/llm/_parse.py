@@ -16,7 +16,7 @@ from .._urls import safe_url
 from ..errors import LLMHTTPError, LLMProviderError, LLMResponseError
 from ._compat import TOO_MANY_TOOLS_REMEDY, refuses_tool_count
 from ._models import FunctionCall, LLMResponse, ToolCall
-from ._text import valid_text
+from ._text import relaxed_json_object, valid_text
 
 __all__ = [
     "EXCERPT_CHARS",
@@ -93,6 +93,14 @@ def _loads(body: bytes) -> Any:
         return json.loads(body)
     except ValueError:  # JSONDecodeError and UnicodeDecodeError are both ValueErrors
         return None
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 def _error_text(error: Any) -> str | None:
@@ -279,6 +287,10 @@ def _tool_calls(
             arguments = "{}"
         elif not isinstance(arguments, str):  # some providers send an object
             arguments = json.dumps(arguments)
+        elif not _is_json(arguments):
+            # single quotes, a trailing comma, Python's True/None (small local models): read as the
+            # object it writes, so the call runs and the history holds JSON (vLLM reads it back)
+            arguments = relaxed_json_object(arguments) or arguments
         call_id = _given_id(item)
         if call_id is None or call_id in used:
             # none, or one this conversation already holds (llama.cpp's "0" every answer, or twice
@@ -412,6 +424,9 @@ def parse_completion(
     neither content nor tool calls (the engine's Requirement 5.10 handles it). A choice without a
     ``message`` that holds a ``delta`` (one stream chunk as the body) or a ``text`` string (a text
     completion's shape, which some proxies answer chat requests with) is read from that instead.
+    A tool call's arguments that are not JSON but a literal object in Python's or JavaScript's
+    notation (``{'tag': 'map'}``, a trailing comma, ``None``) become that object's JSON text
+    (:func:`~zorkmcp.llm._text.relaxed_json_object`); other text that is not JSON is kept as sent.
 
     Args:
         status: the HTTP status (2xx).
