@@ -177,11 +177,15 @@ async def test_401_names_the_headers_sent_never_their_values(
     )
 
 
-async def test_401_without_headers_says_to_add_them(remote: RemoteTestServer) -> None:
-    url = remote.url("/auth/mcp")
+async def test_401_with_a_bearer_challenge_and_no_headers_says_oauth_is_not_done(
+    remote: RemoteTestServer,
+) -> None:
+    url = remote.url("/auth/mcp")  # answers WWW-Authenticate: Bearer
     assert await startup_error(url, "http") == (
-        "Failed to start MCP server 'remote': the server refused the credentials (HTTP 401 Unauthorized); "
-        f'no headers were sent (add "headers" to the entry)\nURL: {url}'
+        "Failed to start MCP server 'remote': the server wants an OAuth access token (HTTP 401 Unauthorized, "
+        "WWW-Authenticate: Bearer); zorkmcp does not sign in with OAuth and sends only the entry's headers: "
+        'put a token there: "headers": {"Authorization": "Bearer ${TOKEN}"}\n'
+        f"URL: {url}"
     )
 
 

@@ -673,7 +673,8 @@ def _build_server(
     elif server_type == "inprocess":
         _check_inprocess(entry, cwd, path, problems)
     else:
-        _check_remote(entry, url, url_key, headers, path, problems)
+        empty = {} if sink is None else _empty_header_variables(entry.headers or {}, variables.environ)
+        _check_remote(entry, url, url_key, headers, path, problems, empty)
     if server_type != "http" and server_type != "sse":
         for key in ("url", "serverUrl", "headers"):
             if getattr(entry, key) is not None:
@@ -722,6 +723,21 @@ def _server_type(type_: str | None, url: str | None) -> ServerType:
     return "stdio"
 
 
+def _empty_header_variables(headers: Mapping[str, str], environ: Mapping[str, str]) -> dict[str, str]:
+    """The headers that use a ``${VAR}`` (no default) whose variable is set but empty, with its reference.
+
+    An empty token is never meant: ``"Bearer ${TOKEN}"`` with ``TOKEN=`` would send ``Bearer `` and
+    the server's 401 would say nothing of why.
+    """
+    empty: dict[str, str] = {}
+    for name, value in headers.items():
+        for match in _VAR.finditer(value):
+            variable = match["env"] or match["name"]
+            if variable and match["default"] is None and environ.get(variable) == "":
+                empty.setdefault(name, match.group(0))
+    return empty
+
+
 def _check_remote(
     entry: _WireServer,
     url: str | None,
@@ -729,8 +745,12 @@ def _check_remote(
     headers: Mapping[str, str],
     path: str,
     problems: list[str],
+    empty: Mapping[str, str],
 ) -> None:
-    """A remote server: an http(s) URL with a host, no process keys, headers HTTP can carry."""
+    """A remote server: an http(s) URL with a host, no process keys, headers HTTP can carry.
+
+    ``empty``: headers whose ``${VAR}`` expanded to nothing (:func:`_empty_header_variables`).
+    """
     for key in ("command", "args", "env", "cwd", "module"):
         if getattr(entry, key) is not None:
             problems.append(f"{path}.{key} is not used by remote (HTTP/SSE) servers (remove it)")
@@ -743,6 +763,15 @@ def _check_remote(
     for name, value in headers.items():
         if not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", name):
             problems.append(f"{json_path(path, 'headers')} has a header name HTTP cannot carry: {name!r}")
+        elif entry.disabled:  # never sent: a variable it needs may be left unset or empty
+            continue
+        elif name in empty:
+            reference = empty[name]
+            variable = reference[2:-1].removeprefix("env:")
+            problems.append(
+                f"{json_path(path, 'headers', name)} uses {reference}, but the environment variable "
+                f"{variable} is empty (set it, or drop the header)"
+            )
         elif any(c in value for c in "\r\n\x00"):
             problems.append(
                 f"{json_path(path, 'headers', name)} must not contain line breaks (value not shown)"

@@ -15,6 +15,12 @@ The pieces, from low to high:
 * :func:`remote_startup_error` — any failure of connect, initialize or ``tools/list`` as one
   :class:`~zorkmcp.errors.MCPServerStartupError` naming the server and the URL.
 
+Proxies: the pool goes through ``HTTPS_PROXY``/``HTTP_PROXY``/``ALL_PROXY`` as the SDK's own client
+does (it is given a transport, so httpx would not), except for ``NO_PROXY``'s hosts and this machine's.
+A 401 or 403 is read with its ``WWW-Authenticate`` challenge (an OAuth-protected server's ``Bearer``:
+zorkmcp sends only the configured headers and says so); a redirect the SDK does not follow (it follows
+one only within the endpoint's origin) names where it leads.
+
 Secrets: header values never leave this module — events, log lines, reprs and error messages name
 the headers only, and :func:`remote_startup_error` scrubs every header value out of the text of an
 exception it quotes. URLs are shown without user info, query or fragment.
@@ -47,7 +53,8 @@ from __future__ import annotations
 import json
 import re
 import ssl
-from contextlib import asynccontextmanager
+import urllib.request
+from contextlib import AsyncExitStack, asynccontextmanager
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Final
 
@@ -116,6 +123,9 @@ class RemoteStatus:
         session_expired: a request that carried an ``Mcp-Session-Id`` was answered 404, or 400 with
             a body saying the session id is unknown (the TypeScript SDK's servers:
             ``"Bad Request: No valid session ID provided"``).
+        url_credentials: the configured URL holds a user and password (sent as HTTP Basic).
+        challenge: the ``WWW-Authenticate`` header of the most recent 401 or 403 (an OAuth-protected
+            MCP server answers ``Bearer resource_metadata="…"``), or ``None``.
     """
 
     header_names: tuple[str, ...] = ()
@@ -123,6 +133,8 @@ class RemoteStatus:
     kind: RemoteKind | None = None
     last_error: int | None = None
     session_expired: bool = False
+    url_credentials: bool = False
+    challenge: str | None = None
 
     async def record(self, response: httpx2.Response) -> None:
         """The client's response hook: remember a failure's status."""
@@ -130,6 +142,8 @@ class RemoteStatus:
         if code < 400 or (code == 405 and response.request.method == "GET"):
             return
         self.last_error = code
+        if code in (401, 403):
+            self.challenge = response.headers.get("www-authenticate")
         if "mcp-session-id" not in response.request.headers:
             return
         if code == 404 or (code == 400 and await _says_session_unknown(response)):
@@ -173,15 +187,84 @@ class _BorrowedPool(httpx2.AsyncBaseTransport):
         """The pool belongs to its owner; a session leaving does not close it."""
 
 
+def _is_local(host: str) -> bool:
+    return host in ("localhost", "::1") or host.endswith(".localhost") or host.startswith("127.")
+
+
+def _exempt(host: str, no_proxy: str) -> bool:
+    """Whether ``NO_PROXY`` exempts ``host`` (curl's rules: ``*``, a name and its subdomains, ``.name``)."""
+    for entry in no_proxy.split(","):
+        name = entry.strip().lower().removeprefix("*").lstrip(".")
+        if entry.strip() == "*" or (name and (host == name or host.endswith("." + name))):
+            return True
+    return False
+
+
+def environment_proxy(url: str, proxies: Mapping[str, str] | None = None) -> str | None:
+    """The proxy ``HTTP_PROXY``/``HTTPS_PROXY``/``ALL_PROXY`` name for ``url``, unless ``NO_PROXY`` or a
+    host on this machine (``localhost``, ``127.*``, ``::1``: never through a proxy, as the model
+    client does) exempts it; ``None`` to connect directly.
+
+    Args:
+        url: the endpoint.
+        proxies: ``urllib.request.getproxies_environment()`` (read now when not given).
+    """
+    if proxies is None:
+        proxies = urllib.request.getproxies_environment()
+    scheme, host = split_url(url)[0].lower(), host_of(url).lower()
+    proxy = proxies.get(scheme) or proxies.get("all")
+    if not proxy or not host or _is_local(host) or _exempt(host, proxies.get("no", "")):
+        return None
+    return proxy if "://" in proxy else f"http://{proxy}"
+
+
+class _RemotePool(httpx2.AsyncBaseTransport):
+    """A remote server's connections: direct, or through the environment's proxy for its URL.
+
+    The SDK's own HTTP client honours ``HTTP(S)_PROXY`` and ``NO_PROXY``; a client given a transport
+    does not, so the pool routes each request as that client would (the variables as they were when
+    the pool opened).
+    """
+
+    def __init__(
+        self,
+        direct: httpx2.AsyncHTTPTransport,
+        proxied: Mapping[str, httpx2.AsyncHTTPTransport],
+        proxies: Mapping[str, str],
+    ) -> None:
+        self._direct = direct
+        self._proxied = proxied
+        self._proxies = proxies
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        transport = self._direct
+        if self._proxied and (proxy := environment_proxy(str(request.url), self._proxies)) is not None:
+            transport = self._proxied.get(proxy, self._direct)
+        return await transport.handle_async_request(request)
+
+
+def _build_pool() -> tuple[httpx2.AsyncHTTPTransport, dict[str, httpx2.AsyncHTTPTransport], dict[str, str]]:
+    proxies = urllib.request.getproxies_environment()
+    urls = {p if "://" in p else f"http://{p}" for key in ("http", "https", "all") if (p := proxies.get(key))}
+    proxied = {url: httpx2.AsyncHTTPTransport(proxy=url) for url in sorted(urls)}
+    return httpx2.AsyncHTTPTransport(), proxied, proxies
+
+
 @asynccontextmanager
 async def open_remote_pool() -> AsyncIterator[httpx2.AsyncBaseTransport]:
     """One HTTP connection pool for one remote server, for as long as the ``async with`` lasts.
 
+    It goes through ``HTTPS_PROXY``/``HTTP_PROXY``/``ALL_PROXY`` when they are set, except for the
+    hosts of ``NO_PROXY`` and this machine's (:func:`environment_proxy`), read when it opens.
     Built in a worker thread: the pool's TLS context reads the CA bundle from disk (~20 ms), which
     would otherwise stall every task of the loop (a prewarming session stalled the turn it served).
     """
-    async with await anyio.to_thread.run_sync(httpx2.AsyncHTTPTransport) as pool:
-        yield pool
+    direct, proxied, proxies = await anyio.to_thread.run_sync(_build_pool)
+    async with AsyncExitStack() as stack:
+        await stack.enter_async_context(direct)
+        for transport in proxied.values():
+            await stack.enter_async_context(transport)
+        yield _RemotePool(direct, proxied, proxies)
 
 
 def _session_client(
@@ -224,7 +307,9 @@ async def open_remote_transport(
         httpx2.HTTPError: nested in exception groups, as the SDK raises them; turn them into a message
             with :func:`remote_startup_error`.
     """
-    status = RemoteStatus(header_names=tuple(sorted(headers)), url=safe_url(url), kind=kind)
+    status = RemoteStatus(
+        header_names=tuple(sorted(headers)), url=safe_url(url), kind=kind, url_credentials=_has_userinfo(url)
+    )
     names = ", ".join(status.header_names) or "none"
     events.log("DEBUG", f"MCP server '{name}': connecting to {safe_url(url)} over {kind} (headers: {names})")
     client = _session_client(pool, headers, status, connect_timeout)
@@ -255,13 +340,55 @@ def _status_text(code: int) -> str:
         return f"HTTP {code}"
 
 
-def _explain_status(code: int, url: str, status: RemoteStatus) -> str:
+def _has_userinfo(url: str) -> bool:
+    return "@" in (split_url(url)[1] or "")
+
+
+_AUTH_SCHEME: Final = re.compile(r"\s*([!#$%&'*+.^_`|~0-9A-Za-z-]+)")
+_AUTH_ERROR: Final = re.compile(r"""\berror\s*=\s*"?([A-Za-z_]{1,40})\b""")
+_HEADERS_HINT: Final = 'put a token there: "headers": {"Authorization": "Bearer ${TOKEN}"}'
+
+
+def _explain_auth(code: int, status: RemoteStatus) -> str:
+    """A 401 or 403, read with its ``WWW-Authenticate`` challenge: what was sent, what the server wants."""
     sent = ", ".join(status.header_names)
+    what = "refused the credentials" if code == 401 else "refused access"
+    scheme_match = _AUTH_SCHEME.match(status.challenge or "")
+    scheme = scheme_match.group(1).lower() if scheme_match else ""
+    error_match = _AUTH_ERROR.search(status.challenge or "") if scheme == "bearer" else None
+    shown = _status_text(code)
+    if error_match is not None:  # RFC 6750's codes: invalid_token, insufficient_scope, invalid_request
+        shown += f', WWW-Authenticate: Bearer error="{error_match.group(1)}"'
+    authorization = any(name.lower() == "authorization" for name in status.header_names)
+    if scheme == "bearer" and code == 401 and not authorization and not status.url_credentials:
+        others = f"; headers sent: {sent}" if sent else ""
+        return (
+            f"the server wants an OAuth access token ({_status_text(code)}, WWW-Authenticate: Bearer"
+            f"{others}); zorkmcp does not sign in with OAuth and sends only the entry's headers: "
+            f"{_HEADERS_HINT}"
+        )
+    if scheme == "basic" and not authorization and not status.url_credentials:
+        return (
+            f"the server asks for a user and password ({_status_text(code)}, WWW-Authenticate: Basic): "
+            "put them in the URL (https://user:password@host/…) or in the entry's headers"
+        )
+    if sent:
+        return f"the server {what} ({shown}); headers sent: {sent} (check their values)"
+    if status.url_credentials:
+        return f"the server {what} ({shown}); the URL's user and password were sent (check them)"
+    return f'the server {what} ({shown}); no headers were sent (add "headers" to the entry)'
+
+
+def _explain_status(code: int, url: str, status: RemoteStatus) -> str:
     if code in (401, 403):
-        what = "refused the credentials" if code == 401 else "refused access"
-        if sent:
-            return f"the server {what} ({_status_text(code)}); headers sent: {sent} (check their values)"
-        return f'the server {what} ({_status_text(code)}); no headers were sent (add "headers" to the entry)'
+        return _explain_auth(code, status)
+    if code == 407:
+        proxy = environment_proxy(url)
+        where = f"the proxy {safe_url(proxy)}" if proxy is not None else "a proxy on the way"
+        return (
+            f"{where} wants credentials ({_status_text(code)}): put them in the proxy's URL "
+            "(HTTPS_PROXY=http://user:password@proxy:port)"
+        )
     if code in (400, 404) and status.session_expired:
         return f"the server no longer knows the MCP session (HTTP {code} for its session id)"
     sse_path = split_url(url)[2].rstrip("/").endswith("/sse")
@@ -337,8 +464,28 @@ def _explain_sse_error(leaf: httpx2.SSEError, url: str) -> str:
     return f"the SSE stream failed: {leaf}"
 
 
+_SDK_REDIRECT: Final = re.compile(r"Redirect to (\S+) not followed")
+
+
+def _explain_redirect(location: str, url: str) -> str:
+    """A redirect the SDK did not follow (it follows one only within the endpoint's origin)."""
+    shown = safe_url(location)
+    if url.startswith("https:") and shown.startswith("http:"):
+        return (
+            f"the server redirects to {shown}, from HTTPS to plain HTTP, which is not followed: it is "
+            "likely behind a TLS-terminating proxy that it does not trust; try "
+            f"https:{shown.removeprefix('http:')} as the URL, or fix the proxy's forwarded headers"
+        )
+    return (
+        f"the server redirects to {shown}, which is not followed (the MCP SDK follows a redirect only "
+        'within the endpoint\'s scheme, host and port): use that URL as "url" if it is the intended server'
+    )
+
+
 def _explain_sdk_error(leaf: SdkMCPError, url: str) -> str:
     """The SDK's own words for an answer that is not JSON-RPC, as one line naming what to check."""
+    if (redirect := _SDK_REDIRECT.match(leaf.message)) is not None:
+        return _explain_redirect(redirect.group(1), url)
     if leaf.code == mcp_types.PARSE_ERROR:  # pydantic's report follows, many lines long
         return (
             f"{url} answered with something that is not a JSON-RPC message: "
@@ -359,6 +506,11 @@ def _explain_leaf(leaf: BaseException, url: str, status: RemoteStatus) -> str:
     if isinstance(leaf, httpx2.ConnectError):
         if (tls := _ssl_error(leaf)) is not None:
             return _explain_tls(tls, url)
+        if (proxy := environment_proxy(url)) is not None:
+            return (
+                f"cannot connect to the proxy {safe_url(proxy)} for {url} (HTTPS_PROXY, HTTP_PROXY or "
+                "ALL_PROXY: is it running? a host in NO_PROXY is reached directly)"
+            )
         if _UNKNOWN_HOST.search(str(leaf)):
             return f"unknown host {host!r} (check the URL)"
         return f"cannot connect to {url} (connection refused, or the server is not running)"
@@ -370,7 +522,12 @@ def _explain_leaf(leaf: BaseException, url: str, status: RemoteStatus) -> str:
             "if the server speaks TLS, use an https:// URL"
         )
     if isinstance(leaf, httpx2.HTTPStatusError):
-        return _explain_status(leaf.response.status_code, url, status)
+        code = leaf.response.status_code
+        if 300 <= code < 400 and (location := leaf.response.headers.get("location")):
+            return _explain_redirect(str(leaf.request.url.join(location)), url)
+        if code in (401, 403):
+            status.challenge = leaf.response.headers.get("www-authenticate")
+        return _explain_status(code, url, status)
     if isinstance(leaf, SdkMCPError) and status.last_error is not None:
         return _explain_status(status.last_error, url, status)
     if isinstance(leaf, httpx2.SSEError):
@@ -448,7 +605,9 @@ def remote_startup_error(
             ``None``: an SSE stream fails before :func:`open_remote_transport` yields one).
     """
     shown = safe_url(url)
-    status = status or RemoteStatus(header_names=tuple(sorted(headers)), url=shown, kind=kind)
+    status = status or RemoteStatus(
+        header_names=tuple(sorted(headers)), url=shown, kind=kind, url_credentials=_has_userinfo(url)
+    )
     if reason is None:
         leaves: list[BaseException] = [leaf for leaf in exception_leaves(exc) if isinstance(leaf, Exception)]
         reason = _explain_leaf((leaves or [exc])[0], shown, status)
