@@ -47,6 +47,7 @@ import attrs
 from .config import SamplingSettings
 from .errors import ModelCompatibilityError
 from .llm import CompletionRequest, supports_tool_calling
+from .llm._text import is_json
 from .mcp import ToolCallResult
 from .observability import EventSink, NullSink, OtelTracer, Tracer
 
@@ -267,15 +268,7 @@ def _history_arguments(call: ToolCall) -> str:
     call's error result, which follows it, still quotes what the model sent.
     """
     raw = call.function.arguments
-    return raw if not raw.strip() or _is_json(raw) else "{}"
-
-
-def _is_json(text: str) -> bool:
-    try:
-        json.loads(text)
-    except (ValueError, RecursionError):
-        return False
-    return True
+    return raw if not raw.strip() or is_json(raw) else "{}"
 
 
 _QUOTED_ARGUMENTS = 200
@@ -541,7 +534,7 @@ class _Loop:
         except ValueError as exc:
             message = f"Invalid tool arguments for {call.canonical}: {exc}"
             raw = call.raw_arguments
-            if raw.strip() and not _is_json(raw):  # the history sends {} back for them: say what they were
+            if raw.strip() and not is_json(raw):  # the history sends {} back for them: say what they were
                 shown = raw if len(raw) <= _QUOTED_ARGUMENTS else raw[: _QUOTED_ARGUMENTS - 1] + "…"
                 message += f"; the arguments as sent: {json.dumps(shown, ensure_ascii=False)}"
             call.arguments, call.outcome = call.raw_arguments, "invalid_arguments"

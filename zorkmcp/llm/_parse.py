@@ -16,7 +16,7 @@ from .._urls import safe_url
 from ..errors import LLMHTTPError, LLMProviderError, LLMResponseError
 from ._compat import TOO_MANY_TOOLS_REMEDY, refuses_tool_count
 from ._models import FunctionCall, LLMResponse, ToolCall
-from ._text import relaxed_json_object, valid_text
+from ._text import is_json, relaxed_json_object, valid_text
 
 __all__ = [
     "EXCERPT_CHARS",
@@ -93,14 +93,6 @@ def _loads(body: bytes) -> Any:
         return json.loads(body)
     except ValueError:  # JSONDecodeError and UnicodeDecodeError are both ValueErrors
         return None
-
-
-def _is_json(text: str) -> bool:
-    try:
-        json.loads(text)
-    except (ValueError, RecursionError):
-        return False
-    return True
 
 
 def _error_text(error: Any) -> str | None:
@@ -287,7 +279,7 @@ def _tool_calls(
             arguments = "{}"
         elif not isinstance(arguments, str):  # some providers send an object
             arguments = json.dumps(arguments)
-        elif not _is_json(arguments):
+        elif not is_json(arguments):
             # single quotes, a trailing comma, Python's True/None (small local models): read as the
             # object it writes, so the call runs and the history holds JSON (vLLM reads it back)
             arguments = relaxed_json_object(arguments) or arguments

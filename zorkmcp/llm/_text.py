@@ -23,7 +23,7 @@ from typing import Any
 
 from .._surrogates import SURROGATE
 
-__all__ = ["REPLACEMENT", "relaxed_json_object", "valid_json_text", "valid_text"]
+__all__ = ["REPLACEMENT", "is_json", "relaxed_json_object", "valid_json_text", "valid_text"]
 
 REPLACEMENT = "\ufffd"
 """What a lone surrogate becomes."""
@@ -65,6 +65,15 @@ def valid_json_text(text: str) -> str:
     if _SURROGATE_ESCAPE.search(text) is None:
         return text
     return _ESCAPE.sub(_escape, text)
+
+
+def is_json(text: str) -> bool:
+    """Whether ``text`` is JSON (a tool call's arguments as the model sent them, say)."""
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 _RELAXED_MAX_CHARS = 100_000
