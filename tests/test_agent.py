@@ -189,10 +189,10 @@ def test_parse_finds_the_last_answer_outside_the_thinking(content: str, action: 
         ),
         ('["north"]', """expected a JSON object as the answer, got an array: '["north"]'"""),
         ("null", "expected a JSON object as the answer, got null: 'null'"),
-        (
-            "{'action': 'north'}",
+        (  # Python notation, but a bare name that is no literal: nothing is evaluated
+            "{'action': north}",
             "no JSON object in the answer (Expecting property name enclosed in double quotes at "
-            """"'action': 'north'}"): "{'action': 'north'}\"""",
+            """"'action': north}"): "{'action': north}\"""",
         ),
         (
             'Sure: {"thinking": "t", "action": "open mail',

@@ -20,7 +20,7 @@ import attrs
 
 from .config import SamplingSettings
 from .engine import TurnOptions, TurnResult, run_turn
-from .llm._text import REPLACEMENT, valid_text
+from .llm._text import EXCERPT, REPLACEMENT, quoted_excerpt, relaxed_json_object, valid_text
 from .observability import EventSink, NullSink, Tracer
 
 if TYPE_CHECKING:
@@ -136,7 +136,6 @@ _THINK_TAG = re.compile(r"<(/?)think>", re.IGNORECASE)
 # not worth a decode that raises each time).
 _OBJECT_START = re.compile(r'\{[ \t\n\r]*["}]')
 _DECODER = json.JSONDecoder()
-_EXCERPT = 200
 _JSON_TYPES = {
     dict: "an object cut by its thinking",
     list: "an array",
@@ -228,45 +227,46 @@ def _answer_problem(data: dict[str, Any]) -> str | None:
     action = data["action"]
     if isinstance(action, str) and action.strip():
         return None
-    return f'"action": {json.dumps(action, ensure_ascii=False)[:_EXCERPT]}, not a non-empty string'
+    return f'"action": {json.dumps(action, ensure_ascii=False)[:EXCERPT]}, not a non-empty string'
 
 
-def _excerpt(text: str) -> str:
-    text = text.strip()
-    return repr(text[:_EXCERPT]) + (f"… ({len(text)} characters)" if len(text) > _EXCERPT else "")
-
-
-def _no_answer(content: str, scan: _Scan) -> str:
-    """Why no answer was found in ``content``, in terms of what the model sent."""
+def _outside_thinking(content: str, scan: _Scan) -> str:
+    """``content`` without its thinking."""
     answer, last = "", 0
     for start, end in sorted(scan.thinking):
         answer += content[last:start]
         last = max(last, end)
-    answer += content[last:]
+    return answer + content[last:]
+
+
+def _no_answer(content: str, scan: _Scan) -> str:
+    """Why no answer was found in ``content``, in terms of what the model sent."""
+    answer = _outside_thinking(content, scan)
     where = "the answer outside its thinking" if scan.thinking else "the answer"
     if not answer.strip():
         if scan.thinking:
-            return f"the model sent only thinking (a <think> block), no answer after it: {_excerpt(content)}"
+            sent = quoted_excerpt(content)
+            return f"the model sent only thinking (a <think> block), no answer after it: {sent}"
         return f"the answer is only white space: {content!r}" if content else "the answer is empty"
     objects = [data for start, _, data in scan.objects if scan.outside_thinking(start)]
     if objects:
         problem = _answer_problem(objects[-1])
         if len(objects) == 1:
-            return f"the JSON object in {where} has {problem}: {_excerpt(answer)}"
+            return f"the JSON object in {where} has {problem}: {quoted_excerpt(answer)}"
         many = f"none of the {len(objects)} JSON objects in {where} has a usable action"
-        return f"{many} (the last has {problem}): {_excerpt(answer)}"
+        return f"{many} (the last has {problem}): {quoted_excerpt(answer)}"
     try:
         whole = json.loads(answer)
     except (ValueError, RecursionError):
         pass
     else:
         kind = "null" if whole is None else _JSON_TYPES.get(type(whole), type(whole).__name__)
-        return f"expected a JSON object as the answer, got {kind}: {_excerpt(answer)}"
+        return f"expected a JSON object as the answer, got {kind}: {quoted_excerpt(answer)}"
     if "{" in answer:
         failures = [exc for start, exc in scan.failures if scan.outside_thinking(start)]
         why = _why_not_json(answer if not failures else content, failures)
-        return f"no JSON object in {where} ({why}): {_excerpt(answer)}"
-    return f"no JSON object in {where}: {_excerpt(answer)}"
+        return f"no JSON object in {where} ({why}): {quoted_excerpt(answer)}"
+    return f"no JSON object in {where}: {quoted_excerpt(answer)}"
 
 
 def parse_agent_response(content: str) -> AgentResponse:
@@ -274,7 +274,9 @@ def parse_agent_response(content: str) -> AgentResponse:
 
     The answer is the last JSON object in ``content`` with a non-empty ``action`` string, outside
     the model's thinking (see below): the bare object, one inside a fenced code block, or one among
-    prose, which may hold braces or quote an example answer before the real one. Objects nested in
+    prose, which may hold braces or quote an example answer before the real one. With no such JSON
+    object, an answer written as Python or JavaScript would (``{'action': 'north'}``, a trailing
+    comma) is read as the literal it writes, nothing evaluated. Objects nested in
     another are not answers. Thinking is a ``<think>…</think>`` block, everything before a
     ``</think>`` that no ``<think>`` opened (the chat template opened it), and an unclosed
     ``<think>`` to the end of the text (the model was cut off while thinking): drafts there are not
@@ -288,14 +290,31 @@ def parse_agent_response(content: str) -> AgentResponse:
     scan = _scan(content)
     for start, _, data in reversed(scan.objects):
         if scan.outside_thinking(start) and _answer_problem(data) is None:
-            thinking = data.get("thinking", data.get("reasoning", ""))
-            objective = data.get("new_objective")
-            return AgentResponse(
-                thinking=thinking if isinstance(thinking, str) else json.dumps(thinking),
-                action=data["action"],
-                new_objective=objective if isinstance(objective, str) and objective.strip() else None,
-            )
+            return _response(data)
+    relaxed = _relaxed_answer(_outside_thinking(content, scan))
+    if relaxed is not None:
+        return _response(relaxed)
     raise ValueError(_no_answer(content, scan))
+
+
+def _relaxed_answer(answer: str) -> dict[str, Any] | None:
+    """The answer written as Python or JavaScript would (``{'action': 'north'}``, a trailing comma):
+    the text from its first ``{`` to its last ``}``, read as literals only
+    (:func:`~zorkmcp.llm._text.relaxed_json_object`); ``None`` when that is no usable answer."""
+    first, last = answer.find("{"), answer.rfind("}")
+    text = relaxed_json_object(answer[first : last + 1]) if 0 <= first < last else None
+    data = json.loads(text) if text is not None else None
+    return data if isinstance(data, dict) and _answer_problem(data) is None else None
+
+
+def _response(data: dict[str, Any]) -> AgentResponse:
+    thinking = data.get("thinking", data.get("reasoning", ""))
+    objective = data.get("new_objective")
+    return AgentResponse(
+        thinking=thinking if isinstance(thinking, str) else json.dumps(thinking),
+        action=data["action"],
+        new_objective=objective if isinstance(objective, str) and objective.strip() else None,
+    )
 
 
 def build_messages(
@@ -316,6 +335,26 @@ def build_messages(
     if relevant_memories:
         user_content = f"{user_content}\n\n{relevant_memories}"
     return [{"role": role, "content": system_prompt}, {"role": "user", "content": user_content}]
+
+
+def _missing_answer(result: TurnResult) -> str:
+    """What the model sent instead of an answer, when its content was empty: a refusal, or reasoning
+    only (the endpoint's reasoning parser may have kept the whole answer as reasoning); else ``""``."""
+    if result.content:
+        return ""
+    if result.refusal:
+        return f"; it refused: {quoted_excerpt(result.refusal)}"
+    if result.reasoning:
+        reasoning = result.reasoning.strip()
+        tail = reasoning[-EXCERPT:]
+        ends = f"{'…' * (tail != reasoning)}{tail!r}"
+        return (
+            f"; it sent {len(reasoning):,} characters of reasoning apart from the content "
+            "(reasoning_content or reasoning), which is never taken as the answer: the endpoint's reasoning "
+            "parser may have kept the whole answer there (vLLM does when the model does not close its "
+            f"thinking with </think>; try another --reasoning-parser, or none). The reasoning ends: {ends}"
+        )
+    return ""
 
 
 @attrs.define
@@ -401,8 +440,10 @@ class ZorkAgent:
                 reasoning=f"No answer: the turn deadline of {deadline:g}s passed before the model gave one",
                 parse_error=None,
             )
-        elif action.parse_error is not None and result.finish_reason not in (None, "stop"):
-            why = f"{action.parse_error} (the model stopped with finish_reason {result.finish_reason!r})"
+        elif action.parse_error is not None:
+            why = action.parse_error + _missing_answer(result)
+            if result.finish_reason not in (None, "stop"):
+                why = f"{why} (the model stopped with finish_reason {result.finish_reason!r})"
             action = attrs.evolve(action, reasoning=f"Parse error: {why}", parse_error=why)
         self._report_parse_error(action, result, turn_number)
         self.events.log("INFO", f"Turn {turn_number}: Agent action: {action.action}")

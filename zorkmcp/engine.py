@@ -47,7 +47,7 @@ import attrs
 from .config import SamplingSettings
 from .errors import ModelCompatibilityError
 from .llm import CompletionRequest, supports_tool_calling
-from .llm._text import is_json
+from .llm._text import is_json, quoted_excerpt
 from .mcp import ToolCallResult
 from .observability import EventSink, NullSink, OtelTracer, Tracer
 
@@ -228,6 +228,10 @@ class TurnResult:
     usage: dict[str, int] = attrs.field(factory=dict)
     """Token counts summed over the turn's LLM calls (``prompt_tokens``, ``completion_tokens``, …)."""
     llm_requests: int = 0
+    refusal: str | None = None
+    """The refusal the last response sent instead of content (:attr:`LLMResponse.refusal`)."""
+    reasoning: str | None = None
+    """The reasoning the last response sent apart from its content (:attr:`LLMResponse.reasoning`)."""
 
 
 def _preview(result: ToolCallResult) -> str:
@@ -442,10 +446,11 @@ class _Loop:
         self.events.emit(
             "mcp_unexpected_state", finish_reason=response.finish_reason, iteration=self.iterations
         )
+        refused = f"; it refused: {quoted_excerpt(response.refusal)}" if response.refusal else ""
         self.events.log(
             "WARNING",
             f"{self.prefix}: LLM returned no content and no tool_calls, "
-            f"finish_reason={response.finish_reason}",
+            f"finish_reason={response.finish_reason}{refused}",
         )
 
     async def _force_final(self) -> None:
@@ -739,6 +744,8 @@ async def _session(loop: _Loop, deadline: float, *, expired: bool = False) -> Tu
         answer=answer,
         usage=loop.usage,
         llm_requests=loop.requests,
+        refusal=loop.last.refusal if loop.last is not None else None,
+        reasoning=loop.last.reasoning if loop.last is not None else None,
     )
 
 

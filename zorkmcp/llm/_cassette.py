@@ -132,6 +132,8 @@ def _response_of(data: Mapping[str, Any]) -> LLMResponse:
         ),
         finish_reason=data.get("finish_reason"),
         text_beside_calls=data.get("text_beside_calls"),  # absent from older cassettes
+        refusal=data.get("refusal"),  # these two as well
+        reasoning=data.get("reasoning"),
     )
 
 
@@ -595,7 +597,7 @@ def _not_an_exchange(exchange: Any) -> str | None:
     tools = request.get("tools")
     if tools is not None and not (isinstance(tools, list) and all(isinstance(t, dict) for t in tools)):
         return f"its request's tools is {_shown(tools)}, not a list of tools or null"
-    for key in ("content", "finish_reason", "text_beside_calls", "model"):
+    for key in ("content", "finish_reason", "text_beside_calls", "refusal", "reasoning", "model"):
         value = response.get(key)
         if value is not None and not isinstance(value, str):
             return f"its response's {key} is {_shown(value)}, not text or null"

@@ -74,6 +74,11 @@ class LLMResponse:
             ``content`` (Requirement 4.3); ``None`` without tool calls or without such text. The
             engine reads an answer there only on the forced final call, where no tools were
             offered (some vLLM builds add a stray call to a plain answer).
+        refusal: the model's refusal (OpenAI's ``message.refusal``, sent instead of content when
+            the model declines a structured answer); ``None`` when it sent none.
+        reasoning: the reasoning the endpoint sent apart from the content (``reasoning_content``:
+            vLLM's and DeepSeek's reasoning parsers; ``reasoning``: Ollama, OpenRouter), which is
+            never the answer; ``None`` when it sent none. Kept to say why an answer is missing.
     """
 
     content: str | None = field(converter=_optional_text)
@@ -82,6 +87,8 @@ class LLMResponse:
     tool_calls: tuple[ToolCall, ...] | None = None
     finish_reason: str | None = field(default=None, converter=_optional_text)
     text_beside_calls: str | None = field(default=None, converter=_optional_text)
+    refusal: str | None = field(default=None, converter=_optional_text)
+    reasoning: str | None = field(default=None, converter=_optional_text)
 
 
 def _messages(value: Sequence[Mapping[str, Any]]) -> tuple[Mapping[str, Any], ...]:

@@ -320,12 +320,25 @@ def _event_data(body: bytes) -> Iterator[str]:
         yield "\n".join(lines)
 
 
-def _merge_delta(delta: dict[str, Any], text: list[str], calls: dict[int, dict[str, Any]]) -> None:
+_ASIDES = ("refusal", "reasoning_content", "reasoning")
+"""A message's text fields that are not its content (:attr:`~zorkmcp.llm.LLMResponse.refusal`,
+:attr:`~zorkmcp.llm.LLMResponse.reasoning`), joined over a stream's deltas like the content."""
+
+
+def _merge_delta(
+    delta: dict[str, Any],
+    text: list[str],
+    calls: dict[int, dict[str, Any]],
+    asides: dict[str, list[str]],
+) -> None:
     content = delta.get("content")
     if isinstance(content, str):
         text.append(content)
     elif isinstance(content, list):
         text.extend(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    for aside in _ASIDES:
+        if isinstance(delta.get(aside), str):
+            asides.setdefault(aside, []).append(delta[aside])
     pieces = delta.get("tool_calls")
     for position, piece in enumerate(pieces if isinstance(pieces, list) else ()):
         if not isinstance(piece, dict):
@@ -360,6 +373,7 @@ def _assembled(body: bytes, fail: Callable[[str], LLMResponseError]) -> dict[str
     """
     text: list[str] = []
     calls: dict[int, dict[str, Any]] = {}
+    asides: dict[str, list[str]] = {}
     answer: dict[str, Any] = {}
     choice: dict[str, Any] | None = None
     for data in _event_data(body):
@@ -386,9 +400,10 @@ def _assembled(body: bytes, fail: Callable[[str], LLMResponseError]) -> dict[str
                 choice["finish_reason"] = part["finish_reason"]
             delta = part.get("delta", part.get("message"))
             if isinstance(delta, dict):
-                _merge_delta(delta, text, calls)
+                _merge_delta(delta, text, calls, asides)
     if choice is not None:
         message: dict[str, Any] = {"role": "assistant", "content": "".join(text) if text else None}
+        message.update((key, "".join(pieces)) for key, pieces in asides.items())
         if calls:
             message["tool_calls"] = [calls[key] for key in sorted(calls)]
         choice["message"] = message
@@ -487,6 +502,8 @@ def parse_completion(
     usage = data.get("usage")
     answered_by = data.get("model")
     finish_reason = choice.get("finish_reason")
+    refusal = message.get("refusal")
+    reasoning = next((message[key] for key in _ASIDES[1:] if isinstance(message.get(key), str)), None)
     return LLMResponse(
         content=content,
         model=answered_by if isinstance(answered_by, str) and answered_by else model,
@@ -498,6 +515,8 @@ def parse_completion(
         tool_calls=tool_calls,
         finish_reason=finish_reason if isinstance(finish_reason, str) else None,
         text_beside_calls=beside,
+        refusal=refusal if isinstance(refusal, str) and refusal.strip() else None,
+        reasoning=reasoning if reasoning is not None and reasoning.strip() else None,
     )
 
 

@@ -67,6 +67,16 @@ def valid_json_text(text: str) -> str:
     return _ESCAPE.sub(_escape, text)
 
 
+EXCERPT = 200
+"""Characters of the model's text quoted in a message (:func:`quoted_excerpt`)."""
+
+
+def quoted_excerpt(text: str) -> str:
+    """The model's text as a message quotes it: its first :data:`EXCERPT` characters (and its length)."""
+    text = text.strip()
+    return repr(text[:EXCERPT]) + (f"… ({len(text)} characters)" if len(text) > EXCERPT else "")
+
+
 def is_json(text: str) -> bool:
     """Whether ``text`` is JSON (a tool call's arguments as the model sent them, say)."""
     try:
