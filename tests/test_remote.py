@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import socket
-import ssl
-import subprocess
-import threading
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -29,6 +27,7 @@ from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError as SdkMCPError
 from servers.helpers import RecordingSink
 from servers.remote import SDK_HTTP_WARNINGS, TOKEN, RemoteTestServer, build_mcp, serve_remote
+from tls_server import serve_tls
 
 from zorkmcp.errors import MCPServerStartupError
 from zorkmcp.mcp._notifications import ServerNotifications
@@ -234,51 +233,8 @@ async def test_connection_refused_and_unknown_host(kind: RemoteKind) -> None:
 @pytest.fixture(scope="module")
 def tls_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     """A TLS server with a self-signed certificate for 127.0.0.1 (it answers nothing after the handshake)."""
-    folder = tmp_path_factory.mktemp("tls")
-    key, cert = folder / "key.pem", folder / "cert.pem"
-    subprocess.run(
-        [
-            "openssl",
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "1",
-            "-subj",
-            "/CN=127.0.0.1",
-            "-addext",
-            "subjectAltName=IP:127.0.0.1",
-            "-keyout",
-            str(key),
-            "-out",
-            str(cert),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
-    listener = socket.create_server(("127.0.0.1", 0))
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                return
-            with conn, suppress(OSError), context.wrap_socket(conn, server_side=True) as tls:
-                tls.recv(1)
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield listener.getsockname()[1]
-    finally:
-        stop.set()
-        listener.close()
+    with serve_tls(tmp_path_factory.mktemp("tls")) as port:
+        yield port
 
 
 @pytest.mark.parametrize("kind", ["http", "sse"])
@@ -291,11 +247,20 @@ async def test_tls_failures_say_what_went_wrong(
         f"use an http:// URL\nURL: {plain}"
     )
     self_signed = f"https://127.0.0.1:{tls_port}{ENDPOINT[kind]}"
-    assert await startup_error(self_signed, kind) == (
-        f"Failed to start MCP server 'remote': the TLS certificate of {self_signed} could not be verified "
-        "(self-signed certificate): set SSL_CERT_FILE to a PEM file holding its CA (or the self-signed "
-        f"certificate itself)\nURL: {self_signed}"
-    )
+    with pytest.MonkeyPatch.context() as env:
+        env.delenv("SSL_CERT_FILE", raising=False)
+        message = await startup_error(self_signed, kind)
+    assert re.fullmatch(
+        re.escape(
+            f"Failed to start MCP server 'remote': the TLS certificate of {self_signed} could not be "
+            "verified (self-signed certificate): set SSL_CERT_FILE to a PEM file holding its CA (or the "
+            "self-signed certificate itself) and the CAs of the other hosts: it replaces the system's CAs, "
+            "so start from "
+        )
+        + r"(a copy of /\S+|the system's CA certificates)"
+        + re.escape(f"\nURL: {self_signed}"),
+        message,
+    ), message
     to_tls = f"http://127.0.0.1:{tls_port}{ENDPOINT[kind]}"
     message = await startup_error(to_tls, kind)
     assert message.startswith(f"Failed to start MCP server 'remote': {to_tls} closed the connection without")

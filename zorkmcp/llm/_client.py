@@ -27,6 +27,7 @@ import attrs
 import httpx2
 from attrs import frozen
 
+from .._netfail import explain_connect, ssl_error, tls_is_permanent
 from .._urls import safe_url, url_problem
 from ..config import RetrySettings
 from ..errors import (
@@ -363,6 +364,11 @@ class LLMClient:
                 body = json.dumps(payload).encode("ascii")
                 headers = {**headers, "content-type": "application/json"}
                 return await self._http.post(self._url, content=body, headers=headers)
+            except httpx2.ConnectError as exc:
+                # a certificate that cannot be verified, a port that does not speak TLS: no retry helps
+                tls = ssl_error(exc)
+                kind: _RetryKind | None = None if tls is not None and tls_is_permanent(tls) else "transport"
+                return _Failure(self._connect_error(exc), kind, cause=exc)
             except (
                 httpx2.TimeoutException,
                 httpx2.NetworkError,
@@ -401,6 +407,11 @@ class LLMClient:
             location=response.headers.get("location"),
         )
         return _Failure(error, kind, retry_after)
+
+    def _connect_error(self, exc: httpx2.ConnectError) -> LLMTransportError:
+        """Why the connect failed (:func:`~zorkmcp._netfail.explain_connect`), of the base URL as shown."""
+        why = explain_connect(exc, safe_url(self._base_url))
+        return LLMTransportError(self._scrub(f"POST {self._shown_url} failed: {why}"))
 
     def _transport_error(self, exc: httpx2.HTTPError) -> LLMTransportError:
         detail = str(exc) or type(exc).__name__

@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import json
 import re
-import ssl
 import urllib.request
 from contextlib import AsyncExitStack, asynccontextmanager
 from http import HTTPStatus
@@ -66,7 +65,8 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError as SdkMCPError
 
-from zorkmcp._urls import host_of, safe_url, split_url
+from zorkmcp._netfail import environment_proxy, explain_connect
+from zorkmcp._urls import safe_url, split_url
 from zorkmcp.config import REMOTE_TYPES, RemoteKind, remote_kind
 from zorkmcp.errors import MCPServerStartupError, exception_leaves
 
@@ -104,10 +104,6 @@ MAX_EVENT_BYTES: Final = MAX_LINE_BYTES
 """The largest message a Streamable HTTP server may send in one server-sent event: what a stdio
 server may send in one line. The SDK's default, 1 MiB, fails a call whose result is larger (an image
 of 800 KB, a long file), as if the server had gone away."""
-
-_UNKNOWN_HOST = re.compile(
-    r"name or service not known|nodename nor servname|name resolution|getaddrinfo", re.I
-)
 
 
 @define
@@ -185,37 +181,6 @@ class _BorrowedPool(httpx2.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         """The pool belongs to its owner; a session leaving does not close it."""
-
-
-def _is_local(host: str) -> bool:
-    return host in ("localhost", "::1") or host.endswith(".localhost") or host.startswith("127.")
-
-
-def _exempt(host: str, no_proxy: str) -> bool:
-    """Whether ``NO_PROXY`` exempts ``host`` (curl's rules: ``*``, a name and its subdomains, ``.name``)."""
-    for entry in no_proxy.split(","):
-        name = entry.strip().lower().removeprefix("*").lstrip(".")
-        if entry.strip() == "*" or (name and (host == name or host.endswith("." + name))):
-            return True
-    return False
-
-
-def environment_proxy(url: str, proxies: Mapping[str, str] | None = None) -> str | None:
-    """The proxy ``HTTP_PROXY``/``HTTPS_PROXY``/``ALL_PROXY`` name for ``url``, unless ``NO_PROXY`` or a
-    host on this machine (``localhost``, ``127.*``, ``::1``: never through a proxy, as the model
-    client does) exempts it; ``None`` to connect directly.
-
-    Args:
-        url: the endpoint.
-        proxies: ``urllib.request.getproxies_environment()`` (read now when not given).
-    """
-    if proxies is None:
-        proxies = urllib.request.getproxies_environment()
-    scheme, host = split_url(url)[0].lower(), host_of(url).lower()
-    proxy = proxies.get(scheme) or proxies.get("all")
-    if not proxy or not host or _is_local(host) or _exempt(host, proxies.get("no", "")):
-        return None
-    return proxy if "://" in proxy else f"http://{proxy}"
 
 
 class _RemotePool(httpx2.AsyncBaseTransport):
@@ -415,28 +380,6 @@ def _explain_status(code: int, url: str, status: RemoteStatus) -> str:
     return f"the server answered {_status_text(code)}"
 
 
-def _ssl_error(leaf: BaseException) -> ssl.SSLError | None:
-    """The TLS failure behind a connect error (httpx keeps it only as a cause; the text is empty)."""
-    seen: BaseException | None = leaf
-    for _ in range(8):  # httpx2 → httpcore2 → the backend's stream error → ssl
-        if seen is None or isinstance(seen, ssl.SSLError):
-            return seen
-        seen = seen.__cause__ or seen.__context__
-    return None
-
-
-def _explain_tls(error: ssl.SSLError, url: str) -> str:
-    if isinstance(error, ssl.SSLCertVerificationError):
-        why = error.verify_message or error.reason or "unknown reason"
-        return (
-            f"the TLS certificate of {url} could not be verified ({why}): set SSL_CERT_FILE to a PEM "
-            "file holding its CA (or the self-signed certificate itself)"
-        )
-    if error.reason == "WRONG_VERSION_NUMBER":
-        return f"TLS handshake with {url} failed (it does not speak TLS): use an http:// URL"
-    return f"TLS handshake with {url} failed ({error.reason or error})"
-
-
 _SSE_TOO_LARGE: Final = re.compile(r"exceeded the (\d+) byte limit")
 _SSE_NOT_A_STREAM: Final = re.compile(r"content type 'text/event-stream', got '([^']*)'")
 _SDK_CONTENT_TYPE: Final = "Unexpected content type: "
@@ -502,18 +445,8 @@ def _explain_sdk_error(leaf: SdkMCPError, url: str) -> str:
 
 
 def _explain_leaf(leaf: BaseException, url: str, status: RemoteStatus) -> str:
-    host = host_of(url) or url
     if isinstance(leaf, httpx2.ConnectError):
-        if (tls := _ssl_error(leaf)) is not None:
-            return _explain_tls(tls, url)
-        if (proxy := environment_proxy(url)) is not None:
-            return (
-                f"cannot connect to the proxy {safe_url(proxy)} for {url} (HTTPS_PROXY, HTTP_PROXY or "
-                "ALL_PROXY: is it running? a host in NO_PROXY is reached directly)"
-            )
-        if _UNKNOWN_HOST.search(str(leaf)):
-            return f"unknown host {host!r} (check the URL)"
-        return f"cannot connect to {url} (connection refused, or the server is not running)"
+        return explain_connect(leaf, url)
     if isinstance(leaf, httpx2.TimeoutException):
         return f"no answer from {url} in time ({type(leaf).__name__})"
     if isinstance(leaf, (httpx2.RemoteProtocolError, httpx2.ReadError)) and url.startswith("http://"):
