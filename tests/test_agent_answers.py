@@ -15,15 +15,18 @@ The answers come from the loopback chat-completions server (``tests/llm_server.p
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from llm_server import LLMServer, completion, content_reply, json_reply, sse_reply
 
 from zorkmcp.agent import ZorkAgent, parse_agent_response
 from zorkmcp.config import McpSettings
-from zorkmcp.llm import open_llm_client
+from zorkmcp.llm import CassetteHeader, RecordingModel, ReplayModel, open_llm_client
 from zorkmcp.observability import EventRecorder
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 async def act(llm_server: LLMServer) -> tuple[Any, EventRecorder]:
@@ -163,3 +166,20 @@ async def test_reasoning_beside_an_answer_changes_nothing(llm_server: LLMServer)
     action, events = await act(llm_server)
     assert (action.action, action.parse_error) == ("north", None)
     assert events.of_type("agent_parse_error") == []
+
+
+async def test_a_recorded_refusal_replays_with_the_same_parse_error(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    """The cassette keeps the refusal and the reasoning: a replay says what the live episode said."""
+    message = {"role": "assistant", "content": None, "refusal": REFUSAL, "reasoning_content": "Not this."}
+    llm_server.script(json_reply(completion(message)), json_reply(completion(message)))
+    path = tmp_path / "turn.cassette"
+    async with open_llm_client(base_url=llm_server.base_url, model="gpt-4o-test") as client:
+        recorder = RecordingModel(client, path, CassetteHeader(model="gpt-4o-test"))
+        live = await ZorkAgent(model=recorder, settings=McpSettings()).generate_action("West of House", None)
+    replayed = await ZorkAgent(model=ReplayModel(path), settings=McpSettings()).generate_action(
+        "West of House", None
+    )
+    why = f'the model sent no content, even to the forced final call; it refused: "{REFUSAL}"'
+    assert (live.parse_error, replayed.parse_error) == (why, why)
