@@ -1,53 +1,123 @@
-"""The body of ``zorkmcp tools --lint``: what schema translation does to each tool, and why.
+"""The body of ``zorkmcp tools --lint``: what the engine does to each tool before the model sees it, and why.
 
-:func:`lint_report` runs :func:`zorkmcp.mcp.translate_schema` over every tool's input schema and
-returns a JSON-able list (for ``--json``); :func:`render_lint_report` turns it into printable lines,
-with control characters from the servers shown escaped (:func:`~zorkmcp._controls.visible_controls`).
+:func:`lint_report` runs :func:`zorkmcp.mcp.translate_schema` over every tool's input schema, notes
+a description cut for the model (:func:`~zorkmcp.mcp._tools.offered_description`) and lists the
+tools left out, with why, and returns a JSON-able list (for ``--json``); :func:`render_lint_report`
+turns it into printable lines, with control characters from the servers shown escaped
+(:func:`~zorkmcp._controls.visible_controls`).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING, Any
+
+from attrs import frozen
 
 from ._controls import visible_controls
 from .mcp._schema import translate_schema
+from .mcp._tools import MAX_DESCRIPTION_CHARS, offered_description, utf16_units
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-__all__ = ["lint_report", "render_lint_report"]
+    _Tuple = tuple[str, Mapping[str, Any] | None] | tuple[str, Mapping[str, Any] | None, str | None]
+
+__all__ = ["LintTool", "lint_report", "render_lint_report"]
 
 
-def lint_report(
-    tools: Sequence[tuple[str, Mapping[str, Any] | None] | tuple[str, Mapping[str, Any] | None, str | None]],
-) -> list[dict[str, Any]]:
+@frozen(kw_only=True)
+class LintTool:
+    """One tool a server listed, as ``--lint`` looks at it.
+
+    Attributes:
+        name: the canonical ``server.tool``.
+        schema: its MCP input schema (``None``: none, or unknown for a tool left out at listing).
+        server: its server (shown, with ``wire_name``, when two tools share ``name``).
+        wire_name: the name the model calls it by (``None``: it is not offered).
+        left_out: why it is left out whatever its schema (a tool that runs only as a task, a
+            ``tools/list`` entry that is not valid MCP), or ``None``.
+        description: its description as the server lists it (``None``: not looked at).
+    """
+
+    name: str
+    schema: Mapping[str, Any] | None = None
+    server: str | None = None
+    wire_name: str | None = None
+    left_out: str | None = None
+    description: str | None = None
+
+
+def _description_note(description: str | None) -> str | None:
+    """The note for a description the model is offered cut (what the episode log warns of), else ``None``."""
+    if description is None or utf16_units(description) <= MAX_DESCRIPTION_CHARS:
+        return None
+    kept = utf16_units(offered_description(description)) - 1  # its "…" aside
+    return (
+        f"description: {utf16_units(description)} characters, more than OpenAI's API takes "
+        f"({MAX_DESCRIPTION_CHARS}); the model is offered the first {kept} of them and …"
+    )
+
+
+def lint_report(tools: Sequence[LintTool | _Tuple]) -> list[dict[str, Any]]:
     """One entry per tool, in the given order.
 
     Args:
-        tools: ``(canonical tool name, MCP input schema)`` pairs, the schema may be ``None``; a third
-            item, when given and not ``None``, is why the tool is left out whatever its schema (a
-            tool that runs only as a task).
+        tools: each a :class:`LintTool`, or ``(canonical tool name, MCP input schema)`` with, when
+            given and not ``None``, a third item: why the tool is left out whatever its schema.
 
     Returns:
-        Dicts with ``tool`` (the name), ``status`` (``"ok"``, ``"changed"`` or ``"excluded"``),
-        ``changes`` (the notes, each starting with a JSON path), ``excluded`` (why the tool is left
-        out, or ``None``) and ``parameters`` (the schema the LLM is offered, or ``None``).
+        Dicts with ``tool`` (the canonical name), ``status`` (``"ok"``, ``"changed"`` or
+        ``"excluded"``), ``changes`` (the notes: each of the input schema starts with its JSON path,
+        a cut description with ``description:``), ``excluded`` (why the tool is left out, or
+        ``None``) and ``parameters`` (the schema the LLM is offered, or ``None``). When two tools
+        share a canonical name, each of their entries also has ``server`` and ``wire_name`` (``None``
+        when the tool is not offered), which tell them apart.
     """
+    listed = [tool if isinstance(tool, LintTool) else _from_tuple(tool) for tool in tools]
+    shared = {name for name, count in Counter(tool.name for tool in listed).items() if count > 1}
     report: list[dict[str, Any]] = []
-    for name, schema, *left_out in tools:
-        result = translate_schema(schema)
-        excluded = left_out[0] if left_out and left_out[0] is not None else result.excluded
-        status = "excluded" if excluded is not None else "changed" if result.changes else "ok"
-        report.append(
-            {
-                "tool": name,
-                "status": status,
-                "changes": list(result.changes),
-                "excluded": excluded,
-                "parameters": result.parameters if excluded is None else None,
-            }
-        )
+    for tool in listed:
+        if tool.left_out is not None and tool.schema is None:  # left out at listing: no schema to translate
+            changes: list[str] = []
+            excluded: str | None = tool.left_out
+            parameters = None
+        else:
+            result = translate_schema(tool.schema)
+            changes = list(result.changes)
+            excluded = tool.left_out if tool.left_out is not None else result.excluded
+            parameters = result.parameters
+            if excluded is None and (note := _description_note(tool.description)) is not None:
+                changes.append(note)
+        status = "excluded" if excluded is not None else "changed" if changes else "ok"
+        entry: dict[str, Any] = {
+            "tool": tool.name,
+            "status": status,
+            "changes": changes,
+            "excluded": excluded,
+            "parameters": parameters if excluded is None else None,
+        }
+        if tool.name in shared:
+            entry["server"] = tool.server
+            entry["wire_name"] = tool.wire_name if excluded is None else None
+        report.append(entry)
     return report
+
+
+def _from_tuple(tool: _Tuple) -> LintTool:
+    name, schema, *left_out = tool
+    return LintTool(name=name, schema=schema, left_out=left_out[0] if left_out else None)
+
+
+def _heading(entry: Mapping[str, Any]) -> str:
+    """The tool's name, and for a name two tools share, which of them this is."""
+    tool = visible_controls(entry["tool"], keep="")
+    if "server" not in entry:
+        return tool
+    which = [f"server '{visible_controls(str(entry['server']), keep='')}'"]
+    if entry.get("wire_name") is not None:
+        which.append(f"wire name {visible_controls(entry['wire_name'], keep='')}")
+    return f"{tool} ({', '.join(which)})"
 
 
 def render_lint_report(report: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -60,7 +130,7 @@ def render_lint_report(report: Sequence[Mapping[str, Any]]) -> list[str]:
     for entry in report:
         status = entry["status"]
         counts[status] = counts.get(status, 0) + 1
-        tool = visible_controls(entry["tool"], keep="")
+        tool = _heading(entry)
         if status == "excluded":
             lines.append(f"{tool}: LEFT OUT: {visible_controls(str(entry['excluded']), keep='')}")
         elif status == "changed":

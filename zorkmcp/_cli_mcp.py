@@ -13,8 +13,11 @@ ambiguous name, more tools than OpenAI's API takes in one request), in the engin
 the tools of every server that started, and says on stderr, one line each, which did not and why
 (then exits 1); a server that started with no tools capability (prompts or resources only) is a
 ``note:`` line there, with 0 tools. ``zorkmcp call SERVER.TOOL`` (or ``SERVER__TOOL``) starts only
-that server when the name can belong to no other configured server. Control characters a server
-puts in names and descriptions are shown escaped (``\\x1b``), except in JSON output.
+that server when the name can belong to no other configured server (and another server's command
+missing from ``PATH`` is then no error); ``call NAME -`` reads the arguments from standard input.
+Control characters a server puts in names and descriptions are shown escaped (``\\x1b``), except in
+JSON output, which stays JSON whatever standard output's encoding (``\\uXXXX`` escapes when it is
+not UTF-8).
 """
 
 from __future__ import annotations
@@ -34,8 +37,12 @@ from .errors import ConfigError, MCPServerStartupError
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Sequence
 
+    from ._cli_lint import LintTool
     from .config import McpConfig, McpSettings, ServerConfig, Settings
     from .mcp import ModelSampler, ServerHandle, Toolbox, ToolCallResult, ToolInfo
+
+    _Starts = Callable[[McpConfig], Sequence[ServerConfig]]
+    """The servers a command will start, of an ``mcp_config.json``."""
 
 __all__ = ["add_mcp_subcommands", "cmd_call", "cmd_tools"]
 
@@ -92,7 +99,9 @@ def _missing_config(path: Path, settings: Settings, *, from_flag: bool) -> str:
     return f"{path} (from {origin}): no such file; create it (examples/ has templates), or pass --config PATH"
 
 
-def _load(config_path: Path | None, pyproject: Path | None) -> tuple[Settings, McpConfig]:
+def _load(
+    config_path: Path | None, pyproject: Path | None, starts: _Starts | None = None
+) -> tuple[Settings, McpConfig]:
     from .config import McpConfig, Settings, check_settings_file  # here: ``zorkmcp --help`` stays quick
 
     if pyproject is not None:
@@ -102,14 +111,46 @@ def _load(config_path: Path | None, pyproject: Path | None) -> tuple[Settings, M
     try:
         return settings, McpConfig.from_file(path)
     except ConfigError as exc:
-        if not isinstance(exc.__cause__, FileNotFoundError):
+        if isinstance(exc.__cause__, FileNotFoundError):
+            raise ConfigError(_missing_config(path, settings, from_flag=config_path is not None)) from exc
+        if starts is None:
             raise
-        raise ConfigError(_missing_config(path, settings, from_flag=config_path is not None)) from exc
+        # Perhaps only a server this command does not start has a command not on PATH (or a cwd that
+        # is gone): `call SERVER.TOOL` starts that one server, so the others' commands do not matter.
+        try:
+            unchecked = McpConfig.from_file(path, check_commands=False)
+        except ConfigError:
+            raise exc from None
+        if not _runnable(starts(unchecked)):
+            raise
+        return settings, unchecked
 
 
-def _run(func: Callable[[Settings, McpConfig], int], config_path: Path | None, pyproject: Path | None) -> int:
+def _runnable(servers: Sequence[ServerConfig]) -> bool:
+    """Whether each enabled stdio server of ``servers`` has its command and its cwd (``check_commands``)."""
+    from .config._checks import check_host
+
+    problems: list[str] = []
+    for server in servers:
+        if not server.disabled and server.type == "stdio":
+            check_host(server, server.name, problems)
+    return not problems
+
+
+def _run(
+    func: Callable[[Settings, McpConfig], int],
+    config_path: Path | None,
+    pyproject: Path | None,
+    *,
+    starts: _Starts | None = None,
+) -> int:
+    """Load the settings and ``mcp_config.json``, run ``func``: a configuration error is one line and 2.
+
+    ``starts``: the servers ``func`` will start, when not all: a command missing from ``PATH`` is an
+    error only for those (``zorkmcp play`` and ``tools`` start them all, and refuse any).
+    """
     try:
-        settings, config = _load(config_path, pyproject)
+        settings, config = _load(config_path, pyproject, starts)
     except ConfigError as exc:
         _error(f"configuration error: {exc}")
         return EXIT_CONFIG
@@ -132,6 +173,19 @@ class _Warnings:
     def log(self, level: str, message: str, /) -> None:
         if level in ("WARNING", "ERROR"):
             _error(f"{level.lower()}: {message}")
+
+
+def _json_text(value: object, *, indent: int | None = None) -> str:
+    """``value`` as JSON that standard output can carry: non-ASCII characters as they are when its
+    encoding has them (UTF-8), else as ``\\uXXXX`` escapes (``PYTHONIOENCODING=ascii``, a Latin-1
+    locale: the stream would write ``\\xe9`` for ``é``, which is no JSON escape, and ``jq`` would
+    refuse the output)."""
+    text = json.dumps(value, indent=indent, ensure_ascii=False, default=str)
+    try:
+        text.encode(getattr(sys.stdout, "encoding", None) or "utf-8")
+    except (UnicodeEncodeError, LookupError):  # a lone surrogate too: JSON has an escape for it
+        return json.dumps(value, indent=indent, ensure_ascii=True, default=str)
+    return text
 
 
 def _tool_json(info: ToolInfo) -> dict[str, Any]:
@@ -160,7 +214,7 @@ def _print_table(tools: list[ToolInfo]) -> None:
         (info, [visible_controls(cell, keep="") for cell in (info.name, info.wire_name, info.server)])
         for info in tools
     ]
-    table = Table(title=f"{len(tools)} MCP tools")
+    table = Table(title=f"{len(tools)} MCP tool{'' if len(tools) == 1 else 's'}")
     widths = []
     for index, header in enumerate(("name", "wire name", "server")):
         width = max([len(header), *(len(cells[index]) for _, cells in rows)])
@@ -236,25 +290,40 @@ async def _open_servers(
                 handle.close()
 
 
-_Listed = tuple[str, dict[str, Any] | None, str | None]
-"""A listed tool for ``--lint``: canonical name, input schema, why it is left out whatever the schema."""
-
-
-def _listed_schemas(toolbox: Toolbox) -> list[_Listed]:
-    """Every tool the servers listed (after each ``tools`` allow-list): its raw input schema, and why
-    no call of it can succeed whatever the schema (:func:`~zorkmcp.mcp._tools.not_callable`)."""
+def _listed(toolbox: Toolbox) -> list[LintTool]:
+    """Every tool the servers listed (after each ``tools`` allow-list), for ``--lint``: its raw input
+    schema and description, its wire name when it is offered, and why it is left out whatever the
+    schema (:func:`~zorkmcp.mcp._tools.not_callable`, or a ``tools/list`` entry that is not valid
+    MCP: those follow the server's other tools)."""
+    from ._cli_lint import LintTool
     from .mcp._names import canonical_name
     from .mcp._tools import not_callable
 
-    listed: list[_Listed] = []
+    wire = {(info.server, info.tool): info.wire_name for info in toolbox.tools}
+    listed: list[LintTool] = []
     for server in toolbox.servers:
         session = toolbox.session(server)
         if session is None:
             continue
         allowed = session.config.tools
+        names = {tool.name for tool in session.tools}
         for tool in session.tools:
             if allowed is None or tool.name in allowed:
-                listed.append((canonical_name(server, tool.name), tool.input_schema, not_callable(tool)))
+                listed.append(
+                    LintTool(
+                        name=canonical_name(server, tool.name),
+                        schema=tool.input_schema,
+                        server=server,
+                        wire_name=wire.get((server, tool.name)),
+                        left_out=not_callable(tool),
+                        description=tool.description or "",
+                    )
+                )
+        listed.extend(
+            LintTool(name=canonical_name(server, name), server=server, left_out=reason)
+            for name, reason in session.left_out
+            if (allowed is None or name in allowed) and name not in names  # as build_tool_infos
+        )
     return listed
 
 
@@ -296,13 +365,13 @@ def _tools(config_path: Path | None, pyproject: Path | None, as_json: bool, *, l
     from ._cli_lint import lint_report, render_lint_report
 
     def tools(settings: Settings, config: McpConfig) -> int:
-        async def main() -> tuple[list[ToolInfo], list[_Listed], list[str], list[str]]:
+        async def main() -> tuple[list[ToolInfo], list[LintTool], list[str], list[str]]:
             sampler = _sampler(settings, _Warnings())
             async with _open_servers(config.enabled_servers, settings.mcp, sampler) as (toolbox, failed):
                 failures = [str(exc) for exc in failed.values()]
-                return list(toolbox.tools), _listed_schemas(toolbox), failures, _without_tools(toolbox)
+                return list(toolbox.tools), _listed(toolbox), failures, _without_tools(toolbox)
 
-        infos, schemas, failures, notes = run_trio(main)
+        infos, listed, failures, notes = run_trio(main)
         for failure in failures:
             _error(failure)
         for note in notes:
@@ -310,13 +379,13 @@ def _tools(config_path: Path | None, pyproject: Path | None, as_json: bool, *, l
         if (warning := _too_many_tools(infos, config)) is not None:
             _error(f"warning: {warning}")
         if lint:
-            report = lint_report(schemas)
+            report = lint_report(listed)
             if as_json:
-                print_line(json.dumps(report, indent=2, ensure_ascii=False))
+                print_line(_json_text(report, indent=2))
             else:
                 print_line("\n".join(render_lint_report(report)))
         elif as_json:
-            print_line(json.dumps([_tool_json(info) for info in infos], indent=2, ensure_ascii=False))
+            print_line(_json_text([_tool_json(info) for info in infos], indent=2))
         else:
             _print_table(infos)
         return EXIT_FAILED if failures else EXIT_OK
@@ -363,7 +432,7 @@ def cmd_call(
 
     Args:
         name: canonical (``thinking.think``) or wire name (``thinking__think``).
-        json_args: the arguments as a JSON object.
+        json_args: the arguments as a JSON object, or ``-``: read them from standard input.
         config_path: ``mcp_config.json`` (default: the configured ``config_file``).
         pyproject: settings file (default: ``./pyproject.toml``).
         timeout: seconds for the call (default: the tool's configured timeout).
@@ -376,16 +445,71 @@ def cmd_call(
     return _command(lambda: _call(name, json_args, config_path, pyproject, timeout))
 
 
+_EXAMPLE_ARGS = """'{"text": "hi"}'"""
+"""A JSON-ARGS as a shell takes it whole, for the messages about one it did not."""
+
+
+def _read_arguments(json_args: str) -> tuple[str, str]:
+    """The JSON text of the arguments and how messages name it: ``-`` reads standard input to its end.
+
+    Raises:
+        ValueError: standard input is closed, or is not UTF-8 text (the message says so).
+    """
+    if json_args != "-":
+        return json_args, "the arguments"
+    stream = sys.stdin
+    if stream is None:  # closed (<&-)
+        raise ValueError(
+            "JSON-ARGS is -, but standard input is closed: pass the arguments on it, or as JSON-ARGS"
+        )
+    if stream.isatty():
+        _error("reading the arguments, a JSON object, from standard input (end them with Ctrl-D)")
+    try:
+        data = stream.buffer.read() if hasattr(stream, "buffer") else stream.read().encode()
+        return data.decode("utf-8-sig"), "the arguments read from standard input"
+    except UnicodeDecodeError as exc:
+        raise ValueError(
+            f"the arguments read from standard input are not UTF-8 text ({exc.reason})"
+        ) from None
+    except OSError as exc:
+        raise ValueError(
+            f"JSON-ARGS is -, but standard input cannot be read ({exc.strerror or exc})"
+        ) from None
+
+
+def _arguments(json_args: str) -> dict[str, Any]:
+    """The ``call`` arguments as a JSON object.
+
+    Raises:
+        ValueError: the one line to show (not JSON, not an object, ``-`` and standard input unreadable).
+    """
+    text, named = _read_arguments(json_args)
+    if not text.strip():
+        raise ValueError(
+            f"{named} are empty: pass one JSON object, such as {_EXAMPLE_ARGS}, or no JSON-ARGS for {{}}"
+        )
+    try:
+        arguments = _parse_arguments(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"{named} are not valid JSON: {exc}; pass one JSON object, such as {_EXAMPLE_ARGS} (JSON "
+            "strings and keys take double quotes), or - to read it from standard input"
+        ) from None
+    except ValueError as exc:
+        raise ValueError(f"{named} are not valid JSON: {exc}") from None
+    if not isinstance(arguments, dict):
+        shown = text.strip() if len(text.strip()) <= 80 else text.strip()[:77] + "..."
+        raise ValueError(f"{named} must be a JSON object, got {shown!r}")
+    return arguments
+
+
 def _call(
     name: str, json_args: str, config_path: Path | None, pyproject: Path | None, timeout: float | None
 ) -> int:
     try:
-        arguments = _parse_arguments(json_args)
+        arguments = _arguments(json_args)
     except ValueError as exc:
-        _error(f"configuration error: the arguments are not valid JSON: {exc}")
-        return EXIT_CONFIG
-    if not isinstance(arguments, dict):
-        _error(f"configuration error: the arguments must be a JSON object, got {json_args!r}")
+        _error(f"configuration error: {exc}")
         return EXIT_CONFIG
 
     from ._bridge import run_trio
@@ -396,7 +520,7 @@ def _call(
         if len(owners) == 1 and owners[0].disabled:
             result = _unknown(name, f"MCP server '{owners[0].name}' is disabled in mcp_config.json")
         else:
-            servers = owners if len(owners) == 1 else list(config.enabled_servers)
+            servers = _to_start(name, config)
 
             async def call_in(toolbox: Toolbox) -> ToolCallResult:
                 if toolbox.resolve(name) is None and (why := _why_unknown(name, toolbox, config)):
@@ -418,10 +542,16 @@ def _call(
                     return await call_in(toolbox)
 
             result = run_trio(main)
-        print_line(json.dumps(result.to_dict(), ensure_ascii=False, default=str))
+        print_line(_json_text(result.to_dict()))
         return EXIT_FAILED if result.is_error else EXIT_OK
 
-    return _run(call, config_path, pyproject)
+    return _run(call, config_path, pyproject, starts=lambda config: _to_start(name, config))
+
+
+def _to_start(name: str, config: McpConfig) -> list[ServerConfig]:
+    """The servers ``call`` starts for ``name``: its one owner, else every enabled server."""
+    owners = _owners(name, config.servers)
+    return owners if len(owners) == 1 and not owners[0].disabled else list(config.enabled_servers)
 
 
 def _owners(name: str, servers: Sequence[ServerConfig]) -> list[ServerConfig]:
@@ -455,9 +585,12 @@ def _unknown(name: str, reason: str) -> ToolCallResult:
 def _why_unknown(name: str, toolbox: Toolbox, config: McpConfig) -> ToolCallResult | None:
     """The error for a ``name`` the toolbox does not resolve, when it can tell why (else ``None``).
 
-    Why: two tools share the canonical name (the error lists their wire names), a server's
-    ``tools`` allow-list leaves the tool out, a name shaped ``SERVER.TOOL`` or ``SERVER__TOOL`` names
-    no configured server (a typo), or a disabled server may have it.
+    Why: two tools share the canonical name (the error lists their wire names), a wire name without
+    the hash it was given (two tools share it, or it is too long), a server's ``tools`` allow-list
+    leaves the tool out, its server offers no tools at all (prompts or
+    resources only), a name shaped ``SERVER.TOOL`` or ``SERVER__TOOL`` names no configured server
+    (a typo), a disabled server may have it, or it is a tool's own name without its server
+    (``think`` for ``thinking.think``).
     """
     from .mcp._names import base_wire_name, canonical_name
 
@@ -466,6 +599,13 @@ def _why_unknown(name: str, toolbox: Toolbox, config: McpConfig) -> ToolCallResu
     if len(same) > 1:
         wire = ", ".join(f"{info.wire_name} (server '{info.server}')" for info in same)
         return _unknown(name, f"the name is ambiguous; call one of them by its wire name: {wire}")
+    if hashed := [info for info in toolbox.tools if base_wire_name(info.server, info.tool) == name]:
+        wire = ", ".join(f"{info.wire_name} (server '{info.server}')" for info in hashed)
+        return _unknown(
+            name,
+            "a wire name that two tools share, or longer than 64 characters, ends in a hash; call "
+            f"{'the tool' if len(hashed) == 1 else 'one of them'} by its wire name: {wire}",
+        )
     for server in toolbox.servers:
         session = toolbox.session(server)
         if session is None or session.config.tools is None:
@@ -479,6 +619,13 @@ def _why_unknown(name: str, toolbox: Toolbox, config: McpConfig) -> ToolCallResu
                         f"leaves it out. Available tools: {available}",
                     )
     owners = _owners(name, config.servers)
+    owner = toolbox.session(owners[0].name) if len(owners) == 1 else None
+    if owner is not None and not owner.offers_tools:
+        return _unknown(
+            name,
+            f"MCP server '{owner.name}' offers no tools: its initialize answer declares no tools "
+            f"capability (a server of prompts or resources only). Available tools: {available}",
+        )
     if not owners and (separator := re.search(r"\.|__", name)) is not None and separator.start() > 0:
         servers = ", ".join(server.name for server in config.servers)
         return _unknown(
@@ -487,15 +634,17 @@ def _why_unknown(name: str, toolbox: Toolbox, config: McpConfig) -> ToolCallResu
             f"{servers}). Available tools: {available}",
         )
     disabled = [s.name for s in owners if s.disabled]
-    if not disabled:
-        return None
-    servers = ", ".join(f"'{server}'" for server in disabled)
-    plural = "s" if len(disabled) > 1 else ""
-    return _unknown(
-        name,
-        f"it may be a tool of MCP server{plural} {servers}, disabled in mcp_config.json. "
-        f"Available tools: {available}",
-    )
+    if disabled:
+        servers = ", ".join(f"'{server}'" for server in disabled)
+        plural = "s" if len(disabled) > 1 else ""
+        return _unknown(
+            name,
+            f"it may be a tool of MCP server{plural} {servers}, disabled in mcp_config.json. "
+            f"Available tools: {available}",
+        )
+    if bare := [info.name for info in toolbox.tools if info.tool == name]:
+        return _unknown(name, f"a tool is called by SERVER.TOOL; did you mean {' or '.join(bare)}?")
+    return None
 
 
 class _NotJson(ValueError):
@@ -586,23 +735,26 @@ def add_mcp_subcommands(subparsers: argparse._SubParsersAction[argparse.Argument
         "tools",
         help="start the configured MCP servers and list their tools",
         description="Start every enabled server of mcp_config.json, print each tool (canonical name, "
-        "wire name the LLM sees, server, description) and shut the servers down. A server that does not "
-        "start is reported on stderr and the tools of the others are listed all the same (exit 1). The "
-        "warnings zorkmcp play gives for these servers (e.g. a 'tools' allow-list naming a tool the server "
-        "lacks, a tool left out for its input schema) go to stderr.",
+        "wire name the LLM sees, server, description) and shut the servers down. The warnings zorkmcp "
+        "play gives for these servers (e.g. a 'tools' allow-list naming a tool the server lacks, a tool "
+        "left out, a description cut for the model, more tools than OpenAI's API takes) go to stderr. "
+        "Exit 0, or 1 when a server did not start (reported on stderr; the tools of the others are "
+        "listed all the same) or the output cannot be written, 2 for a configuration error, 130 "
+        "interrupted (Ctrl-C), 141 when the reader of the output went away (| head).",
     )
     _common(tools)
     tools.add_argument(
         "--json",
         action="store_true",
         dest="as_json",
-        help="print a JSON list of {name, wire_name, server, description, parameters}",
+        help="print a JSON list of {name, wire_name, server, description, parameters} (descriptions whole)",
     )
     tools.add_argument(
         "--lint",
         action="store_true",
-        help="per tool, what schema translation changed for the LLM endpoint and what it left out, and why "
-        "(with --json: a list of {tool, status, changes, excluded, parameters})",
+        help="per tool, what the engine changes before the LLM sees it (its input schema, a description "
+        "longer than OpenAI's API takes) and which tools it leaves out, and why (with --json: a list of "
+        "{tool, status, changes, excluded, parameters})",
     )
     tools.set_defaults(run=lambda args: cmd_tools(args.config, args.pyproject, args.as_json, lint=args.lint))
 
@@ -611,14 +763,23 @@ def add_mcp_subcommands(subparsers: argparse._SubParsersAction[argparse.Argument
         help="call one MCP tool and print the result as JSON",
         description="Start the server the tool name points at (every enabled server when the name could "
         "belong to more than one, or to none), call the tool and print ToolCallResult.to_dict() as JSON. "
-        "Exit 0 for a normal result, 1 for an error result, a timeout or a server that did not start, "
-        "2 for a configuration error, 130 interrupted (Ctrl-C), "
-        "141 when the reader of the output went away (| head).",
+        "Exit 0 for a normal result, 1 for an error result (an unknown tool too), a timeout, a server "
+        "that did not start or an output that cannot be written, 2 for a configuration error or "
+        "JSON-ARGS that is not a JSON object, 130 interrupted (Ctrl-C), 141 when the reader of the "
+        "output went away (| head).",
     )
     call.add_argument("name", help="tool name, canonical (thinking.think) or wire (thinking__think)")
     call.add_argument(
-        "json_args", metavar="JSON-ARGS", nargs="?", default="{}", help="a JSON object (default: {})"
+        "json_args",
+        metavar="JSON-ARGS",
+        nargs="?",
+        default="{}",
+        help='the arguments, one JSON object quoted for the shell, e.g. \'{"text": "hi"}\' '
+        "(default: {}); - reads it from standard input",
     )
+    # A JSON object the shell split into words (not quoted): said in words, not as argparse's
+    # "unrecognized arguments" under the usage of the whole program.
+    call.add_argument("split_args", nargs="*", help=argparse.SUPPRESS)
     _common(call)
     call.add_argument(
         "--timeout",
@@ -627,6 +788,15 @@ def add_mcp_subcommands(subparsers: argparse._SubParsersAction[argparse.Argument
         default=None,
         help="seconds before the call is abandoned, > 0 (default: the tool's configured timeout)",
     )
-    call.set_defaults(
-        run=lambda args: cmd_call(args.name, args.json_args, args.config, args.pyproject, args.timeout)
-    )
+    call.set_defaults(run=_run_call)
+
+
+def _run_call(args: argparse.Namespace) -> int:
+    if args.split_args:
+        words = [args.json_args, *args.split_args]
+        _error(
+            f"configuration error: JSON-ARGS is one argument, got {len(words)} ({' '.join(words)}): quote "
+            f"the JSON object for the shell, e.g. {_EXAMPLE_ARGS}"
+        )
+        return EXIT_CONFIG
+    return cmd_call(args.name, args.json_args, args.config, args.pyproject, args.timeout)

@@ -69,7 +69,8 @@ _MISMATCH_NOTE = "\x00outputSchema"
 """Appended to a server's name in ``reported``: a result that did not match its schema already said."""
 
 
-def _utf16_units(text: str) -> int:
+def utf16_units(text: str) -> int:
+    """The length of ``text`` in UTF-16 code units: how OpenAI's API counts a description's characters."""
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
@@ -79,11 +80,11 @@ def offered_description(description: str) -> str:
     A longer one keeps the lines (else the words) that fit, and ends in ``…``.
     Characters are counted as UTF-16 code units, at least as many as any endpoint counts.
     """
-    if _utf16_units(description) <= MAX_DESCRIPTION_CHARS:
+    if utf16_units(description) <= MAX_DESCRIPTION_CHARS:
         return description
     room = MAX_DESCRIPTION_CHARS - 1  # for the "…"
     kept = description[:room]
-    while _utf16_units(kept) > room:
+    while utf16_units(kept) > room:
         kept = kept[:-1]
     for boundary in ("\n", " "):  # a whole line when one ends near the cut, else a whole word
         if (at := kept.rfind(boundary)) >= room - 200:
@@ -260,7 +261,7 @@ def _note_long_description(
     server: str, tool: mcp_types.Tool, events: EventSink, reported: set[tuple[str, str]]
 ) -> None:
     """Say once per episode that a tool's description is cut for the model (:func:`offered_description`)."""
-    length = _utf16_units(tool.description or "")
+    length = utf16_units(tool.description or "")
     key = (server + _DESCRIPTION_NOTE, tool.name)
     if length <= MAX_DESCRIPTION_CHARS or key in reported:
         return
