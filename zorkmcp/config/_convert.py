@@ -34,9 +34,11 @@ __all__ = [
     "DuplicateKeyError",
     "Problem",
     "boolean",
+    "fold_key",
     "in_range",
     "instance_of",
     "json_path",
+    "near_miss",
     "no_duplicate_keys",
     "non_empty",
     "one_of",
@@ -359,6 +361,49 @@ def structure(data: object, model: type[_T], *, where: str, style: Literal["json
         else:
             problems.append(f"{path} {description}" if path != "$" else f"the top level {description}")
     raise ConfigError(summarize(problems, where))
+
+
+def fold_key(key: str) -> str:
+    """A key as a slip of the hand may leave it: case, ``-``, ``_`` and spaces do not count."""
+    return re.sub(r"[-_\s]", "", key.casefold())
+
+
+def _slips(a: str, b: str) -> int:
+    """How many letters typed wrong, left out, added or swapped turn ``a`` into ``b`` (optimal string
+    alignment distance)."""
+    before: list[int] = []
+    row = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        current = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            current[j] = min(row[j] + 1, current[j - 1] + 1, row[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                current[j] = min(current[j], before[j - 2] + 1)
+        before, row = row, current
+    return row[len(b)]
+
+
+def near_miss(key: str, known: Iterable[str]) -> str | None:
+    """The key of ``known`` that ``key`` is a slip of, if any (``None`` for itself and for a far one).
+
+    A slip is the same key written in another case or with ``-``, ``_`` or spaces moved
+    (``Agent-Model``, ``top-p``, ``maxtokens``), or one letter wrong, left out, added or two swapped
+    (two for keys longer than six letters: ``agent_modle``, ``temprature``, ``max_retrys``). The
+    sections shared with ZorkGPT ignore keys they do not read, so a slip there would be ignored
+    silently and change what runs; a key merely alike (ZorkGPT's ``critic_base_url`` beside
+    ``client_base_url``) is not one.
+    """
+    folded = fold_key(key)
+    best: tuple[int, str] | None = None
+    for candidate in known:
+        if candidate == key:
+            return None
+        target = fold_key(candidate)
+        slips = _slips(folded, target)
+        if slips <= (1 if len(target) <= 6 else 2) and (best is None or slips < best[0]):
+            best = (slips, candidate)
+    return None if best is None else best[1]
 
 
 class DuplicateKeyError(ValueError):

@@ -11,7 +11,8 @@ A VS Code ``.vscode/mcp.json`` or a Cursor ``.cursor/mcp.json`` works as it is: 
 variable, as nothing here can ask for it), and the predefined ``${workspaceFolder}``,
 ``${workspaceFolderBasename}``, ``${userHome}``, ``${cwd}``, ``${pathSeparator}`` and ``${/}``; VS
 Code's ``dev``, ``gallery`` and ``version`` keys are accepted and not used. Its comments and trailing
-commas are not JSON (Requirement 2.3): the error names them.
+commas are not JSON (Requirement 2.3): the error names them. A ``${...}`` that none of these is (a
+shell's ``${VAR-default}``, VS Code's ``${config:...}``) is an error, not text passed on to the server.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from ._convert import (
     structure,
     summarize,
 )
-from ._settings import MAX_SECONDS
+from ._settings import MAX_SECONDS, not_utf8
 
 __all__ = [
     "REMOTE_TYPES",
@@ -348,12 +349,13 @@ class McpConfig:
         try:
             text = raw.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
-            raise ConfigError(f"MCP config {path} is not valid UTF-8 (byte {exc.start})") from exc
+            raise ConfigError(f"MCP config {path} {not_utf8(raw, exc)}") from exc
         try:
             data = _parse(text)
         except json.JSONDecodeError as exc:
             raise ConfigError(
                 f"invalid JSON in {path} at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+                f"{_not_json_hint(path)}"
             ) from exc
         except DuplicateKeyError as exc:
             raise ConfigError(f"invalid MCP config {path}: {exc}") from exc
@@ -379,13 +381,14 @@ class McpConfig:
         an alias of ``mcpServers``, ``"type": "stdio"``, ``cwd``, ``disabled``, ``envFile``
         (a ``.env`` file of the server's variables; its ``env`` wins), VS Code's ``inputs``
         (and Cline's ``autoApprove``/``alwaysAllow``, VS Code's ``dev``, ``gallery`` and
-        ``version``, accepted and ignored). ``${VAR}``, ``${VAR:-default}`` and
-        ``${env:VAR}`` are expanded in ``command``, ``args``, ``env`` values, ``cwd``,
+        ``version``, accepted and ignored). ``${VAR}``, ``${VAR:-default}``, ``${env:VAR}`` and
+        ``${env:VAR:-default}`` are expanded in ``command``, ``args``, ``env`` values, ``cwd``,
         ``envFile``, ``roots``, ``url`` and ``headers`` (``:-`` also applies when the variable is empty);
         so are the editors' predefined variables (``${workspaceFolder}``: the config file's
         folder, or the folder above it for a file in ``.vscode`` or ``.cursor``) and VS Code's
         ``${input:ID}``, read from the environment variable :func:`input_variable` names (or
-        the input's ``default``). An unset variable without a default is an error, except in
+        the input's ``default``). An unset variable without a default is an error, and so is any
+        other ``${...}`` (``${VAR-default}``, ``${config:...}``, an unclosed ``${``), except in
         disabled servers, which are left unexpanded.
 
         zorkmcp's own per-server keys: ``lifecycle`` (``"per_turn"``, the default, or
@@ -505,9 +508,32 @@ class _WireConfig:
 # --- from the wire format to ServerConfig -------------------------------------------------------
 
 _VAR: Final = re.compile(
-    r"\$\{(?:env:(?P<env>[A-Za-z_][A-Za-z0-9_]*)|input:(?P<input>[^}]+)"
+    r"\$\{(?:env:(?P<env>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<env_default>[^}]*))?|input:(?P<input>[^}]+)"
     r"|(?P<name>/|[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?)\}"
 )
+_REFERENCE: Final = re.compile(f"{_VAR.pattern}|\\$\\{{(?P<other>[^}}]*)(?P<closed>\\}}?)")
+"""A ``${...}`` :data:`_VAR` expands, or (``other``) one it does not, which is then a problem: left as
+written, the server would get ``${config:python.path}`` as its value."""
+
+_EDITOR_ONLY: Final = frozenset(
+    {
+        "file",
+        "fileBasename",
+        "fileBasenameNoExtension",
+        "fileDirname",
+        "fileDirnameBasename",
+        "fileExtname",
+        "fileWorkspaceFolder",
+        "relativeFile",
+        "relativeFileDirname",
+        "lineNumber",
+        "columnNumber",
+        "selectedText",
+        "execPath",
+        "defaultBuildTask",
+    }
+)
+"""VS Code's predefined variables about the editor (the file open in it...), which zorkmcp has none of."""
 _MODULE_SPEC: Final = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 _PYTHON_COMMANDS: Final = frozenset({"python", "python3"})
 
@@ -532,6 +558,21 @@ def _parse(text: str) -> object:
         raise json.JSONDecodeError(f"{exc.msg} ({hint})", text, exc.pos) from None
 
 
+_OTHER_FORMATS: Final[Mapping[str, str]] = {
+    ".yaml": "YAML (Continue's config.yaml)",
+    ".yml": "YAML (Continue's config.yaml)",
+    ".toml": "TOML (Codex's config.toml)",
+}
+
+
+def _not_json_hint(path: Path) -> str:
+    """A file whose name says it is not JSON at all: say so, and what an mcp_config.json holds."""
+    kind = _OTHER_FORMATS.get(path.suffix.lower())
+    if kind is None:
+        return ""
+    return f" (its name says {kind}; zorkmcp reads JSON: write the servers as {_SERVER_EXAMPLE})"
+
+
 def _jsonc_hint(text: str, pos: int) -> str:
     """What JSONC allows and JSON does not, found where the JSON parser stopped (``""``: neither)."""
     if text.startswith(("//", "/*"), pos):
@@ -545,6 +586,8 @@ def _jsonc_hint(text: str, pos: int) -> str:
 
 def _entries(data: object, where: str) -> tuple[str, dict[str, _WireServer], list[_WireInput]]:
     """The servers' key (``mcpServers`` or ``servers``), entries and VS Code's inputs, structured."""
+    if (other := _other_format(data)) is not None:
+        raise ConfigError(f"{other} ({where})")
     wire = structure(data, _WireConfig, where=where, style="json")
     if wire.mcpServers is not None and wire.servers is not None:
         raise ConfigError(f'use either "mcpServers" or "servers", not both ({where})')
@@ -558,6 +601,43 @@ def _entries(data: object, where: str) -> tuple[str, dict[str, _WireServer], lis
     if not entries:
         raise ConfigError(f'no MCP servers configured: "{key}" is empty ({where})')
     return key, entries, list(wire.inputs or ())
+
+
+_SERVER_EXAMPLE: Final = '{"mcpServers": {"<name>": {"command": "...", "args": ["..."]}}}'
+
+
+def _other_format(data: object) -> str | None:
+    """What another tool's file holds where an ``mcp_config.json`` holds its servers (``None``: ours).
+
+    Continue lists its servers (``mcpServers:`` in its ``config.yaml``, each with a ``name``; its old
+    ``config.json`` under ``experimental.modelContextProtocolServers``, each with a ``transport``), and
+    VS Code's user ``settings.json`` keeps them under ``"mcp"``. Without this the message would be
+    ``$.mcpServers must be an object`` or ``unknown key 'mcp'``, which says what, not how.
+    """
+    if not isinstance(data, Mapping):
+        return None
+    for key in ("mcpServers", "servers"):
+        listed = data.get(key)
+        if isinstance(listed, list) and listed and all(isinstance(item, Mapping) for item in listed):
+            return (
+                f"$.{key} is a list of servers (Continue's form, each with a name); an mcp_config.json "
+                f"maps each server's name to its settings: {_SERVER_EXAMPLE}"
+            )
+    if "mcpServers" in data or "servers" in data:
+        return None
+    vscode = data.get("mcp")
+    if isinstance(vscode, Mapping) and "servers" in vscode:
+        return (
+            "$.mcp holds the servers as VS Code's settings.json does; an mcp_config.json has them at its "
+            'top level: move the "servers" object there (or point config_file at a .vscode/mcp.json)'
+        )
+    continue_old = data.get("experimental")
+    if isinstance(continue_old, Mapping) and "modelContextProtocolServers" in continue_old:
+        return (
+            "$.experimental.modelContextProtocolServers is Continue's list of servers; an mcp_config.json "
+            f'maps each server\'s name to its settings (what its "transport" holds): {_SERVER_EXAMPLE}'
+        )
+    return None
 
 
 def input_variable(input_id: str) -> str:
@@ -592,7 +672,11 @@ def _predefined(source: Path | None) -> dict[str, str]:
     if source is not None or cwd is not None:
         folder = Path(os.path.abspath(source)).parent if source is not None else Path(str(cwd))
         workspace = folder.parent if folder.name in (".vscode", ".cursor") else folder
-        predefined |= {"workspaceFolder": str(workspace), "workspaceFolderBasename": workspace.name}
+        predefined |= {
+            "workspaceFolder": str(workspace),
+            "workspaceRoot": str(workspace),  # VS Code's older name of it, which it still expands
+            "workspaceFolderBasename": workspace.name,
+        }
     return predefined
 
 
@@ -624,10 +708,14 @@ def _expand(text: str, path: str, variables: _Variables, problems: list[str] | N
                 f"a value VS Code asks for{asked}; zorkmcp reads it from the environment variable "
                 f"{name or '(none: the ID has no letter or digit)'}, which is not set (set it)",
             )
+        if (other := match["other"]) is not None:
+            return unset(match, _unexpandable(other, closed=bool(match["closed"])))
         if (name := match["env"]) is not None:
-            value = environ.get(name)
-            if value is not None:
+            value, default = environ.get(name), match["env_default"]
+            if value is not None and (value or default is None):
                 return value
+            if default is not None:
+                return default
             return unset(match, f"but the environment variable {name} is not set (set it)")
         name, default = match["name"], match["default"]
         if name in variables.predefined:
@@ -637,11 +725,42 @@ def _expand(text: str, path: str, variables: _Variables, problems: list[str] | N
             return value
         if default is not None:
             return default
+        if name in _EDITOR_ONLY:
+            return unset(
+                match,
+                "VS Code's variable for the file open in its editor, which zorkmcp (no editor) does not "
+                "have: write the value itself",
+            )
         return unset(
             match, f"but the environment variable {name} is not set (set it, or write ${{{name}:-default}})"
         )
 
-    return _VAR.sub(substitute, text)
+    return _REFERENCE.sub(substitute, text)
+
+
+def _unexpandable(inner: str, *, closed: bool) -> str:
+    """Why ``${inner}`` is not expanded, and what to write instead (the end of a sentence)."""
+    if not closed:
+        name = re.match(r"[A-Za-z_][A-Za-z0-9_]*", inner)
+        return f"which has no closing }}: write ${{{name[0] if name else 'NAME'}}}"
+    stripped = inner.strip()
+    if stripped != inner and _VAR.fullmatch(f"${{{stripped}}}"):
+        return f"with spaces inside the braces, which no tool allows: write ${{{stripped}}}"
+    shell = re.match(r"(?:env:)?([A-Za-z_][A-Za-z0-9_]*):?[-=?+]", inner)
+    if shell is not None:
+        return (
+            f"a shell form zorkmcp does not expand (only ${{{shell[1]}:-default}} has a default there): "
+            f"write ${{{shell[1]}}} or ${{{shell[1]}:-default}}"
+        )
+    kind = inner.partition(":")[0]
+    if kind in ("config", "command"):
+        return f"VS Code's ${{{kind}:...}}, which zorkmcp (no editor) cannot read: write the value itself"
+    if kind in ("workspaceFolder", "workspaceFolderBasename"):
+        return f"VS Code's multi-root form; zorkmcp has one workspace folder: write ${{{kind}}}"
+    return (
+        "which zorkmcp does not expand (it expands ${VAR}, ${VAR:-default}, ${env:VAR}, ${input:ID} and "
+        "${workspaceFolder}, ${userHome} and the like): write the value itself"
+    )
 
 
 def _build_server(
@@ -733,7 +852,8 @@ def _empty_header_variables(headers: Mapping[str, str], environ: Mapping[str, st
     for name, value in headers.items():
         for match in _VAR.finditer(value):
             variable = match["env"] or match["name"]
-            if variable and match["default"] is None and environ.get(variable) == "":
+            default = match["env_default"] if match["env"] else match["default"]
+            if variable and default is None and environ.get(variable) == "":
                 empty.setdefault(name, match.group(0))
     return empty
 
@@ -837,15 +957,17 @@ def _read_env_file(name: str, base: Path | None, path: str, problems: list[str])
     if not file.is_absolute() and base is not None:
         file = base / file
     try:
-        text = file.read_text(encoding="utf-8-sig")
+        raw = file.read_bytes()
     except FileNotFoundError:
         problems.append(f"{path}: there is no file {file} (write the server's variables there, or remove it)")
         return {}
-    except UnicodeDecodeError as exc:
-        problems.append(f"{path}: {file} is not valid UTF-8 (byte {exc.start})")
-        return {}
     except OSError as exc:
         problems.append(f"{path}: cannot read {file} ({exc.strerror or exc})")
+        return {}
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        problems.append(f"{path}: {file} {not_utf8(raw, exc)}")
         return {}
     values: dict[str, str] = {}
     for binding in parse_stream(io.StringIO(text)):

@@ -7,6 +7,7 @@ Read synchronously: configuration is loaded before any event loop starts (seeds 
 from __future__ import annotations
 
 import os
+import re
 import stat
 import sys
 import tomllib
@@ -22,13 +23,16 @@ from ..errors import ConfigError
 from ._convert import (
     Problem,
     boolean,
+    fold_key,
     in_range,
     instance_of,
+    near_miss,
     non_empty,
     optional_string,
     show,
     source_path,
     structure,
+    summarize,
 )
 
 __all__ = [
@@ -43,6 +47,7 @@ __all__ = [
     "SamplingSettings",
     "Settings",
     "check_settings_file",
+    "not_utf8",
 ]
 
 DEFAULT_MAX_RESULT_BYTES = 64 * 1024
@@ -85,14 +90,76 @@ def _http_url(inst: object, attribute: attrs.Attribute[Any], value: str | None) 
         raise Problem(problem, key=attribute.name)
 
 
+_VARIABLE_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _looks_like_a_key(value: str) -> bool:
+    """Whether ``value`` may be an API key itself rather than a variable's name (never show it then).
+
+    Keys are long runs of letters and digits, often with ``-`` (``sk-or-v1-…``, ``sk-ant-…``: no
+    variable's name, so only whether to show it is decided here) and sometimes in a variable's own
+    alphabet (Groq's ``gsk_…``: mixed case with digits, 32 or more long, which no one names a variable).
+    """
+    if len(value) >= 20 and "-" in value:
+        return True
+    mixed = any(c.islower() for c in value) and any(c.isupper() for c in value)
+    return len(value) >= 32 and mixed and any(c.isdigit() for c in value)
+
+
+def _variable(inst: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
+    """attrs validator of ``api_key_env``: ``None`` or the name of an environment variable.
+
+    A blank name would silently read the default variables instead; a name no shell can export
+    (``MY KEY``) is never set. A value that may be the key itself (pasted where its variable's name
+    goes) is never shown: it would reach the terminal and the logs in the offline model's notice.
+    """
+    if value is None:
+        return
+    optional_string(inst, attribute, value)
+    if not value.strip():
+        raise Problem(
+            "must not be blank: name the environment variable that holds the API key (e.g. "
+            '"MY_KEY_VARIABLE"), or leave the key out to read OPENROUTER_API_KEY or OPENAI_API_KEY',
+            key=attribute.name,
+        )
+    if _VARIABLE_NAME.fullmatch(value) and not _looks_like_a_key(value):
+        return
+    if _looks_like_a_key(value):
+        raise Problem(
+            "must name the environment variable that holds the API key, not hold the key (its value "
+            "is not shown): export the key, e.g. MY_KEY_VARIABLE=…, and write "
+            'api_key_env = "MY_KEY_VARIABLE"',
+            key=attribute.name,
+        )
+    raise Problem(
+        f"must be the name of an environment variable (letters, digits and _, not starting with a "
+        f'digit, e.g. "MY_KEY_VARIABLE"), got {show(value)}',
+        key=attribute.name,
+    )
+
+
+def _not_blank(what: str, remedy: str) -> Any:
+    """attrs validator: ``None`` or a string that is not blank (a blank one would be sent, or read, as is)."""
+
+    def check(inst: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
+        optional_string(inst, attribute, value)
+        if value is not None and not value.strip():
+            raise Problem(f"must not be blank: {what}, or leave the key out {remedy}", key=attribute.name)
+
+    return check
+
+
 @frozen(kw_only=True)
 class LLMSettings:
     """``[tool.zorkgpt.llm]``: where the agent's model lives."""
 
     client_base_url: str | None = field(default=None, validator=_http_url)
-    agent_model: str | None = field(default=None, validator=optional_string)
+    agent_model: str | None = field(
+        default=None,
+        validator=_not_blank('name the model (e.g. "openai/gpt-4o-mini")', "for the default model"),
+    )
     agent_base_url: str | None = field(default=None, validator=_http_url)
-    api_key_env: str | None = field(default=None, validator=optional_string)
+    api_key_env: str | None = field(default=None, validator=_variable)
     cache_control: bool = field(default=True, validator=boolean)
     """Mark system and user messages for prompt caching (Requirement 4.7); strict OpenAI-compatible
     endpoints that reject the field need ``false``."""
@@ -138,7 +205,10 @@ def _home(path: str) -> str:
 class FilesSettings:
     """``[tool.zorkgpt.files]``."""
 
-    game_file_path: str | None = field(default=None, validator=optional_string)
+    game_file_path: str | None = field(
+        default=None,
+        validator=_not_blank("give the story file", "to play the Zork I that ships with the package"),
+    )
     json_log_file: str = field(default="logs/zorkmcp_events.jsonl", converter=_home, validator=non_empty)
     episode_log_file: str = field(default="logs/episode.log", converter=_home, validator=non_empty)
 
@@ -242,13 +312,17 @@ class Settings:
         zorkgpt = zorkgpt.get("zorkgpt", {}) if isinstance(zorkgpt, dict) else zorkgpt
         if not isinstance(zorkgpt, dict):
             raise ConfigError(f"[tool.zorkgpt] must be a table, got {show(zorkgpt)} ({path})")
+        if problems := _stray_sections(zorkgpt):
+            raise ConfigError(summarize(problems, f"{path} [tool.zorkgpt]"))
         sections: dict[str, Any] = {}
         for name, model, strict in _SECTIONS:
             table = zorkgpt.get(name, {})
             if not isinstance(table, dict):
                 raise ConfigError(f"[tool.zorkgpt.{name}] must be a table, got {show(table)} ({path})")
             if not strict:
-                known = {a.name for a in attrs.fields(model)}
+                if problems := _slips(name, table):
+                    raise ConfigError(summarize(problems, f"{path} [tool.zorkgpt.{name}]"))
+                known = _KEYS[name]
                 table = {k: v for k, v in table.items() if k in known}
             try:
                 sections[name] = structure(table, model, where=f"{path} [tool.zorkgpt.{name}]", style="toml")
@@ -268,6 +342,84 @@ class Settings:
             return configured
         base = self.source.parent if self.source is not None else Path.cwd()
         return base / configured
+
+
+_KEYS: Final[dict[str, tuple[str, ...]]] = {
+    name: tuple(a.name for a in attrs.fields(model)) for name, model, _ in _SECTIONS
+}
+"""The keys zorkmcp reads in each section, in declaration order."""
+
+_ALIASES: Final[dict[str, dict[str, str]]] = {
+    "llm": {"model": "agent_model", "base_url": "client_base_url", "api_base": "client_base_url"},
+    "orchestrator": {"max_turns": "max_turns_per_episode"},
+}
+"""Keys users write for ours (an eval arm's ``model`` and ``base_url``, ``--turns``): zorkmcp's name."""
+
+_SECRET_KEY: Final = re.compile(r".*apikey|key|(auth|access|api|bearer)?token|secret|password")
+"""Folded keys (:func:`~._convert.fold_key`) that hold a secret: zorkmcp reads none from a file."""
+
+
+def _home_of(key: str, but: str | None = None) -> str | None:
+    """The section (not ``but``) one of whose keys ``key`` is, but for case, ``-`` and ``_``."""
+    folded = fold_key(key)
+    for name, keys in _KEYS.items():
+        if name != but and any(fold_key(k) == folded for k in keys):
+            return name
+    return None
+
+
+def _slips(section: str, table: dict[str, Any]) -> list[str]:
+    """Keys of a section shared with ZorkGPT that are not ZorkGPT's but a slip of the user's.
+
+    Such a section ignores the keys zorkmcp does not read (ZorkGPT's ``critic_model``); a typo of
+    one it reads (``agent_modle``), one of another section's keys (``temperature`` in ``llm``), another
+    tool's name for it (``model``) or an API key would then be ignored silently, and the episode would
+    run with the default instead. Each is a line naming the key and what to write.
+    """
+    known = _KEYS[section]
+    reads = f"zorkmcp reads {', '.join(known)} here and leaves other keys to ZorkGPT"
+    problems: list[str] = []
+    for key in table:
+        if key in known:
+            continue
+        if section == "llm" and _SECRET_KEY.fullmatch(fold_key(key)):
+            problems.append(
+                f"{key}: zorkmcp reads no API key from a file (it would end up in version control): "
+                "export it as OPENROUTER_API_KEY or OPENAI_API_KEY, or name its variable with api_key_env, "
+                "and remove this key"
+            )
+        elif (home := _home_of(key, but=section)) is not None:
+            problems.append(f"{key} belongs in [tool.zorkgpt.{home}], not here: move it there")
+        elif (alias := _ALIASES.get(section, {}).get(key.casefold())) is not None:
+            problems.append(f"unknown key {key!r}: zorkmcp's name for it is {alias!r} ({reads})")
+        elif (meant := near_miss(key, known)) is not None:
+            problems.append(f"unknown key {key!r}: did you mean {meant!r}? ({reads})")
+    return problems
+
+
+def _stray_sections(zorkgpt: dict[str, Any]) -> list[str]:
+    """What in ``[tool.zorkgpt]`` itself looks meant for a section zorkmcp reads and would be ignored.
+
+    A table named like one of ours but for a slip (``[tool.zorkgpt.MCP]``, ``[tool.zorkgpt.mpc]``),
+    and a key of one of our sections written in ``[tool.zorkgpt]`` itself (``enabled = true`` right
+    under it). ZorkGPT's own sections (``gameplay``, ``critic_sampling``...) are left alone.
+    """
+    names = tuple(_KEYS)
+    problems: list[str] = []
+    for key, value in zorkgpt.items():
+        if key in _KEYS:
+            continue
+        if isinstance(value, dict):
+            if (meant := near_miss(key, names)) is not None:
+                problems.append(
+                    f"[tool.zorkgpt.{key}] is not a section zorkmcp reads: did you mean "
+                    f"[tool.zorkgpt.{meant}]? (it reads {', '.join(names)})"
+                )
+        elif (home := _home_of(key)) is not None:
+            problems.append(
+                f"{key} belongs in [tool.zorkgpt.{home}], not in [tool.zorkgpt] itself: move it there"
+            )
+    return problems
 
 
 def _has_zorkgpt(document: dict[str, Any]) -> bool:
@@ -308,15 +460,75 @@ def _read_toml(path: Path) -> dict[str, Any] | None:
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
     try:
-        return tomllib.loads(raw.decode("utf-8-sig"))  # a BOM (Notepad writes one) is no statement
+        text = raw.decode("utf-8-sig")  # a BOM (Notepad writes one) is no statement
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path} is not valid UTF-8 (byte {exc.start})") from exc
+        raise ConfigError(f"{path} {not_utf8(raw, exc)}") from exc
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"invalid TOML in {path}: {exc}") from exc
+        hint = _json_instead(path, text) or _toml_hint(text, str(exc))
+        raise ConfigError(f"invalid TOML in {path}: {exc}{hint}") from exc
     except RecursionError as exc:
         raise ConfigError(f"invalid TOML in {path}: tables or arrays nested too deeply") from exc
     except ValueError as exc:  # an integer longer than Python converts (4300 digits)
         raise ConfigError(f"invalid TOML in {path}: {_too_long(exc)}") from exc
+
+
+def not_utf8(raw: bytes, exc: UnicodeDecodeError) -> str:
+    """The end of the sentence that names a file which is not UTF-8: where, and what to do.
+
+    UTF-16 is named: Windows PowerShell 5's ``>`` and ``Out-File`` write it, so a file made there is
+    UTF-16 from its first byte.
+    """
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return (
+            "is UTF-16 (Windows PowerShell's > and Out-File write it), not UTF-8: save it as UTF-8 "
+            "(Out-File -Encoding utf8, or your editor's encoding menu)"
+        )
+    return f"is not valid UTF-8 (byte {exc.start})"
+
+
+def _json_instead(path: Path, text: str) -> str:
+    """``--pyproject mcp_config.json``: the servers' file given where the settings go (``""``: not so)."""
+    if path.suffix.lower() != ".json" and not text.lstrip().startswith("{"):
+        return ""
+    return (
+        " (it looks like JSON: this is where the pyproject.toml goes; name an mcp_config.json with "
+        "config_file in its [tool.zorkgpt.mcp], or with --config for zorkmcp tools and call)"
+    )
+
+
+_TOML_AT: Final = re.compile(r"\(at line (\d+), column (\d+)\)$")
+_TOML_WORDS: Final[dict[str, str]] = {
+    **dict.fromkeys(("True", "TRUE", "False", "FALSE"), "TOML's booleans are lowercase: true or false"),
+    **dict.fromkeys(("yes", "Yes", "no", "No", "on", "off"), "TOML's booleans are true and false"),
+    **dict.fromkeys(("None", "none", "null", "Null", "NULL", "nil"), "TOML has no null: leave the key out"),
+}
+
+
+def _toml_hint(text: str, message: str) -> str:
+    """What a Python or YAML habit looks like where ``tomllib`` found an invalid value (``""``: none).
+
+    ``enabled = True`` and ``api_key_env = None`` are Python; ``agent_model = gpt-4o`` needs quotes.
+    """
+    match = _TOML_AT.search(message)
+    if match is None or not message.startswith("Invalid value"):
+        return ""
+    lines = text.splitlines()
+    line, column = int(match[1]), int(match[2])
+    if not 0 < line <= len(lines):
+        return ""
+    rest = lines[line - 1][column - 1 :].split("#", 1)[0].strip()
+    word = re.match(r"[A-Za-z_][\w./:@-]*", rest)
+    if word is None:
+        return ""
+    if (hint := _TOML_WORDS.get(word[0])) is not None:
+        return f" ({hint})"
+    if (meant := near_miss(word[0], ("true", "false"))) is not None:
+        return f" (did you mean {meant}?)"
+    if _looks_like_a_key(rest) or "key" in lines[line - 1][: column - 1].casefold():
+        return " (a string needs quotes; the value is not shown)"
+    return f' (a string needs quotes: "{rest}")'
 
 
 def _too_long(exc: ValueError) -> str:
