@@ -160,10 +160,69 @@ def _check_page(output: Path | None, default: Path, inputs: list[tuple[str, Path
         check_page(output, inputs, named=f"--output {output}", remedy=remedy)
 
 
+_RUN_PAGES = {
+    "summary.json": "the summary",
+    "summary.csv": "the episodes' table",
+    "report.html": "the page",
+}
+"""The files of an eval run's folder that ``zorkmcp report`` is given in place of the folder."""
+
+_SEED = re.compile(r"seed-(?P<seed>[0-9]+)(?P<kind>\.json|\.html)")
+
+
+def _part_of_a_run(path: Path) -> str | None:
+    """What to give instead of ``path`` when it is a part of an eval run's folder other than the
+    folder (``None``: it is not one): a file of the run (``summary.json``), an episode's record or
+    page, its ``episodes/`` folder or an arm's folder in it; or a page. A file is told so only when
+    it holds no event (a log may have any name). Each of these was told "no episode records" or "not
+    an eval run folder", with nothing to do."""
+    if path.is_dir():
+        if path.name == "episodes" and not (path / "episodes").is_dir():
+            run = path.parent
+            return (
+                f"that is the episodes/ folder of the eval run {run}; give the run's folder: {_report(run)}"
+            )
+        if path.parent.name == "episodes" and not (path / "episodes").is_dir():
+            run, arm = path.parent.parent, path.name
+            return (
+                f"that is the folder of the arm {arm} of the eval run {run}; give the run's folder: "
+                f"{_report(run)}, or one episode of it: {_report(run)} --episode {arm}/seed-<N>"
+            )
+        return None
+    if path.name in _RUN_PAGES and (path.parent / "episodes").is_dir():
+        run = path.parent
+        return (
+            f"that is {_RUN_PAGES[path.name]} of the eval run {run}, not an event log; to draw the run, give "
+            f"its folder: {_report(run)}"
+        )
+    seed = _SEED.fullmatch(path.name)
+    if seed and path.parent.parent.name == "episodes":
+        run, arm = path.parent.parent.parent, path.parent.name
+        what = "record" if seed["kind"] == ".json" else "page"
+        return (
+            f"that is the {what} of the episode {arm}/seed-{seed['seed']} of the eval run {run}, not its "
+            f"event log; to draw it, run {_report(run)} --episode {arm}/seed-{seed['seed']}"
+        )
+    if path.suffix == ".html" and path.is_file():
+        return (
+            "that is an HTML page, not an event log; give a JSON-lines event log (zorkmcp play's "
+            "logs/zorkmcp_events.jsonl, an eval episode's seed-<N>.events.jsonl) or an eval run's folder"
+        )
+    return None
+
+
+def _report(run: Path) -> str:
+    """``zorkmcp report RUN``: the command that draws the run."""
+    return f"zorkmcp report {run}"
+
+
 def _render(path: Path, output: Path | None, episode: str | None) -> Path:
     from .eval._report import draw_episode, find_episode_events, page_inputs, render_eval_report
-    from .eval._results import read_event_log
+    from .eval._results import ReportInputError, read_event_log
 
+    instead = _part_of_a_run(path) if episode is None else None
+    if instead is not None and path.is_dir():
+        raise ReportInputError(f"{path}: {instead}")
     if path.is_dir():
         if episode is None:
             if (path / "episodes").is_dir():  # else: not a run folder, said so
@@ -181,6 +240,8 @@ def _render(path: Path, output: Path | None, episode: str | None) -> Path:
         page = _page_beside(events, episode)
         inputs = page_inputs(events=events)
     log = read_event_log(events)  # a missing file, no episode, an unknown one: said before any check
+    if instead is not None and not log.episodes and not log.sessions:  # a log may have any name
+        raise ReportInputError(f"{path}: {instead}")
     chosen = log.pick(picked)
     _check_page(output, page, inputs)
     return draw_episode(log, chosen, output or _default_page(page))

@@ -21,11 +21,13 @@ from typing import TYPE_CHECKING, Any
 from .._controls import visible_controls
 from .._outputs import check_apart, write_atomically
 from ..errors import ConfigError
+from ._record import is_int
 from ._results import (
     EpisodeEvents,
     EventLog,
     ReportInputError,
     RunEpisodes,
+    error_kind,
     find_episode_events,
     read_event_log,
     read_run,
@@ -53,7 +55,8 @@ __all__ = [
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d2330;margin:0;
  background:#f6f7f9}
-main{max-width:1180px;margin:0 auto;padding:24px 28px 48px}
+main{max-width:1180px;margin:0 auto;padding:24px 28px 48px;
+ overflow-wrap:break-word}  /* a long name in a line of text */
 h1{font-size:22px;margin:0 0 4px}
 h2{font-size:17px;margin:28px 0 10px;border-bottom:1px solid #dde1e8;padding-bottom:4px}
 .sub{color:#5b6474;margin:0 0 12px}.note{color:#5b6474;font-size:13px}.warn{color:#9a3412;font-weight:600}
@@ -64,6 +67,7 @@ figure{margin:0;background:#fff;border:1px solid #dde1e8;border-radius:8px;paddi
 figure img{max-width:100%;height:auto;display:block;margin:0 auto}  /* shrunk on a phone, never blown up */
 .grid{display:grid;grid-template-columns:1fr 1fr;gap:12px}
 @media (max-width:700px){.grid{grid-template-columns:1fr}}
+.stack figure+figure{margin-top:12px}
 .wide{overflow-x:auto}.wide+.wide{margin-top:12px}  /* a table wider than a phone scrolls in its box */
 table{border-collapse:collapse;width:100%;background:#fff;font-size:13px}
 th,td{border:1px solid #dde1e8;padding:5px 8px;text-align:left;vertical-align:top}
@@ -74,6 +78,10 @@ td pre{margin:0;white-space:pre-wrap;overflow-wrap:break-word;
 .tool span,td.nw{white-space:nowrap}
 .ok{color:#166534}.error,.timeout,.invalid_arguments{color:#b91c1c}.skipped{color:#6b7280}
 .obj{color:#1d4ed8;font-size:12px}
+td.long{min-width:12em;overflow-wrap:anywhere}
+table.errors td:last-child,.card b,p.err{overflow-wrap:anywhere}p.err{white-space:pre-wrap;font-weight:400}
+.card{max-width:100%;box-sizing:border-box}details>summary{cursor:pointer;margin:10px 0 6px}
+td.why{color:#5b6474;text-align:right}table.pairs td:last-child{min-width:16em}
 """
 
 
@@ -102,24 +110,32 @@ def _page(title: str, body: str) -> str:
 
 
 def _img(fig: Figure, alt: str) -> str:
+    import warnings
+
     import matplotlib.pyplot as plt
 
     buffer = io.BytesIO()
     try:
-        fig.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
+        with warnings.catch_warnings():
+            # an arm's name in a script the font lacks (a folder named by hand, a library caller's
+            # records) is drawn as boxes; the tables show it, and the terminal gets no warning per glyph
+            warnings.filterwarnings("ignore", message="Glyph .* missing from font", category=UserWarning)
+            fig.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
     finally:
         plt.close(fig)
     data = base64.b64encode(buffer.getvalue()).decode("ascii")
     return f'<figure><img alt="{escape(alt)}" src="data:image/png;base64,{data}"></figure>'
 
 
-def _figure(width: float = 5.6, height: float = 3.2) -> tuple[Figure, Axes]:
+def _figure(width: float = 5.6, height: float = 3.2, *, fitted: bool = False) -> tuple[Figure, Axes]:
+    """A figure of ``width`` × ``height`` inches with one plain axes; ``fitted``: its labels (long arm
+    names) are kept inside that size, the axes made smaller, so the page shows it at its own size."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(width, height))
+    fig, ax = plt.subplots(figsize=(width, height), layout="constrained" if fitted else None)
     ax.grid(True, alpha=0.3)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
@@ -127,10 +143,17 @@ def _figure(width: float = 5.6, height: float = 3.2) -> tuple[Figure, Axes]:
 
 
 def _whole_numbers(axis: Any) -> None:
-    """Ticks only at whole numbers on ``axis`` (turns, scores): a 2-turn episode has no turn 1.5."""
+    """Ticks only at whole numbers on ``axis`` (turns, scores): a 2-turn episode has no turn 1.5, and
+    a one-turn episode, or scores all equal, one tick at that number rather than 14.2, 14.4, …"""
     from matplotlib.ticker import MaxNLocator
 
-    axis.set_major_locator(MaxNLocator(integer=True))
+    axis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
+
+
+def _plain(text: str) -> str:
+    """``text`` as matplotlib draws it literally: a ``$`` would start its math mode (``a $\\frac$``
+    raised a ValueError, two ``$`` set what is between them in italics)."""
+    return text.replace("$", r"\$")
 
 
 def _write(path: Path, text: str) -> Path:
@@ -197,6 +220,31 @@ def _cards(items: list[tuple[str, str]]) -> str:
 # --- eval run -----------------------------------------------------------------------------------
 
 
+_LONG_NAME = 24
+"""An arm's name up to this long stays on one line in a table; a longer one (they run to 64
+characters) may wrap, after a ``_`` or ``.``, at a ``-``, else anywhere: on one line, twenty such
+names made each comparison's reading a column of three words and the page 59,000 pixels long."""
+
+
+def _breakable(name: str) -> str:
+    """``name`` escaped, with a chance to wrap after each ``_`` and ``.``."""
+    return re.sub(r"([_.])", r"\1<wbr>", escape(name))
+
+
+def _arm_cell(name: str, short: str = " class=nw") -> str:
+    """A table cell of an arm's ``name``: ``<td{short}>`` when it is short, else one that may wrap."""
+    if len(name) <= _LONG_NAME:
+        return f"<td{short}>{escape(name)}</td>"
+    return f"<td class=long>{_breakable(name)}</td>"
+
+
+def _pair_cell(a: str, b: str) -> str:
+    """The cell of a comparison's arms, ``a − b``: on one line when short, else it may wrap."""
+    if len(a) + len(b) + 3 <= _LONG_NAME:
+        return f"<td class=nw>{escape(a)} − {escape(b)}</td>"
+    return f"<td class=long>{_breakable(a)} − {_breakable(b)}</td>"
+
+
 def _padded_scores(records: list[dict[str, Any]]) -> list[list[float]]:
     """Per-turn score lists, each held at its final value up to the longest episode."""
     curves = [[float(s) for s in r.get("scores") or []] for r in records if not r.get("error")]
@@ -209,6 +257,27 @@ def _score_curves_img(arms: dict[str, list[dict[str, Any]]]) -> str:
     return _img(_score_curves(arms), "score over turns per arm")
 
 
+_LINESTYLES = ("-", "--", ":", "-.")
+
+_CHAR_PX = 7.5
+"""At most how wide a character of a figure's labels is, in pixels (DejaVu Sans, 10 points, 100 dpi)."""
+
+
+def _arm_style(index: int, arms: int) -> tuple[Any, str]:
+    """The colour and line style of the ``index``-th of ``arms`` arms, the same in every figure.
+
+    Ten colours up to ten arms, twenty beyond (matplotlib's ``C0``…``C9`` start again at the
+    eleventh arm: the first and the eleventh looked the same); the line styles take turns, the first
+    arm's solid and the second's dashed, so a curve that coincides with another (an arm whose tools
+    change no move) shows both, and no two of 80 arms look the same.
+    """
+    from matplotlib import colormaps
+
+    palette = colormaps["tab10" if arms <= 10 else "tab20"]
+    colors = [palette(k) for k in range(palette.N)]
+    return colors[index % len(colors)], _LINESTYLES[(index + index // len(colors)) % len(_LINESTYLES)]
+
+
 def _score_curves(arms: dict[str, list[dict[str, Any]]]) -> Figure:
     fig, ax = _figure(11.2, 3.4)
     _whole_numbers(ax.xaxis)
@@ -219,35 +288,95 @@ def _score_curves(arms: dict[str, list[dict[str, Any]]]) -> Figure:
             continue
         turns = range(1, len(curves[0]) + 1)
         columns = list(zip(*curves, strict=True))
-        color = f"C{i}"
+        color, style = _arm_style(i, len(arms))
         ax.fill_between(turns, [min(c) for c in columns], [max(c) for c in columns], color=color, alpha=0.18)
         ax.plot(
-            turns, [sum(c) / len(c) for c in columns], color=color, lw=2, label=f"{name} (n={len(curves)})"
+            turns,
+            [sum(c) / len(c) for c in columns],
+            color=color,
+            ls=style,
+            lw=2,
+            label=_plain(f"{name} (n={len(curves)})"),
         )
     ax.set(xlabel="turn", ylabel="score", title="Score over turns: mean, band = min–max")
-    if ax.get_legend_handles_labels()[0]:  # a legend of nothing makes matplotlib warn on the terminal
+    labels = ax.get_legend_handles_labels()[1]
+    if not labels:  # a legend of nothing makes matplotlib warn on the terminal
+        return fig
+    longest = max(len(label) for label in labels)
+    if len(labels) <= 4 and longest <= 30:
         ax.legend(loc="upper left", frameon=False)
+    else:  # below the axes, in as many columns as fit: inside, twenty arms' names hid the curves
+        ncol = max(1, min(len(labels), int(1000 // (longest * _CHAR_PX + 50))))
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=ncol, frameon=False)
     return fig
 
 
+def _across(arms: dict[str, list[dict[str, Any]]]) -> bool:
+    """Whether the per-episode figures put the arms across, side by side: up to four arms whose names
+    fit under their box; else each figure takes the page's width with the arms down its side, one
+    name a line (twenty arms' names, or a long one, overlapped when set side by side)."""
+    return len(arms) <= 4 and max((len(name) for name in arms), default=0) <= 16
+
+
 def _strip_img(
-    arms: dict[str, list[dict[str, Any]]], value: Any, ylabel: str, title: str, *, whole: bool = False
+    arms: dict[str, list[dict[str, Any]]],
+    value: Any,
+    label: str,
+    title: str,
+    *,
+    whole: bool = False,
+    from_zero: bool = False,
 ) -> str:
+    return _img(_strip(arms, value, label, title, whole=whole, from_zero=from_zero), title)
+
+
+def _strip(
+    arms: dict[str, list[dict[str, Any]]],
+    value: Any,
+    label: str,
+    title: str,
+    *,
+    whole: bool = False,
+    from_zero: bool = False,
+) -> Figure:
+    """Each episode's ``value`` per arm, a box and its points: the arms across (:func:`_across`), or
+    down the side, the first on top; ``whole``: whole-number ticks; ``from_zero``: the axis from 0."""
     import random
 
-    fig, ax = _figure()
+    across = _across(arms)
+    if across:
+        fig, ax = _figure()
+    else:
+        fig, ax = _figure(11.2, 1.1 + 0.3 * len(arms), fitted=True)
+    axis = ax.yaxis if across else ax.xaxis
     if whole:
-        _whole_numbers(ax.yaxis)
+        _whole_numbers(axis)
     data = [[v for r in rs if not r.get("error") and (v := value(r)) is not None] for rs in arms.values()]
     positions = range(1, len(data) + 1)
-    ax.boxplot(data, positions=positions, widths=0.5, showfliers=False, medianprops={"color": "#1d2330"})
+    ax.boxplot(
+        data,
+        positions=positions,
+        widths=0.5,
+        showfliers=False,
+        medianprops={"color": "#1d2330"},
+        orientation="vertical" if across else "horizontal",
+    )
     jitter = random.Random(0)  # noqa: S311 - plot jitter, not security
     for i, values in enumerate(data):
-        xs = [i + 1 + jitter.uniform(-0.12, 0.12) for _ in values]
-        ax.scatter(xs, values, color=f"C{i}", s=28, alpha=0.85, zorder=3)
-    ax.set_xticks(list(positions), [str(name) for name in arms])
-    ax.set(ylabel=ylabel, title=title)
-    return _img(fig, title)
+        spread = [i + 1 + jitter.uniform(-0.12, 0.12) for _ in values]
+        xs, ys = (spread, values) if across else (values, spread)
+        ax.scatter(xs, ys, color=_arm_style(i, len(arms))[0], s=28, alpha=0.85, zorder=3)
+    names = [_plain(str(name)) for name in arms]
+    if across:
+        ax.set_xticks(list(positions), names)
+        ax.set(ylabel=label, title=title)
+    else:
+        ax.set_yticks(list(positions), names)
+        ax.invert_yaxis()  # the first arm on top, as in the tables
+        ax.set(xlabel=label, title=title)
+    if from_zero:  # a count per turn: an axis that goes below 0 shows what cannot be
+        (ax.set_ylim if across else ax.set_xlim)(0, None)
+    return fig
 
 
 def _tool_rate(record: dict[str, Any]) -> float | None:
@@ -267,11 +396,11 @@ def _arm_table(summary: dict[str, Any]) -> str:
     for name, arm in summary["arms"].items():
         win = arm.get("win_rate")
         rows.append(
-            f"<tr><td class=nw>{escape(name)}</td><td class=n>{_fmt(arm['episodes'])}</td>"
+            f"<tr>{_arm_cell(name)}<td class=n>{_fmt(arm['episodes'])}</td>"
             f"<td class=n>{_fmt(arm['failed'])}</td>"
-            f"<td class=n>{_fmt(arm['mean_score'])} ± {_fmt(arm['se_score'])}</td>"
-            f"<td class=n>{_fmt(arm['min_score'], 0)}–{_fmt(arm['max_score'], 0)}</td>"
-            f"<td class=n>{'–' if win is None else f'{win:.0%}'}</td>"
+            f"<td class=n>{_mean_se(arm['mean_score'], arm['se_score'])}</td>"
+            f"<td class=n>{_low_high(arm['min_score'], arm['max_score'])}</td>"
+            f"<td class=n>{_percent(win)}</td>"
             f"<td class=n>{_fmt(arm['mean_moves'], 1)}</td>"
             f"<td class=n>{_fmt(arm['tool_calls_per_turn'])}</td>"
             f"<td class=n>{_fmt(arm['tool_errors'])} / {_fmt(arm['tool_timeouts'])}</td>"
@@ -283,6 +412,28 @@ def _arm_table(summary: dict[str, Any]) -> str:
     return f"<div class=wide><table>{head}{''.join(rows)}</table></div>"
 
 
+def _mean_se(mean: Any, se: Any) -> str:
+    """``44.50 ± 8.37``; ``59.00 ± –`` of one episode; ``–`` when no episode scored (it read ``– ± –``)."""
+    return "–" if mean is None else f"{_fmt(mean)} ± {_fmt(se)}"
+
+
+def _low_high(low: Any, high: Any) -> str:
+    """``30–59``; ``–`` when no episode scored (it read ``–––``)."""
+    return "–" if low is None or high is None else f"{_fmt(low, 0)}–{_fmt(high, 0)}"
+
+
+def _percent(share: Any) -> str:
+    """``40%``; as many decimals as it takes for a share above 0 not to read 0% nor one below 1 100%
+    (one win in 250 episodes is ``0.4%``, not ``0%``); ``–`` for none."""
+    if not isinstance(share, int | float) or isinstance(share, bool) or not math.isfinite(share):
+        return "–"
+    for digits in range(4):
+        text = f"{share:.{digits}%}"
+        if (float(text[:-1]) != 0 or share == 0) and (float(text[:-1]) != 100 or share >= 1):
+            return text
+    return "&lt;0.001%" if share < 0.5 else "&gt;99.999%"  # HTML
+
+
 def _tokens(count: Any) -> str:
     """``12,345``; ``–`` when unknown (the endpoint reported no token counts)."""
     return f"{count:,}" if isinstance(count, int) else "–"
@@ -292,7 +443,7 @@ def _per_turn(count: Any, rate: Any) -> str:
     """``4 (100%)``: a count of turns and its share of the turns played; ``–`` when the records lack it."""
     if not isinstance(count, int):
         return "–"
-    return f"{count:,}" + (f" ({rate:.0%})" if isinstance(rate, float) else "")
+    return f"{count:,}" + (f" ({_percent(rate)})" if isinstance(rate, float) else "")
 
 
 def _fallback_note(summary: dict[str, Any]) -> str:
@@ -348,7 +499,7 @@ def _tool_section(summary: dict[str, Any]) -> str:
         scored = summary["arms"][name].get("episodes", 0) - summary["arms"][name].get("failed", 0)
         for tool, use in (tools or {}).items():
             rows.append(
-                f"<tr><td>{escape(name)}</td><td>{escape(tool)}</td><td class=n>{_fmt(use['calls'])}</td>"
+                f"<tr>{_arm_cell(name, '')}<td>{escape(tool)}</td><td class=n>{_fmt(use['calls'])}</td>"
                 f"<td class=n>{_fmt(use['calls_per_turn'])}</td>"
                 f"<td class=n>{_fmt(use['episodes'])} of {_fmt(scored)}</td>"
                 f"<td class=n>{_fmt(use['errors'])} / {_fmt(use['timeouts'])} / {_fmt(use['skipped'])}</td>"
@@ -373,18 +524,53 @@ def _arm_setup_table(summary: dict[str, Any]) -> str:
         servers = arm.get("servers")
         shown = "–" if servers is None else ", ".join(servers) if servers else "none (no MCP)"
         rows.append(
-            f"<tr><td>{escape(name)}</td><td>{escape(', '.join(arm.get('models') or []) or '–')}</td>"
+            f"<tr>{_arm_cell(name, '')}<td>{escape(', '.join(arm.get('models') or []) or '–')}</td>"
             f"<td>{escape(shown)}</td></tr>"
         )
     head = "<tr><th>arm</th><th>model</th><th>MCP servers</th></tr>"
     return f"<div class=wide><table>{head}{''.join(rows)}</table></div>"
 
 
+_TABLED_PAIRS = 10
+"""Comparisons the table shows at first: every pair of up to five arms; of more arms, the first
+arm's pairs (as ``zorkmcp eval``'s closing lines), the others one click away. Twenty arms make 190
+pairs: shown at once, they buried the figures under 190 rows."""
+
+_INTERVALS_NOTE = (
+    "<p class=note>Welch's t interval takes the arms as two samples (Welch–Satterthwaite degrees of "
+    "freedom, Student t quantile). The paired t interval takes the score differences seed by seed, "
+    "over the seeds both arms scored: every arm plays the same seeds, so what the seed does to a "
+    "score cancels, and the paired interval is the narrower answer when the seed matters. The "
+    "reading reads the paired interval when there is one, else Welch's: above 0, the first arm "
+    "scores higher; below 0, the second; holding 0, no difference is shown at 95%.</p>"
+)
+
+
 def _comparison_table(summary: dict[str, Any]) -> str:
-    if not summary["comparisons"]:
+    """Each pair of arms: both intervals and their reading; with more than five arms, the pairs of
+    the first arm (the baseline) in the table and every other pair in a second one, folded."""
+    comparisons = summary["comparisons"]
+    if not comparisons:
         return "<p class=note>One arm: nothing to compare.</p>"
+    if len(comparisons) <= _TABLED_PAIRS:
+        return _comparison_rows(comparisons) + _INTERVALS_NOTE
+    first = comparisons[0]["a"]
+    shown = [c for c in comparisons if first in (c["a"], c["b"])]
+    others = [c for c in comparisons if first not in (c["a"], c["b"])]
+    return (
+        f"<p class=note>{len(comparisons)} pairs of arms: the table shows the {len(shown)} of the first "
+        f"arm, {escape(str(first))}; the other {len(others)} follow, folded.</p>"
+        + _comparison_rows(shown)
+        + f"<details><summary>The other {len(others)} comparisons (every pair of the other arms)</summary>"
+        + _comparison_rows(others)
+        + "</details>"
+        + _INTERVALS_NOTE
+    )
+
+
+def _comparison_rows(comparisons: list[dict[str, Any]]) -> str:
     rows = []
-    for c in summary["comparisons"]:
+    for c in comparisons:
         ci = c.get("ci95")
         # null: too few to estimate the spread, or no spread seen (se 0): no 95% interval either way
         flat = "– (no spread in either arm's scores)" if c.get("se") == 0 else None
@@ -396,18 +582,24 @@ def _comparison_table(summary: dict[str, Any]) -> str:
             f"{_fmt(pci[0])} … {_fmt(pci[1])}" if pci else flat or "– (needs ≥ 2 seeds both arms scored)"
         )
         rows.append(
-            f"<tr><td class=nw>{escape(c['a'])} − {escape(c['b'])}</td>"
-            f"<td class=n>{_fmt(c['diff_mean_score'])}</td><td class=n>{interval}</td>"
+            f"<tr>{_pair_cell(str(c['a']), str(c['b']))}"
+            f"<td class=n>{_fmt(c['diff_mean_score'])}</td>{_interval_cell(ci, interval)}"
             f"<td class=n>{_fmt(paired.get('pairs'))}</td>"
-            f"<td class=n>{_fmt(paired.get('diff_mean_score'))}</td><td class=n>{paired_interval}</td>"
+            f"<td class=n>{_fmt(paired.get('diff_mean_score'))}</td>{_interval_cell(pci, paired_interval)}"
             f"<td>{escape(comparison_reading(c))}</td></tr>"
         )
     return (
-        "<div class=wide><table><tr><th>comparison</th><th>difference of mean scores</th>"
+        "<div class=wide><table class=pairs><tr><th>comparison</th><th>difference of mean scores</th>"
         "<th>95% CI (Welch)</th>"
         "<th>seeds both arms scored</th><th>mean difference seed by seed</th><th>95% CI (paired)</th>"
         "<th>reading</th></tr>" + "".join(rows) + "</table></div>"
     )
+
+
+def _interval_cell(ci: Any, text: str) -> str:
+    """An interval's cell: its numbers on one line; why there is none (``– (no spread …)``) as words,
+    which may wrap (on one line, they left the reading beside them three words a line)."""
+    return f"<td class=n>{text}</td>" if ci else f"<td class=why>{text}</td>"
 
 
 def _figures(arms: dict[str, list[dict[str, Any]]], final_title: str) -> str:
@@ -417,13 +609,17 @@ def _figures(arms: dict[str, list[dict[str, Any]]], final_title: str) -> str:
             "<p class=note>Nothing to draw: no episode finished without an error "
             "(see Failed episodes below).</p>"
         )
+    finals = _strip_img(arms, lambda r: r.get("score"), "score", final_title, whole=True)
+    called = any(_tool_rate(r) for records in arms.values() for r in records if not r.get("error"))
+    tools = (  # no episode called a tool (arms without MCP): a figure of zeros says nothing
+        _strip_img(arms, _tool_rate, "tool calls / turn", "Tool calls per turn, per episode", from_zero=True)
+        if called
+        else ""
+    )
     return (
         _score_curves_img(arms)
         + "<p class=note>An episode that ended early holds its final score for the remaining turns.</p>"
-        + '<div class="grid">'
-        + _strip_img(arms, lambda r: r.get("score"), "score", final_title, whole=True)
-        + _strip_img(arms, _tool_rate, "tool calls / turn", "Tool calls per turn, per episode")
-        + "</div>"
+        + f'<div class="{"grid" if _across(arms) else "stack"}">{finals}{tools}</div>'
     )
 
 
@@ -448,13 +644,13 @@ def _failed_section(arms: dict[str, list[dict[str, Any]]]) -> str:
     if not failed:
         return ""
     rows = "".join(
-        f"<tr><td>{escape(name)}</td><td class=n>{_fmt(r.get('seed'))}</td>"
+        f"<tr>{_arm_cell(name, '')}<td class=n>{_fmt(r.get('seed'))}</td>"
         f"<td class=n>{_fmt(r.get('turns'))}</td><td>{_error_text(r['error'])}</td></tr>"
         for name, r in failed[:_FAILED_ROWS]
     )
     text = (
-        "<h2>Failed episodes</h2><div class=wide><table><tr><th>arm</th><th>seed</th><th>turns played</th>"
-        f"<th>error</th></tr>{rows}</table></div>"
+        "<h2>Failed episodes</h2><div class=wide><table class=errors><tr><th>arm</th><th>seed</th>"
+        f"<th>turns played</th><th>error</th></tr>{rows}</table></div>"
     )
     if len(failed) > _FAILED_ROWS:
         text += (
@@ -475,15 +671,67 @@ def _named(files: list[tuple[str, str]]) -> str:
     return named + (f" and {more} more" if more > 0 else "")
 
 
+_UNPLAYED_ARMS = 10
+"""Arms the note of episodes not played names, each with how many; past them, how many more arms."""
+
+
+def _unplayed(run: RunEpisodes) -> str:
+    """A warning of the episodes the run's ``plan`` holds that it did not play ("": none).
+
+    A run stopped early (Ctrl-C, SIGTERM, a full disk) summarizes what finished: its page would
+    otherwise show two episodes of six as if they were the run, and leave out without a word an arm
+    none of whose episodes ended. Episode files the page names as unreadable are not counted again.
+    """
+    plan = run.plan
+    if plan is None:
+        return ""
+    seeds = range(plan["first_seed"], plan["last_seed"] + 1)
+    played: dict[str, set[Any]] = {}
+    for record in run.records:
+        played.setdefault(str(record.get("arm")), set()).add(record.get("seed"))
+    for name, _ in run.skipped:
+        arm, _, file = name.rpartition("/")
+        played.setdefault(arm, set()).add(_seed_of(file))
+    missing = [
+        (arm, len(seeds) - sum(1 for seed in played.get(arm, ()) if is_int(seed) and seed in seeds))
+        for arm in plan["arms"]
+    ]
+    missing = [(arm, n) for arm, n in missing if n > 0]
+    if not missing:
+        return ""
+    none = ", so it is in no table or figure"
+    each = [
+        f"{escape(arm)}: {n} of {len(seeds)}{none if n == len(seeds) else ''}"
+        for arm, n in missing[:_UNPLAYED_ARMS]
+    ]
+    if len(missing) > _UNPLAYED_ARMS:
+        each.append(f"and {len(missing) - _UNPLAYED_ARMS} more arms")
+    total = sum(n for _, n in missing)
+    return (
+        f"<p class=warn>{total:,} of the run's {len(seeds) * len(plan['arms']):,} episodes were not played "
+        f"({'; '.join(each)}): the run was stopped before them. zorkmcp eval --resume with this folder "
+        "as --out plays them.</p>"
+    )
+
+
+def _seed_of(file: str) -> int | None:
+    """The seed of ``seed-<N>.json``, else ``None``."""
+    digits = file.removeprefix("seed-").removesuffix(".json")
+    return int(digits) if digits.isdigit() else None
+
+
 def _eval_header(run_dir: Path, run: RunEpisodes, *, summarized: bool = True) -> str:
     episodes = run.records
     models = sorted({str(r.get("model")) for r in episodes if r.get("model")})
     seeds = sorted({r["seed"] for r in episodes if isinstance(r.get("seed"), int)})
-    seed_text = f"{seeds[0]}–{seeds[-1]}" if seeds else "–"
+    seed_text = f"seeds {seeds[0]}–{seeds[-1]}" if seeds else "seeds –"
+    if len(seeds) == 1:  # a run stopped after its first seed: not "seeds 12–12"
+        seed_text = f"seed {seeds[0]}"
     text = (
         f"<h1>zorkmcp eval: {escape(run_dir.name)}</h1><p class=sub>{len(episodes)} episodes · "
-        f"model {escape(', '.join(models) or '–')} · seeds {seed_text}</p>"
+        f"model {escape(', '.join(models) or '–')} · {seed_text}</p>"
     )
+    text += _unplayed(run)
     if run.skipped:
         when = " when its arm and seed are among the run's" if run.unsure else ""
         text += (
@@ -555,12 +803,6 @@ def render_eval_report(
         "zorkmcp, do not count them). Tokens: as the model's answers reported them (– : the endpoint "
         "reported none).</p><h2>Comparisons</h2>"
         + _comparison_table(summary)
-        + "<p class=note>Welch's t interval takes the arms as two samples (Welch–Satterthwaite degrees of "
-        "freedom, Student t quantile). The paired t interval takes the score differences seed by seed, "
-        "over the seeds both arms scored: every arm plays the same seeds, so what the seed does to a "
-        "score cancels, and the paired interval is the narrower answer when the seed matters. The "
-        "reading reads the paired interval when there is one, else Welch's: above 0, the first arm "
-        "scores higher; below 0, the second; holding 0, no difference is shown at 95%.</p>"
         + _tool_section(summary)
         + "<h2>Figures</h2>"
         + _figures(arms, final_title)
@@ -594,7 +836,11 @@ def _episode_figure(episode: EpisodeEvents) -> Figure:
     ]
     if scored:
         ax.step([n for n, _ in scored], [s for _, s in scored], where="post", color="C0", lw=2, label="score")
-    ax.set_ylim(bottom=0, top=max((s for _, s in scored), default=0) * 1.15 + 1)
+        if len(scored) == 1:  # one turn: a step of one point draws nothing
+            ax.plot(*scored[0], "o", color="C0")
+    low = min((s for _, s in scored), default=0)  # below 0: a death at 0 points (Zork takes 10)
+    high = max((s for _, s in scored), default=0)
+    ax.set_ylim(bottom=low * 1.15 - 1 if low < 0 else 0, top=high * 1.15 + 1)
     ax.set(xlabel="turn", ylabel="score")
     _whole_numbers(ax.xaxis)
     _whole_numbers(ax.yaxis)
@@ -603,6 +849,7 @@ def _episode_figure(episode: EpisodeEvents) -> Figure:
     calls = [_num(t, "tool_calls") or 0.0 for t in episode.turns]
     tools.bar(turns, calls, color="C1", alpha=0.3, width=0.7, label="tool calls")
     _whole_numbers(tools.yaxis)
+    tools.set_ylim(bottom=0, top=max(max(calls, default=0), 1) * 1.15)  # no turn makes fewer than 0
     tools.set_ylabel("tool calls in the turn")
     tools.yaxis.label.set_color("C1")
     tools.spines["top"].set_visible(False)
@@ -660,8 +907,8 @@ def _transcript(episode: EpisodeEvents) -> str:
 def _result_text(end: dict[str, Any] | None, last: dict[str, Any]) -> str:
     if end is None:
         return "unfinished (no episode_complete)"
-    if end.get("error"):
-        return f"failed: {end['error']}"
+    if end.get("error"):  # its kind: the whole error, which can run to pages, follows the cards
+        return f"failed: {error_kind(end['error'])}"
     if end.get("victory"):
         return "victory"
     if end.get("game_over"):
@@ -711,6 +958,8 @@ def _episode_header(episode: EpisodeEvents, bad: int, events_path: Path) -> str:
             ]
         )
     )
+    if end is not None and end.get("error"):
+        text += f"<p class='warn err'>{escape(str(end['error']))}</p>"
     if bad:
         text += f"<p class=warn>{bad} line(s) of the log were not JSON objects and were skipped.</p>"
     return text

@@ -33,6 +33,7 @@ __all__ = [
     "EventLog",
     "ReportInputError",
     "RunEpisodes",
+    "error_kind",
     "find_episode_events",
     "read_episode_file",
     "read_event_log",
@@ -139,7 +140,7 @@ def _described(episode: EpisodeEvents) -> str:
         parts.append(f"started {when}")
     parts.append(f"{len(episode.turns)} turns" + ("" if episode.complete is not None else ", unfinished"))
     if end.get("error"):
-        parts.append(f"ended in an error: {_error_kind(end['error'])}")
+        parts.append(f"ended in an error: {error_kind(end['error'])}")
     elif end.get("stopped") == "interrupted":
         parts.append("interrupted")
     cassette = replayed_from(episode)
@@ -161,7 +162,7 @@ def replayed_from(episode: EpisodeEvents) -> str | None:
 _ERROR_KIND: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,79}")
 
 
-def _error_kind(error: Any) -> str:
+def error_kind(error: Any) -> str:
     """``CassetteMismatchError`` of ``"CassetteMismatchError: cassette …"``: the list stays one line;
     an error that does not start with its kind, whitespace collapsed and cut to 60 characters."""
     text = " ".join(str(error).split())
@@ -293,6 +294,8 @@ class RunEpisodes:
             arms of an earlier run in the folder).
         unsure: of ``skipped``, the files ``--resume`` may not play: ``summary.json`` neither covers
             them nor says which arms and seeds the run plays (one of an older zorkmcp, or none).
+        plan: ``summary.json``'s ``plan``, the arms and seeds the run plays (its ``arms``,
+            ``first_seed`` and ``last_seed``); ``None`` when it does not say.
     """
 
     records: list[dict[str, Any]]
@@ -300,6 +303,7 @@ class RunEpisodes:
     others: int
     outside: list[tuple[str, str]] = attrs.field(factory=list)
     unsure: int = 0
+    plan: dict[str, Any] | None = None
 
 
 _SEED_FILE: Final = re.compile(r"seed-(0|[1-9][0-9]*)\.json")
@@ -334,11 +338,13 @@ def read_run(run_dir: Path, episodes: list[dict[str, Any]] | None = None) -> Run
             or there is no record to draw.
     """
     root = run_dir / "episodes"
+    order, covered, plan = _summary_coverage(run_dir)
     if episodes is None and not root.is_dir():
+        if plan is not None:  # zorkmcp eval's summary.json: a run stopped before an episode ended
+            raise ReportInputError(_NOTHING_FINISHED.format(run_dir=run_dir))
         raise ReportInputError(
             f"{run_dir}: not an eval run folder (no episodes/ inside); run zorkmcp eval first"
         )
-    order, covered, plan = _summary_coverage(run_dir)
     files = _episode_files(root, order)
     records: list[dict[str, Any]] = []
     unread: list[tuple[str, str, str]] = []
@@ -374,13 +380,22 @@ def read_run(run_dir: Path, episodes: list[dict[str, Any]] | None = None) -> Run
             unsure += plan is None and (arm, name) not in summarized
         else:
             outside.append((f"{arm}/{name}", f"{never}; {why}"))
+    if not records and not unread and plan is not None:
+        raise ReportInputError(_NOTHING_FINISHED.format(run_dir=run_dir))
     if not records:
         text = f"{root}: no readable episodes/<arm>/seed-<N>.json records"
         if skipped:
             more = f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else ""
             text += f" ({skipped[0][0]}: {skipped[0][1]}{more}); play them again with zorkmcp eval --resume"
         raise ReportInputError(text)
-    return RunEpisodes(records, skipped, others, outside, unsure)
+    return RunEpisodes(records, skipped, others, outside, unsure, plan)
+
+
+_NOTHING_FINISHED: Final = (
+    "{run_dir}: this eval run finished no episode (its summary.json covers none: the run was stopped "
+    "before the first one ended), so there is nothing to draw; to play them, run the same zorkmcp "
+    "eval command with --resume --out {run_dir}"
+)
 
 
 def read_run_episodes(run_dir: Path) -> tuple[list[dict[str, Any]], int]:

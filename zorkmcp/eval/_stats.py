@@ -26,6 +26,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import statistics
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
@@ -89,17 +90,40 @@ added later go last, so that a column keeps its place from one zorkmcp to the ne
 
 
 def mean(values: Sequence[float]) -> float | None:
-    """The arithmetic mean, or ``None`` for no values."""
-    return sum(values) / len(values) if values else None
+    """The arithmetic mean, or ``None`` for no values.
+
+    Whole numbers (scores, moves) are summed as integers and divided once, so the mean of equal
+    scores is that score, whatever its size (eleven of 10**15 + 7 averaged 10**15 + 6.9 through
+    floating point); other values are summed exactly (``math.fsum``).
+    """
+    if not values:
+        return None
+    if _whole(values):
+        return sum(int(v) for v in values) / len(values)
+    return math.fsum(values) / len(values)
+
+
+def _whole(values: Sequence[float]) -> bool:
+    return all(isinstance(v, int) or (isinstance(v, float) and v.is_integer()) for v in values)
 
 
 def standard_error(values: Sequence[float]) -> float | None:
-    """Sample standard deviation over ``sqrt(n)``; ``None`` below two values."""
+    """Sample standard deviation over ``sqrt(n)``; ``None`` below two values.
+
+    Computed exactly and rounded once (whole numbers, as scores and their differences are, in
+    integers; others as fractions): equal values have a standard error of exactly 0, whatever their
+    size. Through floating point, eleven scores of 10**15 + 7 had one of 0.04, which gave their
+    comparisons a 95% interval where there is no spread to estimate one from.
+    """
     n = len(values)
     if n < 2:
         return None
-    m = sum(values) / n
-    return math.sqrt(sum((v - m) ** 2 for v in values) / (n - 1) / n)
+    if _whole(values):
+        whole = [int(v) for v in values]
+        total = sum(whole)
+        spread = n * sum(v * v for v in whole) - total * total  # n × the sum of squared deviations
+        return math.sqrt(spread / (n * n * (n - 1)))
+    return math.sqrt(statistics.variance(values) / n)
 
 
 def _beta_continued_fraction(a: float, b: float, x: float) -> float:
@@ -178,7 +202,10 @@ def welch_interval(
     se_a, se_b = standard_error(a), standard_error(b)
     assert se_a is not None
     assert se_b is not None
-    diff = sum(a) / len(a) - sum(b) / len(b)
+    mean_a, mean_b = mean(a), mean(b)
+    assert mean_a is not None
+    assert mean_b is not None
+    diff = mean_a - mean_b
     va, vb = se_a**2, se_b**2
     if va + vb == 0.0:
         return None
@@ -197,7 +224,8 @@ def paired_interval(differences: Sequence[float], level: float = 0.95) -> tuple[
     se = standard_error(differences)
     if se is None or se == 0.0:
         return None
-    diff = sum(differences) / n
+    diff = mean(differences)
+    assert diff is not None
     half = t_quantile(0.5 + level / 2.0, n - 1) * se
     return diff, diff - half, diff + half
 
