@@ -129,12 +129,17 @@ def add_eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="episodes (seeds) per arm (default 10, at most 1000000)",
     )
     p.add_argument("--seed", type=game_seed, metavar="S", help="the first seed (default 12)")
-    p.add_argument("--concurrency", type=positive_int, metavar="K", help="episodes at once (default 4)")
+    p.add_argument(
+        "--concurrency",
+        type=positive_int,
+        metavar="K",
+        help="episodes at once (default 4; lowered, and said, past what this machine's memory holds)",
+    )
     p.add_argument(
         "--turns",
-        type=positive_int,
+        type=_turn_limit,
         metavar="T",
-        help="turns per episode at most (default: max_turns_per_episode)",
+        help="turns per episode at most (default: max_turns_per_episode; at most 1000000)",
     )
     p.add_argument("--game", metavar="PATH", help="story file or game name (as for zorkmcp play)")
     p.add_argument("--model", metavar="NAME", help="model name for every arm")
@@ -164,6 +169,18 @@ def add_eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument("--pyproject", metavar="PATH", help="settings file (default ./pyproject.toml)")
     p.set_defaults(run=cmd_eval)
+
+
+def _turn_limit(text: str) -> int:
+    """``text`` as a turn limit, 1 to :data:`~zorkmcp.eval._spec.MAX_TURNS` (argparse ``type=``)."""
+    from .eval._spec import MAX_TURNS
+
+    value = positive_int(text)
+    if value > MAX_TURNS:  # past 2**53 its record would be no record: unread by summary, report, resume
+        raise argparse.ArgumentTypeError(
+            f"must be at most {MAX_TURNS}, as max_turns_per_episode, got {text!r}"
+        )
+    return value
 
 
 # -- the plan ---------------------------------------------------------------------------------------
@@ -1183,6 +1200,13 @@ def _play_plan(
         check_ray_installed()
     arms = ", ".join(arm.name for arm in plan.arms)
     at_once = min(plan.concurrency, plan.episodes * len(plan.arms))  # "16 at once" of 2 episodes would not be
+    lowered = None  # this machine holds so many episodes at once (on a cluster, the cluster decides)
+    available = memory_available() if args.ray in (None, "local") else None
+    each = MEMORY_PER_EPISODE if args.ray is None else RAY_MEMORY_PER_EPISODE
+    if (most := at_once_bound(available, each)) is not None and at_once > most:
+        lowered = lowered_line(args, plan.concurrency, most, available or 0)
+        plan = attrs.evolve(plan, concurrency=most)
+        at_once = most
     console.print(
         f"[bold]zorkmcp eval[/]: arms {escape(arms)}; seeds {plan.seed}…{plan.seed + plan.episodes - 1}; "
         f"up to {plan.max_turns} turn{'' if plan.max_turns == 1 else 's'}; {at_once} at once"
@@ -1194,12 +1218,17 @@ def _play_plan(
         settings.source or f"embedded defaults (no [tool.zorkgpt] in {args.pyproject or './pyproject.toml'})"
     )
     console.print(f"settings: {escape(str(origin))}", highlight=False, soft_wrap=True)
+    if lowered is not None:
+        err.print(f"[yellow]{escape(lowered)}[/]", highlight=False, soft_wrap=True)
     cluster = args.ray not in (None, "local")  # the workers' environment and network decide there
     for line in arm_lines(plan, cluster=cluster):
         console.print(line, highlight=False, soft_wrap=not line.startswith("[bold yellow]"))  # not the notice
     resume = args.resume or args.retry_failed
     # a resume that would mix settings stops here, before anything starts
     kept = resumable_episodes(plan, retry_failed=args.retry_failed, cluster=cluster) if resume else []
+    flag = "--retry-failed" if args.retry_failed else "--resume"
+    if (versions := other_versions_line(kept, plan.out, flag)) is not None:
+        err.print(f"[yellow]{escape(versions)}[/]", highlight=False, soft_wrap=True)
     outside = files_outside(plan) if resume else []
     if outside:
         err.print(outside_line(outside, plan.out), highlight=False, soft_wrap=True)
@@ -1223,6 +1252,115 @@ def _play_plan(
         console.print(placement.describe(), highlight=False, soft_wrap=True)
 
     return _play_and_finish(args, plan, kept, console, err, placed)
+
+
+MEMORY_PER_EPISODE: Final = 8 << 20
+"""The memory an episode is taken to hold, its servers included, with a margin: ``benchmarks/bench_eval.py``
+measured 5 MB (PSS) per episode at 64 at once with a fresh ``think`` server per turn, 3 MB without
+tools, and 2.5 MB for 400 turns without tools (200 at once: 640 MB at the peak, 130 MB of it the
+process's own); twice the larger leaves room for longer histories and the memory others take meanwhile."""
+
+RAY_MEMORY_PER_EPISODE: Final = 128 << 20
+"""The same on a Ray runtime of the run's own (``--ray``): a worker process per episode, about 110 MB
+(PSS, with its ``think`` servers; 40 at once on 2 cores took 3.7 GB)."""
+
+
+def memory_available() -> int | None:
+    """The bytes of memory this process may still take: the system's available memory (Linux's
+    ``MemAvailable``), or less where its cgroup (a container's limit) leaves less; ``None``: not known
+    (no ``/proc``, as on macOS)."""
+    try:
+        meminfo = Path("/proc/meminfo").read_text(encoding="ascii")
+    except (OSError, UnicodeDecodeError):
+        return None
+    found = re.search(r"^MemAvailable:\s+(\d+) kB$", meminfo, re.MULTILINE)
+    if found is None:
+        return None
+    available = int(found[1]) * 1024
+    try:  # cgroup v2, as a container sees its own: "max", or its limit in bytes
+        limit = Path("/sys/fs/cgroup/memory.max").read_text(encoding="ascii").strip()
+        used = Path("/sys/fs/cgroup/memory.current").read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return available
+    if limit.isdecimal() and used.isdecimal():
+        available = min(available, max(int(limit) - int(used), 0))
+    return available
+
+
+def at_once_bound(available: int | None, each: int = MEMORY_PER_EPISODE) -> int | None:
+    """The most episodes this machine plays at once in ``available`` bytes of memory, ``each`` taking
+    so many (at least one); ``None``: no bound is known.
+
+    K beyond it is not a run that goes faster but one the system's OOM killer ends, the run with
+    its episodes in flight (``--concurrency 100000`` of 100000 episodes wanted some 20 GB before its
+    first turn): the run plays this many at once instead, and says so (:func:`lowered_line`). The
+    concurrency changes no episode's result, and a resume does not compare it.
+    """
+    if available is None:
+        return None
+    return max(available // each, 1)
+
+
+def lowered_line(args: argparse.Namespace, concurrency: int, most: int, available: int) -> str:
+    """The warning of a run whose K this machine's memory does not hold (:func:`at_once_bound`)."""
+    from .eval._spec import DEFAULT_CONCURRENCY
+
+    if args.concurrency is not None:
+        named = f"--concurrency {concurrency}"
+    elif args.file is not None and concurrency != DEFAULT_CONCURRENCY:
+        named = f"{args.file}: eval.concurrency = {concurrency}"
+    else:
+        named = f"the default concurrency, {concurrency},"
+    each, instead = (
+        (f"{MEMORY_PER_EPISODE >> 20} MiB each", "play on a Ray cluster of several machines (--ray ADDRESS)")
+        if args.ray is None
+        else (f"{RAY_MEMORY_PER_EPISODE >> 20} MiB each, a Ray worker", "join a Ray cluster (--ray ADDRESS)")
+    )
+    return (
+        f"zorkmcp eval: {named} is more episodes at once than this machine's memory holds: "
+        f"{_size(available)} is available, room for {most} at about {each}; the run plays {most} at once "
+        f"(the concurrency changes no episode's result); for more at once, free memory or {instead}"
+    )
+
+
+def _size(count: int) -> str:
+    """``22.4 GiB``, ``512 MiB``: memory as the lowered line says it."""
+    return f"{count / 2**30:.1f} GiB" if count >= 2**30 else f"{count >> 20} MiB"
+
+
+def other_versions_line(kept: list[dict[str, Any]], run_dir: Path, flag: str = "--resume") -> str | None:
+    """Said when a resume keeps episodes another version of zorkmcp played (``None``: none did).
+
+    A version's agent may play otherwise (its prompt, how it reads the model's answers), and a
+    resume compares what a record says of its settings, not the code that played them: an arm's
+    mean would mix two agents without a word. A record names its version in ``zorkmcp``; one
+    without it says nothing of it. The run goes on: a release may change nothing in play, and the
+    user decides.
+
+    Args:
+        kept: the records the resume keeps.
+        run_dir: the run's folder.
+        flag: ``--resume`` or ``--retry-failed``, as the user gave it.
+    """
+    from . import __version__
+
+    others: Counter[str] = Counter()
+    first: dict[str, Any] | None = None
+    for record in kept:
+        version = record.get("zorkmcp")
+        if isinstance(version, str) and version != __version__:
+            others[version] += 1
+            first = first or record
+    if first is None:
+        return None
+    versions = ", ".join(f"{version} ({n})" for version, n in others.most_common())
+    path = run_dir / "episodes" / str(first["arm"]) / f"seed-{first['seed']}.json"
+    return (
+        f"zorkmcp eval: {flag}: {others.total()} of the finished episodes the run keeps were played by "
+        f"another zorkmcp than this one ({__version__}): {versions}, such as {path}; another version's "
+        "agent may play otherwise, and an arm's mean would mix both: to compare like with like, stop "
+        "(Ctrl-C) and pass a new --out"
+    )
 
 
 def nothing_to_resume_line(args: argparse.Namespace, run_dir: Path) -> str:

@@ -120,6 +120,7 @@ RECORD_FIELDS: Final[dict[str, tuple[Callable[[Any], bool], str, bool]]] = {
     "sampling": (lambda value: isinstance(value, dict), "an object", False),
     "setup": (_is_setup, "an object of agent settings and servers", False),
     "stopped": (*_TEXT, False),
+    "zorkmcp": (*_TEXT, False),
     "error": (*_TEXT, True),
 }
 """What each field of an episode record must hold, as ``zorkmcp eval`` writes it: (check, what it

@@ -25,6 +25,7 @@ import anyio
 import attrs
 import httpx2
 
+from .. import __version__
 from .._outputs import write_atomically, write_remedy
 from .._urls import safe_url
 from ..agent import AgentAction, ZorkAgent
@@ -495,6 +496,7 @@ def _record(spec: EpisodeSpec, summary: Any, tally: _Tally, *, runner: Runner, w
         "runner": runner,
         "pid": os.getpid(),
         "host": socket.gethostname(),  # with pid: which process, and on a cluster which node, played it
+        "zorkmcp": __version__,  # a resume that keeps another version's episodes says so
         "model": summary.model,
         "scripted": summary.scripted,
         "base_url": tally.base_url,

@@ -55,6 +55,7 @@ __all__ = [
     "DEFAULT_CONCURRENCY",
     "DEFAULT_EPISODES",
     "MAX_EPISODES",
+    "MAX_TURNS",
     "RUN_LOCK",
     "ArmSpec",
     "EpisodeSpec",
@@ -76,7 +77,15 @@ MAX_EPISODES: Final = 1_000_000
 ext4 holds about ten million in one, then says it is full), and the run reads every record back for
 its summary (a few kB each). A run of 10⁸, a slip of the keyboard, filled 5 GB with its plan in a
 minute before anything was shown."""
+MAX_TURNS: Final = 1_000_000
+"""The most turns an episode plays (``--turns``, ``max_turns``), as ``[tool.zorkgpt.orchestrator]
+max_turns_per_episode`` allows. A record keeps its limit, and a record whose numbers are not exact
+(past 2**53) is no record: ``--turns 99999999999999999999`` played and wrote episodes that the
+summary, the report and ``--resume`` then could not read (no score, exit 0, every resume played
+them again)."""
 _ARM_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_DEVICE: Final = re.compile(r"(?:CON|PRN|AUX|NUL|COM[0-9]|LPT[0-9])(?:\..*)?", re.IGNORECASE)
+"""The names Windows keeps for its devices (``CON``, ``nul.txt`` too): no folder can have them there."""
 
 
 class _Problem(ValueError):
@@ -90,6 +99,12 @@ class _Problem(ValueError):
 def _positive(_: Any, attribute: attrs.Attribute[Any], value: int | None) -> None:
     if value is not None and value < 1:
         raise _Problem(f"{attribute.name} must be >= 1, got {value}", attribute.name)
+
+
+def _turns(inst: Any, attribute: attrs.Attribute[Any], value: int | None) -> None:
+    _positive(inst, attribute, value)
+    if value is not None and value > MAX_TURNS:  # as [tool.zorkgpt.orchestrator] max_turns_per_episode
+        raise _Problem(f"{attribute.name} must be <= {MAX_TURNS}, got {value}", attribute.name)
 
 
 def _seed(_: Any, attribute: attrs.Attribute[Any], value: int | None) -> None:
@@ -127,12 +142,30 @@ def _named(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
 
 
 def _arm_name(_: Any, attribute: attrs.Attribute[Any], value: str) -> None:
+    """A name that is a folder's on Linux, macOS and Windows alike (a run's folder is copied, shared)."""
     if not _ARM_NAME.fullmatch(value):
         raise _Problem(
             f"name must be 1-64 letters, digits, '.', '_' or '-' (ASCII, the first a letter or digit: it "
-            f"names a folder), got {value!r}",
+            f"names a folder), got {_shown(value)}{_long(value)}",
             "name",
         )
+    if value.endswith("."):  # Windows drops it: "v1." would be v1's folder
+        raise _Problem(
+            f"name must not end with '.' (it names a folder, and Windows drops a trailing '.': it would "
+            f"be {value.rstrip('.')!r}), got {value!r}",
+            "name",
+        )
+    if _DEVICE.fullmatch(value):
+        raise _Problem(
+            f"name must not be a device name of Windows (CON, PRN, AUX, NUL, COM0-9, LPT0-9, with or "
+            f"without an extension), where no folder can have it, got {value!r}",
+            "name",
+        )
+
+
+def _long(name: str) -> str:
+    """`` (300 characters)``, said of a name too long for a folder (its first 40 are shown)."""
+    return f" ({len(name)} characters)" if len(name) > 64 else ""
 
 
 def _http_url(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
@@ -201,7 +234,7 @@ class EvalTable:
 
     episodes: int | None = field(default=None, validator=_positive)
     seed: int | None = field(default=None, validator=_seed)
-    max_turns: int | None = field(default=None, validator=_positive)
+    max_turns: int | None = field(default=None, validator=_turns)
     concurrency: int | None = field(default=None, validator=_positive)
     game: str | None = None
     out: str | None = field(default=None, validator=_not_blank)
@@ -452,6 +485,12 @@ def _check_tables(path: Path, data: dict[str, Any]) -> None:
         raise ConfigError(
             f"{path}: arms must be an array of tables ([[arms]] with name, model, …, one per arm), got "
             f"{_shown(arms)} (fix the key in the eval file)"
+        )
+    if arms == []:  # written out, it says "no arm": the one arm zorkmcp play would use was played instead
+        raise ConfigError(
+            f"{path}: arms is empty (arms = []), so the file plays no arm; write one [[arms]] table per "
+            "arm (name, model, …), or leave arms out for the one arm zorkmcp play would use (fix the key "
+            "in the eval file)"
         )
     for index, arm in enumerate(arms or []):
         if not isinstance(arm, dict):
