@@ -9,32 +9,56 @@ Every text from outside (the game's, the model's reasoning and action, a tool's 
 result) has its control characters written as escapes (``\\x1b``, :mod:`zorkmcp._controls`) before
 it is measured, so a model cannot clear the screen or set the window title through the view, and the
 lines keep their widths.
+
+In a narrow terminal the header takes more lines rather than cutting its parts (``tur… score
+35/350  m…`` in 20 columns): the bar goes when it has no room, the turn, the score and the moves go
+on lines of their own as they need, and the action under the location.
+
+On a terminal whose encoding is not UTF-8 (``PYTHONIOENCODING=ascii``, a Latin-1 locale) the view is
+drawn in ASCII, each symbol as wide as it was, and a character of outside text the encoding lacks
+is written as its escape (``\\u2026``) before it is measured: written as an escape after rich had
+measured it as one cell, it widened its line past the terminal, the line wrapped, and every frame
+was left on the screen under the one before.
+
+The live display (:class:`TerminalLive`) draws where the terminal has it: not at all while the
+command runs in the background (``bg``: it drew over the shell's prompt), afresh below what the
+shell printed once the command is back from Ctrl-Z (``fg``: it drew over the shell's lines from
+where the last frame had been), and, after the terminal was made narrower, from where the
+terminal's reflow of the last frame put its first line (it left the top of that frame above the
+new one). The terminal's echo and cursor meanwhile: :func:`zorkmcp._console.keys_not_echoed`.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
+import sys
 from contextlib import ExitStack
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
-from rich.console import Console, ConsoleOptions, Group, RenderResult
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.control import Control
 from rich.live import Live
 from rich.panel import Panel
 from rich.progress_bar import ProgressBar
+from rich.segment import Segment, Segments
 from rich.table import Table
 from rich.text import Text
 
-from ._console import keys_not_echoed
+from ._console import encodable, in_background, keys_not_echoed, same_terminal, suspensions, terminal_fd
 from ._controls import visible_controls
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
+
+    from rich.console import ConsoleRenderable
 
     from .engine import ToolCallRecord
     from .llm import ModelUse
     from .orchestrator import TurnRecord
 
-__all__ = ["LiveView", "Progress", "progress_line", "sparkline"]
+__all__ = ["LiveView", "Progress", "TerminalLive", "progress_line", "redraws", "sparkline"]
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 _OUTCOME_MARK = {
@@ -44,6 +68,13 @@ _OUTCOME_MARK = {
     "timeout": ("⏱", "yellow"),
     "skipped": ("–", "dim"),
 }
+_ASCII: Final = str.maketrans(
+    {"…": "~", "·": "-", "–": "-", "—": "-", "→": ">", "✓": "+", "✗": "x", "⏱": "!"}
+    | dict(zip(BLOCKS, "_.:-=+*#", strict=True))
+)
+"""The view's own symbols in ASCII, each as wide as it was (a terminal whose encoding is not UTF-8)."""
+_BAR_MIN: Final = 5
+"""The narrowest progress bar drawn beside the turn and the score: below it, no bar."""
 
 
 def _quote(text: str) -> str:
@@ -80,41 +111,51 @@ def sparkline(scores: Sequence[int], *, width: int, maximum: int | None = None) 
     return "".join(BLOCKS[max(0, min(len(BLOCKS) - 1, round(s / top * (len(BLOCKS) - 1))))] for s in shown)
 
 
-def _short(value: Any, width: int) -> str:
+def _known(encoding: str) -> str:
+    """``encoding``, or ASCII when Python does not know it."""
+    try:
+        codecs.lookup(encoding)
+    except LookupError:
+        return "ascii"
+    return encoding
+
+
+def _flat(text: str, encoding: str = "utf-8") -> str:
+    """``text`` on one line, its control characters visible (and what ``encoding`` lacks escaped)."""
+    return " ".join(encodable(visible_controls(text), encoding).split())
+
+
+def _short(value: Any, width: int, encoding: str = "utf-8") -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    text = " ".join(visible_controls(text).split())
+    text = _flat(text, encoding)
     return text if len(text) <= width else text[: max(0, width - 1)] + "…"
 
 
-def _call_line(turn: int, call: ToolCallRecord, width: int, *, current: bool) -> Text:
+def _call_line(turn: int, call: ToolCallRecord, width: int, encoding: str, *, current: bool) -> Text:
     mark, style = _OUTCOME_MARK.get(call.outcome, ("?", "dim"))
-    room = max(8, (width - len(call.name) - 24) // 2)
+    name = _flat(call.name, encoding)
+    room = max(8, (width - len(name) - 24) // 2)
     line = Text(no_wrap=True, overflow="ellipsis", style="" if current else "dim")
     line.append(f"t{turn:<3} ")
     line.append(f"{mark} ", style=style)
-    line.append(visible_controls(call.name), style="bold cyan")
-    line.append(f" {_short(call.arguments, room)}")
+    line.append(name, style="bold cyan")
+    line.append(f" {_short(call.arguments, room, encoding)}")
     if call.result_preview:
-        line.append(f" → {_short(call.result_preview, room)}")
+        line.append(f" → {_short(call.result_preview, room, encoding)}")
     line.append(f"  {call.duration:.2f}s {call.outcome}", style=style)
     line.truncate(width, overflow="ellipsis")
     return line
 
 
 def _clip(console: Console, text: str, width: int, lines: int, style: str = "") -> Text:
-    """``text`` wrapped to ``width`` and cut to ``lines`` lines (``…`` marks a cut)."""
-    wrapped = list(Text(_flat(text) or "-", style=style).wrap(console, max(1, width)))
+    """``text`` (already flat) wrapped to ``width`` and cut to ``lines`` lines (``…`` marks a cut)."""
+    wrapped = list(Text(text or "-", style=style).wrap(console, max(1, width)))
     if len(wrapped) > lines:
         wrapped = wrapped[:lines]
         last = wrapped[-1]
         last.truncate(max(1, width - 1))
         last.append("…")
     return Text("\n").join(wrapped)
-
-
-def _flat(text: str) -> str:
-    """``text`` on one line, its control characters visible."""
-    return " ".join(visible_controls(text).split())
 
 
 def _model_use(use: ModelUse) -> str:
@@ -125,6 +166,40 @@ def _model_use(use: ModelUse) -> str:
 
 def _panel(body: Text, title: str) -> Panel:
     return Panel(body, title=title, title_align="left")
+
+
+def _packed(parts: Sequence[str], width: int) -> list[str]:
+    """``parts`` on as few lines of ``width`` as they fit on, two spaces apart, none split."""
+    lines: list[str] = []
+    for part in parts:
+        if lines and cell_len(lines[-1]) + 2 + cell_len(part) <= width:
+            lines[-1] += "  " + part
+        else:
+            lines.append(part)
+    return lines
+
+
+def _in_ascii(line: list[Segment], encoding: str) -> Iterator[Segment]:
+    """A rendered line for a terminal whose encoding is not UTF-8: the view's symbols (and rich's
+    ``…``) in ASCII, anything else the encoding lacks as ``?``, each as wide as it was."""
+    for segment in line:
+        if segment.control:
+            yield segment
+            continue
+        text = segment.text.translate(_ASCII)
+        try:
+            text.encode(encoding)
+        except UnicodeEncodeError:
+            text = "".join(c if _has(c, encoding) else "?" * cell_len(c) for c in text)
+        yield Segment(text, segment.style)
+
+
+def _has(char: str, encoding: str) -> bool:
+    try:
+        char.encode(encoding)
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 class LiveView:
@@ -141,6 +216,8 @@ class LiveView:
         self.turn_limit = turn_limit
         self.model_use = model_use
         self.records: list[TurnRecord] = []
+        self.drawn: tuple[int, list[int]] | None = None
+        """The width the last frame was laid out for, and the cells of each of its lines."""
 
     def add(self, record: TurnRecord) -> None:
         """Take the turn just played."""
@@ -149,52 +226,79 @@ class LiveView:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         width = options.max_width
         height = options.height or options.size.height
-        if not self.records:
-            yield Text("waiting for the first turn…", style="dim")
-            return
-        yield self._render(console, width, max(12, height - 1))
-
-    def _header(self, width: int) -> Group:
-        last = self.records[-1]
-        maximum = last.max_score if last.max_score is not None else None
-        grid = Table.grid(padding=(0, 1), expand=True)
-        grid.add_column(no_wrap=True)
-        grid.add_column(ratio=1)
-        grid.add_column(no_wrap=True, justify="right")
-        done = f"turn {last.turn}/{self.turn_limit}"
-        score = f"score {last.score}" + (f"/{maximum}" if maximum is not None else "")
-        grid.add_row(
-            Text(done, style="bold"),
-            ProgressBar(total=max(1, self.turn_limit), completed=last.turn),
-            Text(f"{score}  moves {last.moves}", style="bold"),
+        encoding = _known(options.encoding)
+        frame: RenderableType = (
+            self._render(console, width, max(12, height - 1), encoding)
+            if self.records
+            else Text("waiting for the first turn…", style="dim")
         )
+        lines = console.render_lines(frame, options, pad=False)
+        self.drawn = (width, [Segment.get_line_length(line) for line in lines])
+        for line in lines:
+            yield from _in_ascii(line, encoding) if options.ascii_only else line
+            yield Segment.line()
+
+    def _header(self, width: int, encoding: str) -> list[RenderableType]:
+        """The turn, the score and the moves (beside a bar when it fits), where the player is and what
+        was played, and the score's sparkline: in a narrow terminal on more lines, no part cut."""
+        last = self.records[-1]
+        done = f"turn {last.turn}/{self.turn_limit}"
+        score = f"score {last.score}" + (f"/{last.max_score}" if last.max_score is not None else "")
+        moves = f"moves {last.moves}"
+        header: list[RenderableType]
+        if len(done) + len(score) + len(moves) + 4 + _BAR_MIN <= width:
+            grid = Table.grid(padding=(0, 1), expand=True)
+            grid.add_column(no_wrap=True)
+            grid.add_column(ratio=1)
+            grid.add_column(no_wrap=True, justify="right")
+            grid.add_row(
+                Text(done, style="bold"),
+                ProgressBar(total=max(1, self.turn_limit), completed=last.turn),
+                Text(f"{score}  {moves}", style="bold"),
+            )
+            header = [grid]
+        else:  # no room for a bar: the figures whole, on as many lines as they need
+            header = [
+                Text(line, style="bold", no_wrap=True, overflow="ellipsis")
+                for line in _packed([done, score, moves], width)
+            ]
         state = " — victory" if last.victory else " — game over" if last.game_over else ""
-        where = Text(no_wrap=True, overflow="ellipsis")
-        where.append("at ", style="dim")
-        where.append(_flat(last.location) or "?", style="bold yellow")
-        where.append("  > ", style="dim")
-        where.append(_flat(last.action), style="bold")
-        where.append(state, style="bold red")
-        placed: Text | Table = where
+        at = Text(no_wrap=True, overflow="ellipsis")
+        at.append("at ", style="dim")
+        at.append(_flat(last.location, encoding) or "?", style="bold yellow")
+        played = Text(no_wrap=True, overflow="ellipsis")
+        played.append("> ", style="dim")
+        played.append(_flat(last.action, encoding), style="bold")
+        played.append(state, style="bold red")
+        where = Text(no_wrap=True, overflow="ellipsis").append_text(at).append("  ").append_text(played)
         use = _model_use(self.model_use) if self.model_use is not None else ""
         if use and where.cell_len + 2 + len(use) <= width:  # where the player is comes first
             placed = Table.grid(padding=(0, 2), expand=True)
             placed.add_column(ratio=1, no_wrap=True)
             placed.add_column(no_wrap=True, justify="right")
             placed.add_row(where, Text(use, style="dim"))
+            header.append(placed)
+        elif where.cell_len <= width:
+            header.append(where)
+        else:  # the location, then the action, each on its line
+            header += [at, played]
         scores = [r.score for r in self.records]
         label = f"score 0–{max(scores)} "
         spark = sparkline(scores, width=width - len(label) - 2)
-        line = Text(label, style="dim").append(spark, style="green")
-        return Group(grid, placed, line)
+        header.append(
+            Text(label, style="dim", no_wrap=True, overflow="ellipsis").append(spark, style="green")
+        )
+        return header
 
-    def _render(self, console: Console, width: int, height: int) -> Group:
+    def _render(self, console: Console, width: int, height: int, encoding: str) -> Group:
         last = self.records[-1]
         inner = width - 4
-        body = height - 3 - 6  # the header, then three panels with two border lines each
+        header = self._header(width, encoding)
+        body = height - len(header) - 6  # three panels with two border lines each
         calls = self._recent_calls()
-        game_need = len(Text(_flat(last.observation)).wrap(console, inner))
-        reason_need = len(Text(_flat(last.reasoning)).wrap(console, inner))
+        observation, reasoning = _flat(last.observation, encoding), _flat(last.reasoning, encoding)
+        game_need = len(Text(observation).wrap(console, inner))
+        reason_need = len(Text(reasoning).wrap(console, inner))
         call_lines = max(1, min(len(calls), body // 3))
         reason_lines = max(1, min(reason_need, max(2, body // 5)))
         game_lines = max(1, min(game_need, body - call_lines - reason_lines))
@@ -203,13 +307,19 @@ class LiveView:
         call_lines += extra
         reason_lines += max(0, min(spare - extra, reason_need - reason_lines))
         shown = [
-            _call_line(turn, call, inner, current=turn == last.turn) for turn, call in calls[:call_lines]
+            _call_line(turn, call, inner, encoding, current=turn == last.turn)
+            for turn, call in calls[:call_lines]
         ] or [Text("no tool calls yet", style="dim")]
-        title = f"tool calls — turn {last.turn}: {last.tool_calls}"
+        titles = (
+            f"tool calls — turn {last.turn}: {last.tool_calls}",
+            f"tool calls: {last.tool_calls}",
+            f"calls: {last.tool_calls}",
+        )
+        title = next((t for t in titles if len(t) + 6 <= width), titles[-1])
         return Group(
-            self._header(width),
-            _panel(_clip(console, last.observation, inner, game_lines), "game"),
-            _panel(_clip(console, last.reasoning, inner, reason_lines, "italic"), "reasoning"),
+            *header,
+            _panel(_clip(console, observation, inner, game_lines), "game"),
+            _panel(_clip(console, reasoning, inner, reason_lines, "italic"), "reasoning"),
             _panel(Text("\n").join(shown), title),
         )
 
@@ -221,13 +331,68 @@ class LiveView:
         return found
 
 
+class TerminalLive(Live):
+    """rich's live display, drawn where the terminal has it (the module docstring).
+
+    Args:
+        renderable: what to draw; a :class:`LiveView` also says how wide the lines of its last frame
+            were, for a terminal made narrower.
+        console: the console to draw on.
+        kwargs: rich's :class:`~rich.live.Live` arguments.
+    """
+
+    def __init__(self, renderable: RenderableType, *, console: Console, **kwargs: Any) -> None:
+        super().__init__(renderable, console=console, **kwargs)
+        self._fd = terminal_fd(console.file)
+        self._suspensions = suspensions()
+        self._away = False
+        """Frames were not drawn (the command ran in the background): the next is drawn afresh."""
+
+    def process_renderables(self, renderables: list[ConsoleRenderable]) -> list[ConsoleRenderable]:
+        with self._lock:
+            if self.console.is_interactive and self._fd is not None:
+                where = self._where(self._fd)
+                if where == "away" and self.is_started:
+                    return renderables  # in the background: what is printed goes out, the frame waits
+                if where != "here":  # the last frame stays above what the shell printed meanwhile
+                    self._live_render._shape = None
+                    renderables = [Control.show_cursor(False), *renderables]  # shown while stopped
+                if where == "away":  # the last frame of a run in the background: after the shell's prompt
+                    renderables = [Segments([Segment.line()]), *renderables]
+            return super().process_renderables(renderables)
+
+    def _where(self, fd: int) -> str:
+        """Where the next frame goes: ``"away"`` (in the background: not drawn), ``"afresh"`` (below
+        what the shell printed: the command stopped on Ctrl-Z or ran in the background), or ``"here"``
+        over the last frame, which starts where the terminal has it now (after the terminal was
+        made narrower, each of its lines reflowed onto as many rows as it now takes)."""
+        if in_background(fd):
+            self._away = True
+            return "away"
+        if self._away or suspensions() != self._suspensions:
+            self._suspensions, self._away = suspensions(), False
+            return "afresh"
+        render = self._live_render
+        drawn = getattr(self.get_renderable(), "drawn", None)
+        if render._shape is not None and drawn is not None:
+            width, cells = drawn
+            now = self.console.width
+            if now < width:
+                render._shape = (now, sum(max(1, -(-n // now)) for n in cells[: render._shape[1]]))
+        return "here"
+
+
 class Progress:
     """Per-turn progress: the live view on a terminal, plain lines otherwise, nothing when quiet.
 
     A dumb terminal (``TERM=dumb`` or ``unknown``) gets the lines: rich's live display does not
-    redraw there, and would show nothing until the episode ends.
+    redraw there, and would show nothing until the episode ends. So does an output that is not a
+    terminal although ``FORCE_COLOR`` (or ``TTY_COMPATIBLE=1``) says it takes colours: a CI log would
+    get every frame, four times a second; ``TTY_INTERACTIVE=0`` asks for the lines on a terminal.
 
     The live view's last frame stays on the screen when the episode ends (above the summary).
+    What is written to stderr meanwhile goes above it when stderr is that terminal, and to stderr
+    otherwise (``2>debug.log``).
 
     Args:
         console: where to draw.
@@ -236,8 +401,7 @@ class Progress:
 
     def __init__(self, console: Console, *, quiet: bool) -> None:
         self.console = console
-        live = console.is_terminal and not console.is_dumb_terminal
-        self.mode = "off" if quiet else "live" if live else "lines"
+        self.mode = "off" if quiet else "live" if redraws(console) else "lines"
         self.live: Live | None = None
         self.view: LiveView | None = None
         self._terminal = ExitStack()
@@ -251,8 +415,13 @@ class Progress:
         """
         if self.mode == "live":
             self.view = LiveView(turn_limit, model_use)
-            self.live = Live(
-                self.view, console=self.console, refresh_per_second=4, transient=False, redirect_stdout=False
+            self.live = TerminalLive(
+                self.view,
+                console=self.console,
+                refresh_per_second=4,
+                transient=False,
+                redirect_stdout=False,
+                redirect_stderr=same_terminal(self.console, sys.stderr),
             )
             self._terminal.enter_context(keys_not_echoed(self.console))
             self.live.start()
@@ -272,3 +441,11 @@ class Progress:
         if live is not None:
             live.stop()
         self._terminal.close()
+
+
+def redraws(console: Console) -> bool:
+    """Whether ``console`` takes a live view: a terminal that redraws (not ``TERM=dumb``, not
+    ``TTY_INTERACTIVE=0``), and a real one unless the program said so (``force_terminal=True``)."""
+    if not console.is_interactive or console.is_dumb_terminal:
+        return False
+    return bool(getattr(console, "_force_terminal", None)) or terminal_fd(console.file) is not None

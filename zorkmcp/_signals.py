@@ -28,6 +28,8 @@ Where SIGINT is ignored, SIGTERM and SIGHUP keep ending the command on the spot,
 servers it started end first (:func:`_end_with_servers`). An idle server would end anyway, as its
 pipes close; one busy in a call, or one that ignores the end of its input, would outlive the command
 (``zorkmcp call`` started with ``&`` in a script, then ``kill``: the server ran on under PID 1).
+And the terminal is put back first (:func:`on_sudden_end`): a live view had turned its echo off and
+hidden its cursor, and the shell was left with neither.
 
 Once a command is stopping, what it still writes (``zorkmcp eval``'s summary and ``report.html``)
 takes a moment, and a user who finds the first Ctrl-C slow presses it again. Under :func:`held_ctrl_c`
@@ -61,6 +63,7 @@ __all__ = [
     "ctrl_c_in_finalizers",
     "held_ctrl_c",
     "interruption",
+    "on_sudden_end",
     "reader_gone",
     "stopped_status",
     "stops_as_ctrl_c",
@@ -74,6 +77,8 @@ _in_finalizers: list[bool] = []
 """A ``True`` per Ctrl-C raised in a finalizer, where Python drops it (:func:`_ctrl_c_in_a_finalizer`)."""
 _insisting: list[CtrlCHold] = []
 """The :class:`CtrlCHold` whose press insisted (it raised ``KeyboardInterrupt``), until it is released."""
+_sudden_end: list[Callable[[], object]] = []
+"""What puts the terminal back (:func:`on_sudden_end`) when a signal ends the command on the spot."""
 _terminal: list[int] = []
 """Standard output and error where they were a terminal when :func:`stops_as_ctrl_c` took over (once
 the terminal hangs up, ``isatty`` says no more)."""
@@ -301,6 +306,19 @@ def reader_gone(fd: int) -> bool:
     return True
 
 
+@contextmanager
+def on_sudden_end(restore: Callable[[], object]) -> Iterator[None]:
+    """Within the block, ``restore`` is called when SIGTERM or SIGHUP ends the command on the spot
+    (where SIGINT is ignored: :func:`_end_with_servers`), before it ends; ``with`` blocks do not
+    unwind then. For what the command set on its terminal (:func:`zorkmcp._console.keys_not_echoed`).
+    """
+    _sudden_end.append(restore)
+    try:
+        yield
+    finally:
+        _sudden_end.remove(restore)
+
+
 SERVERS_GRACE = 1.0
 """Seconds the servers get to end on SIGTERM before SIGKILL, when the command ends on the spot."""
 
@@ -313,6 +331,8 @@ def _end_with_servers(signum: int, frame: Any) -> None:
     holds them all), each pinned with a pidfd, so a PID used again meanwhile is never hit.
     """
     del frame
+    for restore in reversed(_sudden_end):
+        restore()
     pinned = []
     # Linux only (/proc, pidfds), as the session sweep (zorkmcp.mcp._sweep); elsewhere the default alone
     for pid in _descendants(os.getpid()) if hasattr(os, "pidfd_open") and os.path.isdir("/proc") else ():

@@ -9,14 +9,17 @@ nothing said, else 1 with one line on stderr. Standard library only.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 
-__all__ = ["EXIT_READER_GONE", "OutputError", "output_failed", "print_line"]
+__all__ = ["CLOSED", "EXIT_READER_GONE", "OutputError", "output_failed", "print_line"]
 
 EXIT_FAILED = 1
 EXIT_READER_GONE = 141
 """128 + SIGPIPE: what a shell reports for a writer whose reader went away (``zorkmcp play`` too)."""
+CLOSED = "it is closed (send it to /dev/null to drop it)"
+"""Why standard output cannot be written when it was closed (``>&-``): ``sys.stdout`` is ``None``."""
 
 
 class OutputError(Exception):
@@ -35,9 +38,12 @@ def print_line(text: str) -> None:
     the count, so the output would end short with status 0); writing the rest raises ``EPIPE``.
 
     Raises:
-        OutputError: standard output could not be written.
+        OutputError: standard output could not be written, or is closed (``>&-``: an ``EBADF`` that
+            says so, where writing to ``sys.stdout``, ``None``, was an ``AttributeError`` traceback).
     """
     stream = sys.stdout
+    if stream is None:  # closed (>&-): Python has no stream for it
+        raise OutputError(OSError(errno.EBADF, CLOSED))
     buffer = getattr(stream, "buffer", None)
     try:
         if buffer is None:
@@ -60,7 +66,7 @@ def output_failed(error: OSError, prefix: str = "") -> int:
     (``zorkmcp report: wrote report.html, but ``) and ``cannot write to standard output: <why>``.
     """
     try:
-        fd = sys.stdout.fileno()
+        fd = sys.stdout.fileno() if sys.stdout is not None else -1  # None: closed, nothing to flush
     except (OSError, ValueError):  # not a file (a test's capture): nothing is flushed at exit
         fd = -1
     if fd >= 0:
