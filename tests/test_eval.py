@@ -866,9 +866,9 @@ async def test_an_endpoint_that_refuses_connections_stops_the_run_naming_it_and_
     assert code == 2, out
     line = " ".join(err.split())  # one line, which rich wraps
     assert line.startswith(
-        f"zorkmcp eval: ConfigError: the model endpoint {wrong} of arm(s) a, b cannot be reached "
-        "(ConnectError: "
-    )  # then anyio's words for it
+        f"zorkmcp eval: ConfigError: the model endpoint {wrong} of arm(s) a, b cannot be reached: "
+        f"cannot connect to {wrong} (connection refused, or the server is not running) "
+    )
     assert line.endswith(
         " (and 1 more endpoint(s)); start it, or pass the right --base-url (or base_url in [[arms]], or "
         "agent_base_url in [tool.zorkgpt.llm])"
@@ -1251,7 +1251,7 @@ def test_live_progress_in_an_80x24_terminal(tmp_path: Path) -> None:
     rows = [
         w
         for w in words
-        if re.fullmatch(r"(mcp|no-mcp) 3 0 \d+\.\d\d ± \d+\.\d\d 0\.00 4\.0 0\.\d\d [\d,]+ / [\d,]+", w)
+        if re.fullmatch(r"(mcp|no-mcp) 3 0 \d+\.\d\d ± \d+\.\d\d 0% 4\.0 0\.\d\d [\d,]+ / [\d,]+", w)
     ]
     assert len(rows) == 2, lines
     assert any(

@@ -67,7 +67,7 @@ def test_an_arms_key_variable_that_is_not_set_stops_the_run_naming_the_arm_and_t
     assert "\n  keyed  openai/gpt-4o-mini at http://127.0.0.1:9/v1; no tools\n" in out
     assert " ".join(err.split()).startswith(
         "zorkmcp eval: ConfigError: the model endpoint http://127.0.0.1:9/v1 of arm(s) keyed cannot be "
-        "reached (ConnectError: "
+        "reached: cannot connect to http://127.0.0.1:9/v1 (connection refused, or the server is not running)"
     )
 
 

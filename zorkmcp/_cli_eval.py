@@ -20,6 +20,7 @@ import argparse
 import gc
 import os
 import re
+import sys
 import time
 from collections import Counter
 from contextlib import ExitStack, contextmanager, suppress
@@ -45,8 +46,9 @@ from rich.table import Column, Table
 from rich.text import Text
 
 from ._argtypes import MAX_SEED, game_seed, http_url, positive_int
-from ._console import OutputConsole, TerminalConsole, keys_not_echoed
+from ._console import OutputConsole, TerminalConsole, keys_not_echoed, same_terminal
 from ._controls import visible_controls
+from ._live import redraws
 from ._signals import ctrl_c_again_later, ctrl_c_in_finalizers, held_ctrl_c
 from ._urls import safe_url
 from .errors import ConfigError, GameError, RunWriteError
@@ -604,7 +606,8 @@ class LiveProgress:
         """Called as the trio loop that plays the episodes ends (once an episode started in it)."""
         self._in_loop = False
         self.clock = clock
-        self.mode = "off" if quiet else "live" if console.is_terminal else "lines"
+        # a live bar needs a terminal that redraws (not TERM=dumb, nor FORCE_COLOR into a file)
+        self.mode = "off" if quiet else "live" if redraws(console) else "lines"
         self.started_at = clock()
         self.retries: dict[str, _Retries] = {}
         """Per model endpoint, the retries of its requests (:meth:`retried`)."""
@@ -620,7 +623,13 @@ class LiveProgress:
 
     def __enter__(self) -> LiveProgress:
         if self.mode == "live":
-            self.bar = Progress(*self._columns(), console=self.console, transient=False)
+            # what others write to stderr goes above the bar only when stderr is that terminal
+            self.bar = Progress(
+                *self._columns(),
+                console=self.console,
+                transient=False,
+                redirect_stderr=same_terminal(self.console, sys.stderr),
+            )
             for name, tally in self.arms.items():
                 tally.task = self.bar.add_task(name, total=tally.total, arm=name, stats="")
             self._terminal.enter_context(keys_not_echoed(self.console))
@@ -831,11 +840,13 @@ _SUMMARY_COLUMNS = ("episodes", "failed", "score ± se", "win rate", "moves", "t
 
 def _summary_cells(arm: dict[str, Any]) -> list[str]:
     """An arm's figures, in the order of :data:`_SUMMARY_COLUMNS`."""
+    from .eval._stats import percent
+
     return [
         _fmt(arm.get("episodes")),
         _fmt(arm.get("failed")),
         f"{_fmt(arm.get('mean_score'))} ± {_fmt(arm.get('se_score'))}",
-        _fmt(arm.get("win_rate")),
+        percent(arm.get("win_rate")),  # 1 win in 250 is 0.4%, which 0.00 hid
         _fmt(arm.get("mean_moves"), 1),
         _fmt(arm.get("tool_calls_per_turn")),
         f"{_count(arm.get('prompt_tokens'))} / {_count(arm.get('completion_tokens'))}",

@@ -30,6 +30,7 @@ import anyio
 import attrs
 import httpx2
 
+from .._netfail import explain_connect
 from .._urls import safe_url
 from ..errors import ConfigError
 from ._runner import endpoint_of, open_http_pools
@@ -149,6 +150,8 @@ async def _unanswered(
                         extensions={"trace": trace},
                     ):
                         pass  # the headers are the answer; the body is not read
+            except httpx2.ConnectError as exc:  # refused, unknown host, the proxy, TLS: in words
+                why[url] = (f"cannot be reached: {explain_connect(exc, shown)}", _START)
             except (httpx2.TransportError, httpx2.InvalidURL) as exc:
                 why[url] = (f"cannot be reached ({type(exc).__name__}: {exc})", _START)
             tg.cancel_scope.cancel()

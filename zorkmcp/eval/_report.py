@@ -34,7 +34,7 @@ from ._results import (
     replayed_from,
 )
 from ._spec import RUN_LOCK
-from ._stats import comparison_reading, group_by_arm, summarize, write_summary_csv
+from ._stats import comparison_reading, group_by_arm, percent, summarize, write_summary_csv
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -423,15 +423,8 @@ def _low_high(low: Any, high: Any) -> str:
 
 
 def _percent(share: Any) -> str:
-    """``40%``; as many decimals as it takes for a share above 0 not to read 0% nor one below 1 100%
-    (one win in 250 episodes is ``0.4%``, not ``0%``); ``–`` for none."""
-    if not isinstance(share, int | float) or isinstance(share, bool) or not math.isfinite(share):
-        return "–"
-    for digits in range(4):
-        text = f"{share:.{digits}%}"
-        if (float(text[:-1]) != 0 or share == 0) and (float(text[:-1]) != 100 or share >= 1):
-            return text
-    return "&lt;0.001%" if share < 0.5 else "&gt;99.999%"  # HTML
+    """:func:`~zorkmcp.eval._stats.percent`, for HTML."""
+    return escape(percent(share))
 
 
 def _tokens(count: Any) -> str:

@@ -48,6 +48,7 @@ __all__ = [
     "is_strings",
     "mean",
     "paired_interval",
+    "percent",
     "standard_error",
     "summarize",
     "t_quantile",
@@ -101,6 +102,18 @@ def mean(values: Sequence[float]) -> float | None:
     if _whole(values):
         return sum(int(v) for v in values) / len(values)
     return math.fsum(values) / len(values)
+
+
+def percent(share: Any) -> str:
+    """A share as people read it: ``40%``, with as many decimals as it takes for a share above 0 not
+    to read 0% nor one below 1 100% (one win in 250 episodes is ``0.4%``, not ``0%``); ``–`` for none."""
+    if not isinstance(share, int | float) or isinstance(share, bool) or not math.isfinite(share):
+        return "–"
+    for digits in range(4):
+        text = f"{share:.{digits}%}"
+        if (float(text[:-1]) != 0 or share == 0) and (float(text[:-1]) != 100 or share >= 1):
+            return text
+    return "<0.001%" if share < 0.5 else ">99.999%"
 
 
 def _whole(values: Sequence[float]) -> bool:
