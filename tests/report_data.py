@@ -258,3 +258,23 @@ def fail_episode(run_dir: Path, arm: str, seed: int, error: str, turns: int = 0)
         game_over=False,
     )
     path.write_text(json.dumps(record), encoding="utf-8")
+
+
+def short_record(arm: str, seed: int, score: int, **extra: Any) -> dict[str, Any]:
+    """An episode record as zorkmcp eval writes it, of three turns and no tools; ``extra`` overrides."""
+    return {
+        "arm": arm,
+        "seed": seed,
+        "score": score,
+        "max_score": 350,
+        "moves": 3,
+        "turns": 3,
+        "victory": False,
+        "game_over": False,
+        "deaths": 0,
+        "tool_calls": 0,
+        "scores": [0, 0, score],
+        "model": "m",
+        "scripted": True,
+        "servers": [],
+    } | extra

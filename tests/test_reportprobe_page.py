@@ -12,6 +12,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from report_data import short_record
 
 from zorkmcp.cli import main
 from zorkmcp.eval import render_episode_report, render_eval_report, summarize
@@ -23,23 +24,7 @@ if TYPE_CHECKING:
 
 
 def record(arm: str, seed: int, score: int, **extra: Any) -> dict[str, Any]:
-    """An episode record as zorkmcp eval writes it (a few turns, no tools)."""
-    return {
-        "arm": arm,
-        "seed": seed,
-        "score": score,
-        "max_score": 350,
-        "moves": 3,
-        "turns": 3,
-        "victory": False,
-        "game_over": False,
-        "deaths": 0,
-        "tool_calls": 0,
-        "scores": [0, 0, score],
-        "model": "m",
-        "scripted": True,
-        "servers": [],
-    } | extra
+    return short_record(arm, seed, score, **extra)
 
 
 def write_run(run: Path, records: list[dict[str, Any]], plan: dict[str, Any] | None = None) -> Path:

@@ -11,28 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from report_data import short_record
 
 from zorkmcp.eval import comparison_reading, paired_interval, summarize, welch_interval
 from zorkmcp.eval._stats import standard_error
 
 
 def record(arm: str, seed: int, score: int, **extra: Any) -> dict[str, Any]:
-    """An episode record as zorkmcp eval writes it; a game of no stated maximum (``max_score`` 0)."""
-    return {
-        "arm": arm,
-        "seed": seed,
-        "score": score,
-        "max_score": 0,
-        "moves": 3,
-        "turns": 3,
-        "victory": False,
-        "game_over": False,
-        "deaths": 0,
-        "tool_calls": 0,
-        "scores": [score],
-        "model": "m",
-        "scripted": False,
-    } | extra
+    """A game of no stated maximum (``max_score`` 0), one score a turn."""
+    return short_record(arm, seed, score, max_score=0, scores=[score], scripted=False) | extra
 
 
 HUGE = 10**15 + 7
