@@ -114,3 +114,20 @@ def test_a_blank_model_flag_stops_the_run(
         "zorkmcp eval: ConfigError: --model is blank: give the model's name, or leave --model out"
     ]
     assert not (tmp_path / "run").exists()
+
+
+def test_a_key_pasted_into_an_arms_api_key_env_is_refused_and_never_shown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before, the run printed the key three times, as the name of a variable that was not set."""
+    monkeypatch.chdir(tmp_path)
+    key = "sk-or-v1-0123456789abcdef0123456789abcdef"
+    (tmp_path / "eval.toml").write_text(f'[[arms]]\nname = "a"\nmcp = false\napi_key_env = "{key}"\n')
+    code, out, err = _eval(tmp_path, capsys, "eval.toml", "--turns", "1")
+    assert code == 2
+    assert key not in out + err
+    assert " ".join(err.split()) == (
+        "zorkmcp eval: ConfigError: eval.toml: arms[0].api_key_env must name the environment variable that "
+        "holds the API key, not hold the key (its value is not shown): export the key, e.g. "
+        'MY_KEY_VARIABLE=…, and write api_key_env = "MY_KEY_VARIABLE" (fix the key in the eval file)'
+    )

@@ -42,7 +42,8 @@ from .._argtypes import MAX_SEED
 from .._locks import LockHeldError, hold, let_go, make_folders, remove_empty
 from .._outputs import check_output
 from .._urls import url_problem
-from ..config._convert import show
+from ..config import LLMSettings
+from ..config._convert import Problem, show
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
@@ -139,6 +140,11 @@ def _named(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
             else "the name of the variable that holds the API key"
         )
         raise _Problem(f"{attribute.name} is blank: give {what}, or leave the key out", attribute.name)
+    if attribute.name == "api_key_env" and value is not None:
+        try:  # the rule of [tool.zorkgpt.llm]: a variable's name, and a key pasted there is never shown
+            LLMSettings(api_key_env=value)
+        except Problem as exc:
+            raise _Problem(str(exc), attribute.name) from None
 
 
 def _arm_name(_: Any, attribute: attrs.Attribute[Any], value: str) -> None:
