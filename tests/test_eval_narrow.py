@@ -81,3 +81,45 @@ def test_the_bars_and_the_summary_keep_every_arm_and_figure_whole_in_a_narrow_te
     bar = r"(mcp|no-mcp) 2/2 mean score \d+\.\d( \d:\d\d:\d\d)?"
     assert sorted(w.split()[0] for w in words[:start] if re.fullmatch(bar, w)) == ["mcp", "no-mcp"], lines
     assert sum(1 for w in words[:start] if re.fullmatch(r"\d+\.\d turns/s", w)) == 2, lines
+
+
+STACKED = [  # in 20 columns: each arm's name, then its figures one under the other
+    _is("Eval summary"),
+    _is("mcp"),
+    _is("episodes 2"),
+    _is("failed 0"),
+    _is("score ± se"),
+    _is("0.00 ± 0.00"),
+    _is("win rate 0%"),
+    _is("moves 2.0"),
+    _is("tools/turn 0.50"),
+    _is("tokens in/out"),
+    _matches(r"[\d,]+ / [\d,]+"),
+    _is("no-mcp"),
+    _is("episodes 2"),
+    _is("failed 0"),
+    _is("score ± se"),
+    _is("0.00 ± 0.00"),
+    _is("win rate 0%"),
+    _is("moves 2.0"),
+    _is("tools/turn 0.00"),
+    _is("tokens in/out"),
+    _matches(r"[\d,]+ / [\d,]+"),
+]
+
+
+def test_the_summary_keeps_every_arm_and_figure_in_20_columns(tmp_path: Path) -> None:
+    """Below the 28 columns one arm beside the figures' names takes, the arms' names and figures went
+    blank (a header of nothing, "episodes" with no figure); each is now on a line of its own."""
+    zorkmcp = Path(sys.executable).with_name("zorkmcp")
+    command = (
+        f"{zorkmcp} eval --compare-mcp --episodes 2 --turns 2 --game {zork1_path()} --out {tmp_path / 'run'}"
+    )
+    lines = run_in_tmux(tmp_path, command, 20, 120)
+    assert max(len(line) for line in lines) <= 20
+    words = _words(lines)
+    start = words.index("Eval summary")
+    shown = words[start : start + len(STACKED)]
+    assert len(shown) == len(STACKED), lines
+    for line, expected in zip(shown, STACKED, strict=True):
+        assert expected(line), (line, lines)

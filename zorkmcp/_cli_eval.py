@@ -868,7 +868,8 @@ def summary_table(summary: dict[str, Any], *, width: int | None = None) -> Table
     One row per arm (one space between columns, short headers) when that fits ``width``, as it
     does in an 80-column terminal or log for short arm names and figures; otherwise, turned: the
     figures down the side and the arms across, as many arms side by side as fit (at least one, in
-    28 columns), the next ones in a table below. Either way an arm's name and every figure stay
+    28 columns), the next ones in a table below; narrower still, an arm's figures one under the other
+    (:func:`_stacked`). Either way an arm's name and every figure stay
     whole: the figures never wrap nor are cut, and only a name wider than its column folds onto a
     second line.
 
@@ -891,6 +892,8 @@ def summary_table(summary: dict[str, Any], *, width: int | None = None) -> Table
             table.add_row(escape(name), *cells)
         return table
     label = max(len(column) for column in _SUMMARY_COLUMNS)
+    if label + 1 + max((len(cell) for cells in arms.values() for cell in cells), default=0) > width:
+        return _stacked(arms, width)
     groups: list[list[tuple[str, int]]] = [[]]
     used = label
     for name, cells in arms.items():
@@ -917,6 +920,21 @@ def summary_table(summary: dict[str, Any], *, width: int | None = None) -> Table
             table.add_row(figure, *(arms[name][row] for name, _ in group))
         tables.append(table)
     return Group(*tables)
+
+
+def _stacked(arms: dict[str, list[str]], width: int) -> Group:
+    """The summary for a terminal too narrow for one arm beside the figures' names (under 30 columns):
+    each arm's name, then a line per figure, ``name value``, or the value on a line of its own below
+    its name when both do not fit. Nothing is cut; a name wider than the terminal folds."""
+    lines: list[Text] = [Text("Eval summary", style="italic", justify="center")]
+    for name, cells in arms.items():
+        lines.append(Text(name, style="bold", overflow="fold"))
+        for figure, value in zip(_SUMMARY_COLUMNS, cells, strict=True):
+            if len(figure) + 1 + len(value) <= width:
+                lines.append(Text(f"{figure}{value.rjust(width - len(figure))}"))
+            else:
+                lines.extend((Text(figure), Text(value.rjust(width), overflow="fold")))
+    return Group(*lines)
 
 
 def fallback_lines(summary: dict[str, Any]) -> list[str]:
