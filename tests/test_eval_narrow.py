@@ -1,4 +1,4 @@
-"""``zorkmcp eval`` in a narrow terminal (a real one: a tmux pane): every arm's name and figure whole."""
+"""``zorkmcp eval`` and ``zorkmcp play`` in a narrow terminal (a tmux pane): every name and figure whole."""
 
 from __future__ import annotations
 
@@ -123,3 +123,18 @@ def test_the_summary_keeps_every_arm_and_figure_in_20_columns(tmp_path: Path) ->
     assert len(shown) == len(STACKED), lines
     for line, expected in zip(shown, STACKED, strict=True):
         assert expected(line), (line, lines)
+
+
+def test_the_play_summary_folds_rather_than_cuts_in_20_columns(tmp_path: Path) -> None:
+    """``zorkmcp play``'s closing table cut its labels and values in 20 columns (``locati…``)."""
+    zorkmcp = Path(sys.executable).with_name("zorkmcp")
+    command = f"{zorkmcp} play --turns 2 --game {zork1_path()} --quiet"
+    lines = run_in_tmux(tmp_path, command, 20, 80)
+    assert max(len(line) for line in lines) <= 20
+    rows = [line.split("│")[1:3] for line in lines if line.count("│") == 3]  # │ label │ value │
+    labels, values = ("".join(row[i].strip() for row in rows) for i in (0, 1))
+    assert "…" not in labels + values, lines
+    for label in ("score", "location", "tokensin/out", "model", "stopped"):
+        assert label in labels.replace(" ", ""), (label, lines)
+    for value in ("0/350", "ForestPath", "scripted-walkthrough", "turnlimit"):
+        assert value in values.replace(" ", ""), (value, lines)

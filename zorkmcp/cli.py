@@ -174,8 +174,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _summary_table(summary: EpisodeSummary, *, replay: str | None = None) -> Table:
     table = Table(title="Episode summary", show_header=False)
-    table.add_column("what", style="bold")
-    table.add_column("value")
+    # a narrow terminal folds a label or a value onto more lines, never cuts one ("locati…")
+    table.add_column("what", style="bold", overflow="fold")
+    table.add_column("value", overflow="fold")
     maximum = f" / {summary.max_score}" if summary.max_score is not None else ""
     table.add_row("score", f"{summary.score}{maximum}")
     table.add_row("moves", str(summary.moves))
