@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import base64
 import json
-import shutil
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from llm_server import LLMServer, content_reply, tool_call, tool_call_reply
 from mcp.server.lowlevel import Server
+from node_support import EVERYTHING, NODE, needs_node_package
 
 from zorkmcp.config import McpConfig, McpSettings, ServerConfig
 from zorkmcp.engine import TurnOptions, run_turn
@@ -436,19 +434,7 @@ async def test_the_model_receives_placeholders_and_text_in_a_real_turn(llm_serve
     ]
 
 
-EVERYTHING = (
-    Path(__file__).with_name("node") / "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
-)
-NODE = shutil.which("node")
-
-
-@pytest.mark.node
-@pytest.mark.skipif(NODE is None, reason="Node.js is not installed")
-@pytest.mark.skipif(
-    not EVERYTHING.is_file(),
-    reason="the package is not installed: "
-    "`npm install --prefix tests/node @modelcontextprotocol/server-everything` (.ci/run does)",
-)
+@needs_node_package(EVERYTHING)
 async def test_server_everything_over_stdio() -> None:
     assert NODE is not None
     server = ServerConfig(name="everything", command=NODE, args=(str(EVERYTHING), "stdio"))

@@ -8,12 +8,12 @@ process, and ``@modelcontextprotocol/server-everything`` on Node.js (skipped wit
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from node_support import EVERYTHING, NODE, needs_node_package
 from servers.helpers import RecordingSink
 
 from zorkmcp.config import McpConfig, McpSettings, ServerConfig
@@ -21,10 +21,6 @@ from zorkmcp.errors import ConfigError
 from zorkmcp.mcp import McpManager, open_toolbox
 
 SAMPLER = Path(__file__).with_name("servers") / "sampling.py"
-EVERYTHING = (
-    Path(__file__).with_name("node") / "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
-)
-NODE = shutil.which("node")
 
 
 def inprocess(name: str = "sampler", **keys: Any) -> dict[str, Any]:
@@ -163,13 +159,7 @@ def test_server_config_built_in_python_checks_and_keeps_roots_as_uris(
         ServerConfig(name="s", command="x", sampling="yes")  # type: ignore[arg-type]
 
 
-@pytest.mark.node
-@pytest.mark.skipif(NODE is None, reason="Node.js is not installed")
-@pytest.mark.skipif(
-    not EVERYTHING.is_file(),
-    reason="the package is not installed: "
-    "`npm install --prefix tests/node @modelcontextprotocol/server-everything` (.ci/run does)",
-)
+@needs_node_package(EVERYTHING)
 async def test_server_everything_offers_get_roots_list_and_lists_the_roots(tmp_path: Path) -> None:
     assert NODE is not None
     plain = ServerConfig(name="plain", command=NODE, args=(str(EVERYTHING), "stdio"))

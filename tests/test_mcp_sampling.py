@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import queue
-import shutil
 import sys
 import textwrap
 import threading
@@ -32,6 +31,7 @@ from llm_server import (
     tool_call,
     tool_call_reply,
 )
+from node_support import EVERYTHING, NODE, needs_node_package
 from play_support import zork1_path
 from servers.helpers import RecordingSink
 
@@ -47,10 +47,6 @@ if TYPE_CHECKING:
     from zorkmcp.llm import ChatModel, CompletionRequest, LLMResponse
 
 SAMPLER = Path(__file__).with_name("servers") / "sampling.py"
-EVERYTHING = (
-    Path(__file__).with_name("node") / "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
-)
-NODE = shutil.which("node")
 CACHED = {"type": "ephemeral"}
 """The prompt-caching marker the client puts on system and user messages."""
 LAMP = {"prompt": "Where is the lamp?"}
@@ -416,13 +412,7 @@ def test_the_play_path_samples_with_the_turns_own_model(caller: str, tmp_path: P
     ]
 
 
-@pytest.mark.node
-@pytest.mark.skipif(NODE is None, reason="Node.js is not installed")
-@pytest.mark.skipif(
-    not EVERYTHING.is_file(),
-    reason="the package is not installed: "
-    "`npm install --prefix tests/node @modelcontextprotocol/server-everything` (.ci/run does)",
-)
+@needs_node_package(EVERYTHING)
 async def test_server_everything_triggers_a_sampling_request(llm_server: LLMServer, model: ChatModel) -> None:
     assert NODE is not None
     events = RecordingSink()

@@ -10,14 +10,12 @@ tools --json`` still gives the description whole.
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
 from typing import Any
 
 import mcp_types as types
-import pytest
 from llm_server import LLMServer, content_reply
 from mcp.server.lowlevel import Server
+from node_support import NODE, THINKING, needs_node_package
 from servers.helpers import RecordingSink
 
 from zorkmcp.config import McpConfig, McpSettings, ServerConfig
@@ -90,20 +88,7 @@ async def test_the_model_is_offered_the_cut_description_and_told_once(llm_server
         assert toolbox.tools[0].description == LONG  # what `zorkmcp tools --json` prints
 
 
-THINKING = (
-    Path(__file__).with_name("node")
-    / "node_modules/@modelcontextprotocol/server-sequential-thinking/dist/index.js"
-)
-NODE = shutil.which("node")
-
-
-@pytest.mark.node
-@pytest.mark.skipif(NODE is None, reason="Node.js is not installed")
-@pytest.mark.skipif(
-    not THINKING.is_file(),
-    reason="the package is not installed: "
-    "`npm install --prefix tests/node @modelcontextprotocol/server-sequential-thinking` (.ci/run does)",
-)
+@needs_node_package(THINKING)
 async def test_server_sequential_thinking_is_offered_within_the_limit() -> None:
     assert NODE is not None
     sink = RecordingSink()

@@ -18,14 +18,12 @@ from __future__ import annotations
 
 import base64
 import json
-import shutil
-from pathlib import Path
 from typing import Any
 
 import mcp_types as types
-import pytest
 from llm_server import LLMServer, content_reply, tool_call, tool_call_reply
 from mcp.server.lowlevel import Server
+from node_support import EVERYTHING, NODE, needs_node_package
 from servers.helpers import RecordingSink
 
 from zorkmcp.config import McpConfig, McpSettings, ServerConfig
@@ -247,19 +245,8 @@ def test_a_blob_whose_type_says_text_is_shown_as_its_text() -> None:
 
 # --- server-everything ----------------------------------------------------------------------------
 
-EVERYTHING = (
-    Path(__file__).with_name("node") / "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
-)
-NODE = shutil.which("node")
 
-
-@pytest.mark.node
-@pytest.mark.skipif(NODE is None, reason="Node.js is not installed")
-@pytest.mark.skipif(
-    not EVERYTHING.is_file(),
-    reason="the package is not installed: "
-    "`npm install --prefix tests/node @modelcontextprotocol/server-everything` (.ci/run does)",
-)
+@needs_node_package(EVERYTHING)
 async def test_server_everythings_blob_resource_is_read_as_text() -> None:
     assert NODE is not None
     server = ServerConfig(name="everything", command=NODE, args=(str(EVERYTHING), "stdio"))
