@@ -50,9 +50,9 @@ class LintTool:
 
 def _description_note(description: str | None) -> str | None:
     """The note for a description the model is offered cut (what the episode log warns of), else ``None``."""
-    if description is None or utf16_units(description) <= MAX_DESCRIPTION_CHARS:
-        return None
-    kept = utf16_units(offered_description(description)) - 1  # its "…" aside
+    if description is None or (offered := offered_description(description)) == description:
+        return None  # the engine's own rule decides what is cut
+    kept = utf16_units(offered) - 1  # its "…" aside
     return (
         f"description: {utf16_units(description)} characters, more than OpenAI's API takes "
         f"({MAX_DESCRIPTION_CHARS}); the model is offered the first {kept} of them and …"
