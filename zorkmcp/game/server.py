@@ -309,6 +309,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--sdk", action="store_true", help="serve with the MCP SDK's server (slower to start; same tools)"
     )
     args = parser.parse_args(argv)
+    try:
+        return _serve(args)
+    except KeyboardInterrupt:  # Ctrl-C while the game opens, as much as while it is served
+        return 130
+
+
+def _serve(args: argparse.Namespace) -> int:
+    """Open the game ``args`` name and serve it on stdin/stdout (see :func:`main`)."""
     # Jericho imports numpy, whose OpenBLAS starts a thread per core at import; this process does no
     # linear algebra. One thread: a start to the first answer costs 118 instead of 188 ms of CPU
     # (measured on 2 cores; zorkmcp play starts one game server per episode). A value the user set
@@ -328,10 +336,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             signal.signal(signal.SIGINT, signal.SIG_DFL)
         anyio.run(build_server(state).run_stdio_async, backend="trio")
         return 0
-    try:
-        build_stdio_server(state).serve(sys.stdin.buffer, sys.stdout.buffer)
-    except KeyboardInterrupt:
-        return 130
+    build_stdio_server(state).serve(sys.stdin.buffer, sys.stdout.buffer)
     return 0
 
 

@@ -141,6 +141,8 @@ class JsonRpcServer:
             message = json.loads(text)
         except (UnicodeDecodeError, ValueError) as exc:
             return _error(None, PARSE_ERROR, f"Parse error: {exc}")
+        except RecursionError:  # a line of 100,000 "[": the decoder recurses once per level
+            return _error(None, PARSE_ERROR, "Parse error: the JSON is nested too deeply")
         if isinstance(message, list):
             return self.handle_batch(message)
         return self.handle_message(message)

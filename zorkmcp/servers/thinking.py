@@ -33,6 +33,19 @@ SERVER_NAME: Final = "zorkmcp-thinking"
 
 _INSTRUCTIONS: Final = "Use the think tool to reason step by step before choosing a game action."
 
+_USAGE: Final = "usage: python -m zorkmcp.servers.thinking [-h] [--sdk]"
+
+_HELP: Final = (
+    "Serve MCP over stdio (newline-delimited JSON-RPC on stdin/stdout) until stdin closes: one tool,\n"
+    "think (thought, thoughtNumber, totalThoughts, nextThoughtNeeded, ...), which records a thought\n"
+    "and answers with the progress as JSON. Put it in an MCP client's configuration, e.g.\n"
+    '{"mcpServers": {"thinking": {"command": "python3", "args": ["-m", "zorkmcp.servers.thinking"]}}}\n'
+    "\n"
+    "options:\n"
+    "  -h, --help  show this help and exit\n"
+    "  --sdk       serve the same tool with the MCP SDK's server (about a second slower to start)"
+)
+
 
 def create_server() -> Server[Any]:
     """A fresh in-process MCP server offering the ``think`` tool (fresh state per call).
@@ -85,21 +98,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Args:
         argv: ``["--sdk"]`` serves the same tool with the MCP SDK's stdio server instead of the
-            standard-library loop (about a second slower to start; used by the benchmarks).
+            standard-library loop (about a second slower to start; used by the benchmarks);
+            ``["--help"]`` (or ``["-h"]``) prints the usage and exits.
 
     Returns:
-        The exit status: 0 on EOF, 130 on Ctrl-C (with ``--sdk`` the process ends by SIGINT itself,
-        which a shell reports as 130).
+        The exit status: 0 on EOF and after ``--help``, 2 for any other argument, 130 on Ctrl-C
+        (with ``--sdk`` the process ends by SIGINT itself, which a shell reports as 130).
     """
     args = sys.argv[1:] if argv is None else list(argv)
     if args == ["--sdk"]:
         _serve_with_sdk()
         return 0
+    if args in (["-h"], ["--help"]):
+        print(_USAGE + "\n\n" + _HELP)
+        return 0
     if args:
-        print(
-            f"usage: python -m zorkmcp.servers.thinking [--sdk]  (unexpected: {' '.join(args)})",
-            file=sys.stderr,
-        )
+        print(f"{_USAGE}  (unexpected: {' '.join(args)}; --help says more)", file=sys.stderr)
         return 2
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # a stray print() must not corrupt the protocol stream
