@@ -300,7 +300,11 @@ async def test_the_stdlib_server_lists_what_the_sdk_server_lists(server: MCPServ
         "type": "object",
         "properties": {
             "action": {
-                "description": "The command to play, e.g. 'north' or 'take lamp'.",
+                "description": (
+                    "The command to play, e.g. 'north' or 'take lamp': at most 198 characters of "
+                    "printable ASCII (no control characters, no backslash)."
+                ),
+                "maxLength": 198,
                 "title": "Action",
                 "type": "string",
             }

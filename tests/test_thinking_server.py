@@ -324,17 +324,19 @@ def test_any_message_gets_a_well_formed_answer_or_none(message: Any) -> None:
 # --- the core -----------------------------------------------------------------------------------
 
 _positive = st.integers(min_value=1, max_value=10**6)
+# JSON Schema's "integer" is any number whose fractional part is zero, and models send 1.0.
+_whole_positive = _positive | _positive.map(float)
 _valid_arguments = st.fixed_dictionaries(
     {
         "thought": st.text(min_size=1).filter(str.strip),
-        "thoughtNumber": _positive,
-        "totalThoughts": _positive,
+        "thoughtNumber": _whole_positive,
+        "totalThoughts": _whole_positive,
         "nextThoughtNeeded": st.booleans(),
     },
     optional={
         "isRevision": st.none() | st.booleans(),
-        "revisesThought": st.none() | _positive,
-        "branchFromThought": st.none() | _positive,
+        "revisesThought": st.none() | _whole_positive,
+        "branchFromThought": st.none() | _whole_positive,
         "branchId": st.none() | st.sampled_from(["a", "b", "detour", "plan B"]),
         "needsMoreThoughts": st.none() | st.booleans(),
         "somethingElse": _json,  # unknown keys are ignored
@@ -361,16 +363,24 @@ def test_valid_arguments_give_consistent_progress(calls: list[dict[str, Any]]) -
             "branches": branches,
             "thoughtHistoryLength": i,
         }
+        # 2.0 is answered as 2 (== alone would take 2.0 for 2)
+        assert type(progress["thoughtNumber"]) is type(progress["totalThoughts"]) is int
 
 
+# Numbers that are no integer >= 1: a fraction, NaN, an infinity, or a whole number below 1 (0, -3.0).
+_not_positive_integers = (
+    st.integers(max_value=0)
+    | st.integers(max_value=0).map(float)
+    | st.floats().filter(lambda value: not value.is_integer())
+)
 _wrong_values: dict[str, st.SearchStrategy[Any]] = {
     "thought": st.none() | st.integers() | st.just("") | st.just("   ") | st.lists(st.text(), max_size=2),
-    "thoughtNumber": st.integers(max_value=0) | st.booleans() | st.floats() | st.text() | st.none(),
-    "totalThoughts": st.integers(max_value=0) | st.booleans() | st.floats() | st.text() | st.none(),
+    "thoughtNumber": _not_positive_integers | st.booleans() | st.text() | st.none(),
+    "totalThoughts": _not_positive_integers | st.booleans() | st.text() | st.none(),
     "nextThoughtNeeded": st.integers() | st.text() | st.none(),
     "isRevision": st.integers() | st.text(),
-    "revisesThought": st.integers(max_value=0) | st.booleans() | st.text(),
-    "branchFromThought": st.integers(max_value=0) | st.floats() | st.text(),
+    "revisesThought": _not_positive_integers | st.booleans() | st.text(),
+    "branchFromThought": _not_positive_integers | st.text(),
     "branchId": st.integers() | st.just(""),
     "needsMoreThoughts": st.integers() | st.text(),
 }

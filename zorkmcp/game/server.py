@@ -4,8 +4,9 @@ Run it as ``python -m zorkmcp.game.server [--game PATH] [--seed N] [--sdk]``; it
 stdio, so any MCP client can play (Claude Desktop too). By default it is served on the standard
 library's JSON-RPC loop (:mod:`zorkmcp.servers._stdio_jsonrpc`): importing the MCP SDK and pydantic
 costs about 0.6 s of CPU and 35 MB per process, and ``zorkmcp play`` starts one game server per
-episode. ``--sdk`` serves the same tools with the SDK's ``MCPServer`` (:func:`build_server`); a test
-keeps the listings equal. Tools:
+episode. ``--sdk`` serves the same tools with the SDK's lowlevel server (:func:`build_lowlevel_server`,
+the tools and answers of the stdlib loop); :func:`build_server` builds them as an SDK ``MCPServer``,
+and a test keeps the listings equal. Tools:
 
 * ``play_action(action)``: play a command; the game's text, ``+N points! (Total: T)`` when points
   were gained, ``[Score: S | Moves: M]``, and ``GAME OVER`` when the game ended.
@@ -40,6 +41,7 @@ from .. import __version__
 from .._argtypes import game_seed
 from ..errors import ConfigError, GameError
 from ..servers._stdio_jsonrpc import JsonRpcServer, StdioTool
+from ._actions import MAX_ACTION_LENGTH
 from ._paths import resolve_game_path
 from ._state import GameState
 
@@ -88,20 +90,52 @@ _DESCRIPTIONS: dict[str, str] = {
         "(the game was won) and died (the last action killed the player). Does not play a move."
     ),
 }
-_ACTION_DESCRIPTION = "The command to play, e.g. 'north' or 'take lamp'."
+_TITLES: dict[str, str] = {
+    "play_action": "Play a Command",
+    "memory": "Game Summary",
+    "get_map": "Explored Map",
+    "inventory": "Inventory",
+    "status": "Game Status",
+}
+"""Display names (MCP 2025-06-18 ``title``); a client of an older revision ignores them."""
+_ACTION_DESCRIPTION = (
+    f"The command to play, e.g. 'north' or 'take lamp': at most {MAX_ACTION_LENGTH} characters of "
+    "printable ASCII (no control characters, no backslash)."
+)
+_ACTION_LIMITS: dict[str, int] = {"maxLength": MAX_ACTION_LENGTH}
+"""The limit :func:`~._actions.validate_action` enforces, stated in the schema so that a model sees it
+before it calls. Published only: every variant checks it in ``validate_action`` and answers its message
+(as a pydantic constraint, :func:`build_server`'s ``MCPServer`` would answer in pydantic's words). No
+``pattern``: the printable-ASCII rule is in the description, where every model reads it."""
 _READ_ONLY: dict[str, bool] = {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False}
-_PLAYS: dict[str, bool] = {"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False}
+_PLAYS: dict[str, bool] = {
+    "readOnlyHint": False,
+    "destructiveHint": False,
+    "idempotentHint": False,
+    "openWorldHint": False,
+}
+"""A move changes the game, and the same move twice is two moves (``take lamp`` then "You already
+have that!", a second ``north`` somewhere else). Not destructive: it changes nothing but this server's
+own game (the commands that would write or read files, or restart the game, are refused), and
+playing is the tool's purpose: a client that asks the user before a destructive call would ask before
+every move."""
 
 
 def _listing(name: str) -> dict[str, object]:
     properties: dict[str, object] = {}
     schema: dict[str, object] = {"type": "object", "properties": properties, "title": f"{name}Arguments"}
     if name == "play_action":
-        properties["action"] = {"description": _ACTION_DESCRIPTION, "title": "Action", "type": "string"}
+        properties["action"] = {
+            "description": _ACTION_DESCRIPTION,
+            **_ACTION_LIMITS,
+            "title": "Action",
+            "type": "string",
+        }
         schema["required"] = ["action"]
     annotations = _PLAYS if name == "play_action" else _READ_ONLY
     return {
         "name": name,
+        "title": _TITLES[name],
         "description": _DESCRIPTIONS[name],
         "inputSchema": schema,
         "annotations": annotations,
@@ -164,6 +198,7 @@ def _tools(state: GameState) -> list[StdioTool]:
 
         return StdioTool(
             name=name,
+            title=listing["title"],
             description=listing["description"],
             input_schema=listing["inputSchema"],
             annotations=listing["annotations"],
@@ -201,12 +236,19 @@ def build_server(state: GameState) -> MCPServer:
     # Real objects, not strings: the SDK evaluates string annotations in this module's globals,
     # where the lazily imported pydantic ``Field`` is not.
     play_action.__annotations__ = {
-        "action": Annotated[str, Field(description=_ACTION_DESCRIPTION)],
+        # json_schema_extra, not max_length: listed, and checked by validate_action in its own words
+        "action": Annotated[
+            str, Field(description=_ACTION_DESCRIPTION, json_schema_extra=dict(_ACTION_LIMITS))
+        ],
         "return": str,
     }
+    plays = ToolAnnotations(
+        read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+    )
     server.tool(
+        title=_TITLES["play_action"],
         description=_DESCRIPTIONS["play_action"],
-        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False),
+        annotations=plays,
         structured_output=False,
     )(play_action)
 
@@ -215,7 +257,12 @@ def build_server(state: GameState) -> MCPServer:
             return read()
 
         tool.__name__ = name  # the SDK names the arguments model after the function
-        server.tool(description=_DESCRIPTIONS[name], annotations=read_only, structured_output=False)(tool)
+        server.tool(
+            title=_TITLES[name],
+            description=_DESCRIPTIONS[name],
+            annotations=read_only,
+            structured_output=False,
+        )(tool)
 
     add_read_only("memory", state.get_memory)
     add_read_only("get_map", state.get_map)
@@ -329,12 +376,22 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     if args.sdk:
         import anyio
+        from mcp.server.stdio import stdio_server
+
+        # The lowlevel server of create_server, not build_server's MCPServer: the same tools run by the
+        # same code as the stdlib loop, so the two variants answer alike to every call (MCPServer
+        # answers an argument that is no string in pydantic's words).
+        server = build_lowlevel_server(state)
+
+        async def run() -> None:
+            async with stdio_server() as (read, write):
+                await server.run(read, write, server.create_initialization_options())
 
         # The SDK reads stdin in a worker thread that Ctrl-C cannot interrupt: with Python's handler
         # the server would hang until its input closed, then exit 1 with a traceback.
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # an ignored SIGINT stays ignored
             signal.signal(signal.SIGINT, signal.SIG_DFL)
-        anyio.run(build_server(state).run_stdio_async, backend="trio")
+        anyio.run(run, backend="trio")
         return 0
     build_stdio_server(state).serve(sys.stdin.buffer, sys.stdout.buffer)
     return 0

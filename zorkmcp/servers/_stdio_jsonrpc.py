@@ -56,7 +56,7 @@ ToolFunction = Callable[[Mapping[str, Any]], tuple[str, bool]]
 class StdioTool:
     """One tool the server offers: its MCP listing and the function that runs it."""
 
-    __slots__ = ("annotations", "description", "function", "input_schema", "name")
+    __slots__ = ("annotations", "description", "function", "input_schema", "name", "title")
 
     def __init__(
         self,
@@ -66,15 +66,21 @@ class StdioTool:
         input_schema: Mapping[str, Any],
         function: ToolFunction,
         annotations: Mapping[str, Any] | None = None,
+        title: str | None = None,
     ) -> None:
         self.name = name
         self.description = description
         self.input_schema = input_schema
         self.function = function
         self.annotations = annotations
+        self.title = title  # the display name (MCP 2025-06-18); a client of an older revision ignores it
 
     def listing(self) -> dict[str, Any]:
-        listing = {"name": self.name, "description": self.description, "inputSchema": dict(self.input_schema)}
+        listing: dict[str, Any] = {"name": self.name}
+        if self.title is not None:
+            listing["title"] = self.title
+        listing["description"] = self.description
+        listing["inputSchema"] = dict(self.input_schema)
         if self.annotations is not None:
             listing["annotations"] = dict(self.annotations)
         return listing

@@ -18,9 +18,11 @@ from typing import Any, Final
 from .._jsontypes import json_type_name
 
 __all__ = [
+    "TOOL_ANNOTATIONS",
     "TOOL_DESCRIPTION",
     "TOOL_INPUT_SCHEMA",
     "TOOL_NAME",
+    "TOOL_TITLE",
     "ThinkingError",
     "ThinkingSession",
     "Thought",
@@ -36,6 +38,20 @@ TOOL_DESCRIPTION: Final = (
     "false when you are ready to choose your game action. The tool records the thoughts and "
     "returns your progress; it does not act in the game."
 )
+
+TOOL_TITLE: Final = "Think"
+"""The tool's display name (``title``, MCP 2025-06-18), as sequential-thinking has ``Sequential Thinking``."""
+
+TOOL_ANNOTATIONS: Final[Mapping[str, bool]] = {
+    "readOnlyHint": True,
+    "destructiveHint": False,
+    "idempotentHint": True,
+    "openWorldHint": False,
+}
+"""What ``@modelcontextprotocol/server-sequential-thinking`` declares for the same tool: a thought is
+kept in the server's own session, nothing outside it changes (no game move, no file, no network), so
+a client need not ask the user before a call. (Under ``readOnlyHint`` the destructive and idempotent
+hints carry no meaning; they are there as the reference has them.)"""
 
 TOOL_INPUT_SCHEMA: Final[Mapping[str, Any]] = {
     "type": "object",
@@ -232,6 +248,10 @@ def _positive_int(
     value = arguments.get(key)
     if value is None and not required:  # null means absent (OpenAI strict mode sends it)
         return None
+    if isinstance(value, float) and value.is_integer():
+        # JSON Schema's "integer" is any number whose fractional part is zero: 1.0 is one, and
+        # models send it. Answered as 1, as sequential-thinking does. (1.5, true and "2" are not.)
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         problems.append(_describe(key, "an integer >= 1", arguments))
         return None

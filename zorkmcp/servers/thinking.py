@@ -20,7 +20,14 @@ from typing import TYPE_CHECKING, Any, Final
 
 from .. import __version__
 from ._stdio_jsonrpc import JsonRpcServer, StdioTool
-from ._thinking_core import TOOL_DESCRIPTION, TOOL_INPUT_SCHEMA, TOOL_NAME, ThinkingSession
+from ._thinking_core import (
+    TOOL_ANNOTATIONS,
+    TOOL_DESCRIPTION,
+    TOOL_INPUT_SCHEMA,
+    TOOL_NAME,
+    TOOL_TITLE,
+    ThinkingSession,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -69,7 +76,12 @@ def _tools() -> list[StdioTool]:
     think = ThinkingSession().call
     return [
         StdioTool(
-            name=TOOL_NAME, description=TOOL_DESCRIPTION, input_schema=TOOL_INPUT_SCHEMA, function=think
+            name=TOOL_NAME,
+            title=TOOL_TITLE,
+            description=TOOL_DESCRIPTION,
+            input_schema=TOOL_INPUT_SCHEMA,
+            annotations=TOOL_ANNOTATIONS,
+            function=think,
         )
     ]
 
