@@ -27,6 +27,12 @@ settings.load_profile("ci")
 pytest_plugins = ["llm_server"]
 
 
+@pytest.fixture(autouse=True)
+def _no_openai_base_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``OPENAI_BASE_URL`` set on the machine would move every model the tests leave at its default."""
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+
+
 @pytest.fixture
 def zork1() -> Path:
     """The real Zork I (Microsoft's MIT release 119) that ships with the package: never missing."""

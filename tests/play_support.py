@@ -62,7 +62,7 @@ INPROCESS_THINKING: dict[str, Any] = {
 }
 """The same think tool in process for the whole episode (fast: the 350-point run)."""
 
-_KEY_VARIABLES = ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "GAME", "ZORKMCP_GAME_SEED")
+_KEY_VARIABLES = ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "GAME", "ZORKMCP_GAME_SEED")
 
 
 def zork1_path() -> Path:

@@ -20,7 +20,7 @@ from zorkmcp.errors import ConfigError
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-KEY_VARIABLES = ("OPENROUTER_API_KEY", "OPENAI_API_KEY")
+KEY_VARIABLES = ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL")
 BUILDERS: dict[str, Callable[..., object]] = {
     "Bridge": lambda **kw: bridge.Bridge(Settings(), log_files=None, **kw),
     "EpisodeSetup.create": lambda **kw: bridge.EpisodeSetup.create(Settings(), log_files=None, **kw),

@@ -42,7 +42,7 @@ def project(folder: Path, **options: Any) -> Path:
 @pytest.fixture(autouse=True)
 def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
     """No API key from the environment: the offline scripted model plays (no real model is called)."""
-    for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "GAME", "ZORKMCP_GAME_SEED"):
+    for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "GAME", "ZORKMCP_GAME_SEED"):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -104,7 +104,7 @@ def test_a_replay_that_differs_stops_naming_the_turn_and_the_difference(tmp_path
 
 
 def test_a_cassette_holds_no_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OPENROUTER_API_KEY", SECRET)
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)  # the key sent to an endpoint other than OpenRouter's
     cassette = tmp_path / "episode.cassette"
     with llm_in_thread(default=agent_reply("look")) as llm:
         pyproject = project(tmp_path)

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 @pytest.fixture(autouse=True)
 def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "GAME", "ZORKMCP_GAME_SEED"):
+    for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "GAME", "ZORKMCP_GAME_SEED"):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -41,7 +41,7 @@ def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("recording")
     cassette = folder / "c.jsonl"
     with pytest.MonkeyPatch.context() as patch:
-        for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "GAME", "ZORKMCP_GAME_SEED"):
+        for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "GAME", "ZORKMCP_GAME_SEED"):
             patch.delenv(name, raising=False)
         code, _, err = play(project(folder / "rec"), "--turns", "2", "--record", str(cassette))
     assert code == 0, err

@@ -69,7 +69,8 @@ def test_a_groq_style_key_in_api_key_env_is_not_shown_either(tmp_path: Path) -> 
         (
             "",
             "api_key_env must not be blank: name the environment variable that holds the API key (e.g. "
-            '"MY_KEY_VARIABLE"), or leave the key out to read OPENROUTER_API_KEY or OPENAI_API_KEY',
+            '"MY_KEY_VARIABLE"), or leave the key out to read OPENROUTER_API_KEY for OpenRouter and '
+            "OPENAI_API_KEY for any other endpoint",
         ),
         (
             "MY KEY",
@@ -165,8 +166,8 @@ LLM_READS = (
         (
             f'[tool.zorkgpt.llm]\napi_key = "{KEY}"\n',
             "api_key: zorkmcp reads no API key from a file (it would end up in version control): export it "
-            "as OPENROUTER_API_KEY or OPENAI_API_KEY, or name its variable with api_key_env, and remove this "
-            "key ({file} [tool.zorkgpt.llm])",
+            "as OPENROUTER_API_KEY (sent only to OpenRouter) or OPENAI_API_KEY (sent to any other endpoint), "
+            "or name its variable with api_key_env, and remove this key ({file} [tool.zorkgpt.llm])",
         ),
         (
             "[tool.zorkgpt.agent_sampling]\ntemprature = 0.2\n",

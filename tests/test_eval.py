@@ -60,7 +60,7 @@ EPISODE_KEYS = {
 
 @pytest.fixture(autouse=True)
 def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "GAME", "ZORKMCP_GAME_SEED"):
+    for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "GAME", "ZORKMCP_GAME_SEED"):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -870,8 +870,8 @@ async def test_an_endpoint_that_refuses_connections_stops_the_run_naming_it_and_
         f"cannot connect to {wrong} (connection refused, or the server is not running) "
     )
     assert line.endswith(
-        " (and 1 more endpoint(s)); start it, or pass the right --base-url (or base_url in [[arms]], or "
-        "agent_base_url in [tool.zorkgpt.llm])"
+        " (and 1 more endpoint(s)); start it, or pass the right --base-url (or base_url in [[arms]], "
+        "agent_base_url in [tool.zorkgpt.llm], or OPENAI_BASE_URL)"
     )
     assert [(r.method, r.path) for r in llm_server.requests] == [("GET", "/v1/models")]  # probed, not played
     assert not (tmp_path / "run").exists()
@@ -1055,8 +1055,8 @@ def test_the_run_says_what_each_arm_plays_and_when_it_is_the_offline_scripted_mo
     assert notice == (
         "No API key for https://openrouter.ai/api/v1: mcp, no-mcp play the offline scripted model, which "
         "replays Jericho's walkthrough of the game (no LLM is called). To evaluate a real model, set "
-        "OPENROUTER_API_KEY or OPENAI_API_KEY (or api_key_env in [[arms]]), or pass --base-url for a local "
-        "server such as http://127.0.0.1:11434/v1 (Ollama)."
+        "OPENROUTER_API_KEY (or api_key_env in [[arms]]), or pass --base-url for a local server such as "
+        "http://127.0.0.1:11434/v1 (Ollama)."
     )
 
 

@@ -20,7 +20,14 @@ if TYPE_CHECKING:
 
 @pytest.fixture(autouse=True)
 def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "GAME", "ZORKMCP_GAME_SEED", "ZORKMCP_TEST_KEY"):
+    for name in (
+        "OPENROUTER_API_KEY",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "GAME",
+        "ZORKMCP_GAME_SEED",
+        "ZORKMCP_TEST_KEY",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -53,7 +60,7 @@ def test_an_arms_key_variable_that_is_not_set_stops_the_run_naming_the_arm_and_t
         f"zorkmcp eval: ConfigError: {path}: arm keyed has api_key_env = 'ZORKMCP_TEST_KEY', but "
         f"ZORKMCP_TEST_KEY {state} in this environment, so the arm would play without its key (for a remote "
         "endpoint, the offline scripted model); export ZORKMCP_TEST_KEY, or remove api_key_env from the arm "
-        "(then OPENROUTER_API_KEY or OPENAI_API_KEY is read)"
+        "(then OPENROUTER_API_KEY is read for OpenRouter, OPENAI_API_KEY for any other endpoint)"
     ]
     assert not (tmp_path / "run").exists()
     # set, the run goes on to its start-up check of the endpoint (here one that refuses connections)

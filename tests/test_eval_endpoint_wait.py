@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 @pytest.fixture(autouse=True)
 def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "GAME", "ZORKMCP_GAME_SEED"):
+    for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "GAME", "ZORKMCP_GAME_SEED"):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -81,8 +81,9 @@ async def test_an_endpoint_that_takes_the_request_and_never_answers_stops_the_ru
             "the run waits (timeout_seconds in [tool.zorkgpt.retry]): every episode would wait 6 × 120 s "
             "for its model, and fail",
             "check that it is the model server (something there holds connections open without "
-            "answering), or pass the right --base-url (or base_url in [[arms]], or agent_base_url in "
-            "[tool.zorkgpt.llm]); a model that takes longer to load needs a higher timeout_seconds",
+            "answering), or pass the right --base-url (or base_url in [[arms]], agent_base_url in "
+            "[tool.zorkgpt.llm], or OPENAI_BASE_URL); a model that takes longer to load needs a higher "
+            "timeout_seconds",
         )
     }
 

@@ -36,7 +36,7 @@ THINKING = {"command": "python3", "args": ["-m", "zorkmcp.servers.thinking"], "e
 
 @pytest.fixture(autouse=True)
 def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "GAME", "ZORKMCP_GAME_SEED"):
+    for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "GAME", "ZORKMCP_GAME_SEED"):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -287,7 +287,8 @@ async def test_a_record_keeps_its_endpoint_without_credentials_and_a_resume_refu
     assert code == 2
     clash = (
         f'base_url is "{llm_server.base_url}" but this run\'s arm no-mcp has "http://127.0.0.1:9/v1" (the '
-        "model's endpoint: --base-url, the arm's base_url, or agent_base_url in [tool.zorkgpt.llm])"
+        "model's endpoint: --base-url, the arm's base_url, agent_base_url in [tool.zorkgpt.llm], or "
+        "OPENAI_BASE_URL)"
     )
     assert _joined(err) == _joined(_refusal(episode_paths(run, "no-mcp", 12)[0], clash))
     assert _files(run) == before

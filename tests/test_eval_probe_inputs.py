@@ -19,7 +19,7 @@ from zorkmcp.cli import main
 @pytest.fixture(autouse=True)
 def _here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "GAME"):
+    for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "GAME"):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -193,8 +193,8 @@ def test_a_resume_without_the_api_key_says_so_rather_than_that_the_model_differs
     assert " ".join(capsys.readouterr().err.split()) == (
         f"zorkmcp eval: ConfigError: {Path('run/episodes/no-mcp/seed-12.json')}: the episode played the "
         'model "gpt-x", but this run\'s arm no-mcp would play the offline scripted model: there is no API '
-        "key for https://openrouter.ai/api/v1 now (set OPENROUTER_API_KEY or OPENAI_API_KEY, or the arm's "
-        "api_key_env); resume with the settings the run began with, or pass a new --out"
+        "key for https://openrouter.ai/api/v1 now (set OPENROUTER_API_KEY, or the arm's api_key_env); resume "
+        "with the settings the run began with, or pass a new --out"
     )
 
 

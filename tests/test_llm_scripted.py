@@ -50,7 +50,7 @@ FINAL_SCHEMA = {"type": "json_schema", "json_schema": {"name": "AgentResponse", 
 
 @pytest.fixture(autouse=True)
 def _no_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "MY_LLM_KEY"):
+    for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "MY_LLM_KEY"):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -236,7 +236,8 @@ async def test_no_key_and_no_local_server_means_the_scripted_model() -> None:
     (line,) = recorder.lines
     assert line.startswith("[INFO] No API key for https://openrouter.ai/api/v1")
     assert "using the OFFLINE SCRIPTED MODEL instead of openai/gpt-4o-mini" in line
-    assert "set OPENROUTER_API_KEY or OPENAI_API_KEY" in line
+    assert "(set OPENROUTER_API_KEY, name another variable" in line
+    assert "OPENAI_API_KEY" not in line  # it is not set, and would not be sent to OpenRouter
     assert "api_key_env in [tool.zorkgpt.llm]" in line
     assert "agent_base_url / client_base_url" in line
     assert [e["event_type"] for e in recorder.recent] == ["llm_offline_model"]
@@ -281,19 +282,18 @@ async def test_walkthrough_and_events_for_the_scripted_model() -> None:
     assert "set MY_LLM_KEY, name another variable" in line
 
 
-@pytest.mark.parametrize("variable", ["OPENROUTER_API_KEY", "OPENAI_API_KEY"])
+@pytest.mark.parametrize(
+    ("variable", "base_url"),
+    [("OPENROUTER_API_KEY", "https://openrouter.ai/api/v1"), ("OPENAI_API_KEY", "https://api.openai.com/v1")],
+)
 async def test_a_key_in_the_environment_selects_the_http_client(
-    monkeypatch: pytest.MonkeyPatch, variable: str
+    monkeypatch: pytest.MonkeyPatch, variable: str, base_url: str
 ) -> None:
     monkeypatch.setenv(variable, KEY)
-    async with open_chat_model(_settings()) as model:
+    async with open_chat_model(_settings(client_base_url=base_url)) as model:
         assert isinstance(model, LLMClient)
         assert not model.scripted
-        assert (model.model, model.base_url, model.has_api_key) == (
-            "openai/gpt-4o-mini",
-            "https://openrouter.ai/api/v1",
-            True,
-        )
+        assert (model.model, model.base_url, model.has_api_key) == ("openai/gpt-4o-mini", base_url, True)
         assert model.retry == RetrySettings(jitter_factor=0)
         assert KEY not in repr(model)
         assert KEY not in describe_model(model)
@@ -308,16 +308,15 @@ async def test_api_key_env_names_the_only_variable(monkeypatch: pytest.MonkeyPat
         assert isinstance(model, LLMClient)
 
 
-def test_resolve_api_key_order(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_resolve_api_key_reads_the_hosts_own_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENROUTER_API_KEY", "or-key")
     monkeypatch.setenv("OPENAI_API_KEY", "oa-key")
     llm = LLMSettings()
     assert resolve_api_key(llm, "https://openrouter.ai/api/v1") == ("or-key", "OPENROUTER_API_KEY")
     assert resolve_api_key(llm, "https://api.openai.com/v1") == ("oa-key", "OPENAI_API_KEY")
-    assert resolve_api_key(llm, "https://example.com/v1", environ={"OPENROUTER_API_KEY": "  "}) == (
-        None,
-        None,
-    )
+    assert resolve_api_key(llm, "https://example.com/v1") == ("oa-key", "OPENAI_API_KEY")
+    assert resolve_api_key(llm, "https://example.com/v1", environ={"OPENAI_API_KEY": "  "}) == (None, None)
+    assert resolve_api_key(llm, "https://example.com/v1", environ={"OPENROUTER_API_KEY": "k"}) == (None, None)
 
 
 @pytest.mark.parametrize(
@@ -367,7 +366,7 @@ async def test_chosen_client_talks_to_a_local_server(
         _settings(agent_model="local-model"), base_url_override=llm_server.base_url
     ) as model:
         assert (await model.complete(CompletionRequest(turn_start()))).content == "hello"
-    monkeypatch.setenv("OPENROUTER_API_KEY", KEY)  # a configured key goes to a local server too
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)  # a configured key goes to a local server too
     async with open_chat_model(
         _settings(agent_model="local-model"), base_url_override=llm_server.base_url
     ) as model:

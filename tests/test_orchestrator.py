@@ -46,7 +46,7 @@ THREE_DEATHS = [*_DOWN, "n", *_BACK, "n", *_BACK, "n"]
 
 @pytest.fixture(autouse=True)
 def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "GAME", "ZORKMCP_GAME_SEED"):
+    for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "GAME", "ZORKMCP_GAME_SEED"):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -131,7 +131,8 @@ def test_the_walkthrough_is_read_only_for_the_offline_scripted_model(
 ) -> None:
     statement = (
         "import os; "
-        "[os.environ.pop(name, None) for name in ('OPENROUTER_API_KEY', 'OPENAI_API_KEY')]; "
+        "[os.environ.pop(name, None) "
+        "for name in ('OPENROUTER_API_KEY', 'OPENAI_API_KEY', 'OPENAI_BASE_URL')]; "
         "from zorkmcp.config import Settings; from zorkmcp.game import PACKAGED_GAME; "
         "from zorkmcp.orchestrator import Orchestrator; "
         f"Orchestrator(Settings(), PACKAGED_GAME, base_url={base_url!r}, mcp_enabled=False)._bridge()"

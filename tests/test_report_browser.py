@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
     from llm_server import RecordedRequest
 
-KEYS = ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "GAME", "ZORKMCP_GAME_SEED")
+KEYS = ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "GAME", "ZORKMCP_GAME_SEED")
 
 ROUTE = ["north", "east", "open window", "west"]
 """West of House to the Kitchen (10 points on turn 4): the model with tools plays it."""

@@ -26,7 +26,7 @@ from zorkmcp.observability import LogFiles
 if TYPE_CHECKING:
     from pathlib import Path
 
-KEYS = ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "GAME", "ZORKMCP_GAME_SEED")
+KEYS = ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "GAME", "ZORKMCP_GAME_SEED")
 
 
 @pytest.fixture(scope="module")

@@ -146,7 +146,11 @@ def add_eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--game", metavar="PATH", help="story file or game name (as for zorkmcp play)")
     p.add_argument("--model", metavar="NAME", help="model name for every arm")
     p.add_argument(
-        "--base-url", metavar="URL", type=http_url, help="OpenAI-compatible endpoint for every arm"
+        "--base-url",
+        metavar="URL",
+        type=http_url,
+        help="OpenAI-compatible endpoint for every arm (default: the arm's base_url, else [tool.zorkgpt.llm] "
+        "agent_base_url or client_base_url, else OPENAI_BASE_URL, else https://openrouter.ai/api/v1)",
     )
     p.add_argument("--no-mcp", action="store_true", help="no tools for any arm")
     p.add_argument("--compare-mcp", action="store_true", help='two arms: "mcp" (tools) and "no-mcp"')
@@ -303,7 +307,7 @@ def _check_key_variables(args: argparse.Namespace, arms: tuple[ArmSpec, ...]) ->
                 f"{args.file}: arm {arm.name} has api_key_env = {name!r}, but {name} {state} in this "
                 "environment, so the arm would play without its key (for a remote endpoint, the offline "
                 f"scripted model); export {name}, or remove api_key_env from the arm (then "
-                "OPENROUTER_API_KEY or OPENAI_API_KEY is read)"
+                "OPENROUTER_API_KEY is read for OpenRouter, OPENAI_API_KEY for any other endpoint)"
             )
 
 
@@ -429,6 +433,16 @@ def build_plan(args: argparse.Namespace, settings: Settings, *, claims: ExitStac
     arms = _arms(args, settings, file)
     if args.ray in (None, "local"):  # on a cluster each worker reads its own environment
         _check_key_variables(args, arms)
+    # OPENAI_BASE_URL is read here, once: every episode (a Ray worker's too) plays against this one
+    from .llm._select import BASE_URL_ENV, environ_base_url, pick_base_url  # here: the engine loads now
+
+    openai_base_url = environ_base_url()
+    for arm in arms:  # one the client cannot use, where it decides, stops the run before anything starts
+        pick_base_url(
+            arm.settings_for(settings).llm,
+            arm.base_url,
+            environ={BASE_URL_ENV: openai_base_url} if openai_base_url else {},
+        )
     for index, arm in enumerate(arms):  # a bad mcp_config.json stops the run before anything starts
         arm_settings = arm.settings_for(settings)
         if arm_settings.mcp.enabled:
@@ -471,6 +485,7 @@ def build_plan(args: argparse.Namespace, settings: Settings, *, claims: ExitStac
         game_path=game_path,
         out=Path(out).expanduser(),
         settings=settings,
+        openai_base_url=openai_base_url,
     )
 
 
@@ -1098,35 +1113,38 @@ def arm_lines(plan: EvalPlan, *, cluster: bool = False) -> list[str]:
     environment, and the notice says so.
     """
     from .config import McpConfig
-    from .llm import API_KEY_ENV_VARS
+    from .llm._select import key_hint, key_variable
 
     # an arm's episodes share all but the seed: the first seed's, one per arm
     firsts = {spec.arm: spec for spec in plan.specs()[: len(plan.arms)]}
     width = max(len(arm.name) for arm in plan.arms)
-    lines, offline, variables, url = [], [], "", ""
+    lines: list[str] = []
+    # the arms without a key, by what the notice says: the endpoint, the variable, the other one set
+    offline: dict[tuple[str, str, str | None], list[str]] = {}
     for arm in plan.arms:
         spec = firsts[arm.name]
         choice = spec.model_choice()
         if choice.scripted is not None:
             model = "[yellow]offline scripted model[/]"
-            offline.append(arm.name)
-            variables = spec.settings.llm.api_key_env or " or ".join(API_KEY_ENV_VARS)
-            url = safe_url(choice.base_url)
+            llm = spec.settings.llm
+            variable, hint = key_variable(llm, choice.base_url), key_hint(llm, choice.base_url, arm=True)
+            offline.setdefault((choice.endpoint, variable, hint), []).append(arm.name)
         else:
-            model = f"{escape(choice.model)} at {escape(safe_url(choice.base_url))}"
+            model = f"{escape(choice.model)} at {escape(choice.endpoint)}"
         tools = "no tools"
         if spec.settings.mcp.enabled:
             path = spec.settings.mcp_config_path()
             names = ", ".join(s.name for s in McpConfig.from_file(path).enabled_servers) or "none"
             tools = f"tools: {escape(names)} ({escape(path.name)})"
         lines.append(f"  [bold]{escape(arm.name.ljust(width))}[/]  {model}; {tools}")
-    if offline:
+    for (url, variable, hint), unkeyed in offline.items():
         lines.append(
-            f"[bold yellow]No API key for {escape(url)}[/]: {escape(', '.join(offline))} "
-            f"{'plays' if len(offline) == 1 else 'play'} the offline scripted model, which replays "
+            f"[bold yellow]No API key for {escape(url)}[/]: {escape(', '.join(unkeyed))} "
+            f"{'plays' if len(unkeyed) == 1 else 'play'} the offline scripted model, which replays "
             "Jericho's walkthrough of the game (no LLM is called). To evaluate a real model, set "
-            f"{escape(variables)} (or api_key_env in \\[\\[arms]]), or pass --base-url for a local "
+            f"{escape(variable)} (or api_key_env in \\[\\[arms]]), or pass --base-url for a local "
             "server such as http://127.0.0.1:11434/v1 (Ollama)."
+            + (f" {escape(hint)}." if hint else "")
             + (" On the Ray cluster each worker decides from its own environment." if cluster else "")
         )
     return lines

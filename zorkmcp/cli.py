@@ -116,7 +116,8 @@ def _play_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         metavar="URL",
         type=http_url,
         help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1 for Ollama "
-        "(default: [tool.zorkgpt.llm] agent_base_url or client_base_url)",
+        "(default: [tool.zorkgpt.llm] agent_base_url or client_base_url, else OPENAI_BASE_URL, else "
+        "https://openrouter.ai/api/v1)",
     )
     p.add_argument(
         "--no-mcp",
@@ -196,17 +197,16 @@ def _summary_table(summary: EpisodeSummary, *, replay: str | None = None) -> Tab
 
 
 def _offline_banner(settings: Settings, base_url: str | None) -> str:
-    from ._urls import safe_url
-    from .llm import API_KEY_ENV_VARS, DEFAULT_BASE_URL
+    from .llm._select import key_hint, key_variable, pick_base_url, shown_endpoint
 
     llm = settings.llm
-    url = safe_url(base_url or llm.agent_base_url or llm.client_base_url or DEFAULT_BASE_URL)
-    variables = llm.api_key_env or " or ".join(API_KEY_ENV_VARS)
+    url, source = pick_base_url(llm, base_url)
+    hint = key_hint(llm, url)
     return (
-        f"[bold yellow]No LLM configured[/] (no API key for {escape(url)}): playing with the [bold]offline "
-        "scripted model[/], which replays Jericho's walkthrough of the game — no LLM is called. To play "
-        f"with a real model, set {variables}, or pass --base-url for a local server such as "
-        "http://127.0.0.1:11434/v1 (Ollama)."
+        f"[bold yellow]No LLM configured[/] (no API key for {escape(shown_endpoint(url, source))}): playing "
+        "with the [bold]offline scripted model[/], which replays Jericho's walkthrough of the game — no LLM "
+        f"is called. To play with a real model, set {key_variable(llm, url)}, or pass --base-url for a local "
+        "server such as http://127.0.0.1:11434/v1 (Ollama)." + (f" {escape(hint)}." if hint else "")
     )
 
 
@@ -310,9 +310,12 @@ def _orchestrator(args: argparse.Namespace) -> tuple[Orchestrator, str]:
     """
     from .config import McpConfig
     from .game import check_game_file, resolve_game_path
+    from .llm import pick_base_url
     from .orchestrator import Orchestrator
 
     settings, origin = _load_settings(args)
+    if not args.replay:  # an OPENAI_BASE_URL the client cannot use is refused as a bad setting is
+        pick_base_url(settings.llm, args.base_url)
     game_path = resolve_game_path(
         args.game,
         settings.files.game_file_path,
@@ -386,10 +389,16 @@ def _banner(
     scripted: bool,
     origin: str,
 ) -> None:
+    from .llm._select import BASE_URL_ENV, pick_base_url, shown_endpoint
+
+    where = ""
     if args.replay:
         console.print(f"[bold]Replaying[/] {escape(args.replay)}: no model is called.", highlight=False)
     elif scripted:
         console.print(_offline_banner(orchestrator.settings, args.base_url), highlight=False)
+    else:  # an endpoint the command line and the settings do not name is said: OPENAI_BASE_URL's
+        url, source = pick_base_url(orchestrator.settings.llm, args.base_url)
+        where = f" at {shown_endpoint(url, source)}" if source == BASE_URL_ENV else ""
     mcp = "MCP on" if orchestrator.mcp_on else "MCP off (no tools)"
     replayed, limit = orchestrator.replayed, orchestrator.turn_limit
     held = (
@@ -399,7 +408,7 @@ def _banner(
     )
     console.print(
         f"[bold]zorkmcp play[/]: {escape(orchestrator.game_path.name)}, seed {orchestrator.seed}, "
-        f"model {escape(model)}, {mcp}, up to {limit} turns{held}",
+        f"model {escape(model)}{escape(where)}, {mcp}, up to {limit} turns{held}",
         highlight=False,
         soft_wrap=True,  # one line, however long: the terminal wraps it
     )

@@ -119,7 +119,8 @@ def _variable(inst: object, attribute: attrs.Attribute[Any], value: str | None) 
     if not value.strip():
         raise Problem(
             "must not be blank: name the environment variable that holds the API key (e.g. "
-            '"MY_KEY_VARIABLE"), or leave the key out to read OPENROUTER_API_KEY or OPENAI_API_KEY',
+            '"MY_KEY_VARIABLE"), or leave the key out to read OPENROUTER_API_KEY for OpenRouter and '
+            "OPENAI_API_KEY for any other endpoint",
             key=attribute.name,
         )
     if _VARIABLE_NAME.fullmatch(value) and not _looks_like_a_key(value):
@@ -385,8 +386,8 @@ def _slips(section: str, table: dict[str, Any]) -> list[str]:
         if section == "llm" and _SECRET_KEY.fullmatch(fold_key(key)):
             problems.append(
                 f"{key}: zorkmcp reads no API key from a file (it would end up in version control): "
-                "export it as OPENROUTER_API_KEY or OPENAI_API_KEY, or name its variable with api_key_env, "
-                "and remove this key"
+                "export it as OPENROUTER_API_KEY (sent only to OpenRouter) or OPENAI_API_KEY (sent to any "
+                "other endpoint), or name its variable with api_key_env, and remove this key"
             )
         elif (home := _home_of(key, but=section)) is not None:
             problems.append(f"{key} belongs in [tool.zorkgpt.{home}], not here: move it there")

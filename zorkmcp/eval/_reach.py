@@ -104,7 +104,8 @@ def check_endpoints(specs: Iterable[EpisodeSpec], *, tell: Callable[[str], None]
 
 
 _SETTINGS: Final = (
-    "pass the right --base-url (or base_url in [[arms]], or agent_base_url in [tool.zorkgpt.llm])"
+    "pass the right --base-url (or base_url in [[arms]], agent_base_url in [tool.zorkgpt.llm], "
+    "or OPENAI_BASE_URL)"
 )
 _START: Final = f"start it, or {_SETTINGS}"
 

@@ -43,17 +43,18 @@ from ..errors import ConfigError, GameError, LLMError, MCPError, RunStopped, Run
 from ..game import story_md5
 from ..game.server import preload as preload_game
 from ..llm import (
-    API_KEY_ENV_VARS,
     OPENROUTER_HEADERS,
     LLMClient,
     MeteredModel,
     ModelChoice,
     ModelUse,
+    key_variable,
     resolve_api_key,
 )
 from ..llm._client import new_http_client
 from ..llm._metered import TOKEN_COUNTS
 from ..llm._scripted import SCRIPTED_MODEL_NAME
+from ..llm._select import key_hint
 from ..llm._urls import is_openrouter
 from ..mcp import EpisodeServers, McpManager, ModelSampler, ZygoteGroup, build_server_env, open_zygotes
 from ..observability import EventRecorder, open_tracer
@@ -780,8 +781,8 @@ def _record_names(run_dir: Path, arm: str) -> frozenset[str]:
 _RESUME_KEYS: Final = {
     "model": "--model, or the arm's model",
     "scripted": "true: the offline scripted model, which plays when no API key is set",
-    "base_url": "the model's endpoint: --base-url, the arm's base_url, or agent_base_url in "
-    "[tool.zorkgpt.llm]",
+    "base_url": "the model's endpoint: --base-url, the arm's base_url, agent_base_url in "
+    "[tool.zorkgpt.llm], or OPENAI_BASE_URL",
     "mcp": "--no-mcp, --compare-mcp, or the arm's mcp",
     "servers": "the servers the arm's mcp_config.json enables (or its mcp_config)",
     "max_turns": "--turns, or max_turns in [eval]",
@@ -831,10 +832,11 @@ def _planned(spec: EpisodeSpec, *, cluster: bool, game_md5: str | None) -> _Plan
         model = (choice.plays,)
         scripted = (choice.scripted is not None,)
         if choice.scripted is not None:
-            variables = spec.settings.llm.api_key_env or " or ".join(API_KEY_ENV_VARS)
+            llm = spec.settings.llm
+            variable, hint = key_variable(llm, choice.base_url), key_hint(llm, choice.base_url, arm=True)
             offline = (
-                f"there is no API key for {safe_url(choice.base_url)} now (set {variables}, or the arm's "
-                "api_key_env)"
+                f"there is no API key for {choice.endpoint} now (set {variable}, or the arm's api_key_env)"
+                + (f"; {hint}" if hint else "")
             )
     values = {
         "model": model,

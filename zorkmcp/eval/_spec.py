@@ -191,6 +191,13 @@ def _sampling(_: Any, attribute: attrs.Attribute[Any], value: float | None) -> N
             raise _Problem(str(exc), attribute.name) from None
 
 
+def _environ_base_url() -> str | None:
+    """``OPENAI_BASE_URL`` in this process (``None``: unset or blank), read once where a plan is made."""
+    from ..llm._select import environ_base_url
+
+    return environ_base_url()
+
+
 @frozen(kw_only=True)
 class ArmSpec:
     """One arm: a configuration of the agent; ``None`` keeps what ``zorkmcp play`` would use.
@@ -267,6 +274,10 @@ class EpisodeSpec:
     base_url: str | None = None
     game_server: ServerConfig | None = None
     """The game's MCP server; default: the game server seeded with :attr:`seed`, in the playing process."""
+    openai_base_url: str | None = field(factory=_environ_base_url, repr=False)  # it may hold user info
+    """``OPENAI_BASE_URL`` where the spec was made (the driver; ``None``: unset): the base URL when
+    neither :attr:`base_url` nor the settings give one. A Ray worker plays against the endpoint the
+    run announced, whatever its own environment says; the API key is still read where the episode plays."""
 
     @property
     def key(self) -> tuple[str, int]:
@@ -279,10 +290,14 @@ class EpisodeSpec:
         Args:
             walkthrough: the commands for the offline scripted model, should it play.
         """
-        from ..llm import ModelChoice
+        from ..llm import BASE_URL_ENV, ModelChoice
 
         return ModelChoice.from_settings(
-            self.settings, model_override=self.model, base_url_override=self.base_url, walkthrough=walkthrough
+            self.settings,
+            model_override=self.model,
+            base_url_override=self.base_url,
+            walkthrough=walkthrough,
+            base_url_environ={BASE_URL_ENV: self.openai_base_url} if self.openai_base_url else {},
         )
 
 
@@ -298,6 +313,9 @@ class EvalPlan:
     game_path: Path
     out: Path
     settings: Settings
+    openai_base_url: str | None = field(factory=_environ_base_url, repr=False)  # it may hold user info
+    """``OPENAI_BASE_URL`` where the plan was made (``None``: unset), for every episode's spec
+    (:attr:`EpisodeSpec.openai_base_url`)."""
 
     @property
     def seeds(self) -> range:
@@ -361,6 +379,7 @@ class EpisodeSpecs(Sequence[EpisodeSpec]):
             settings=self._settings[arm.name],
             model=arm.model,
             base_url=arm.base_url,
+            openai_base_url=plan.openai_base_url,
         )
 
 

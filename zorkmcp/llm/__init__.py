@@ -7,7 +7,10 @@
   replay them offline.
 - :class:`MeteredModel` / :class:`ModelUse`: a model that counts the completions it answers and
   their tokens (what an episode's model use cost).
-- :func:`open_chat_model`: picks one of the two from :class:`~zorkmcp.config.Settings`.
+- :func:`open_chat_model`: picks one of the two from :class:`~zorkmcp.config.Settings`; the base
+  URL by :func:`pick_base_url` (``--base-url``, the settings, ``OPENAI_BASE_URL``, OpenRouter), the
+  key by :func:`key_variable` (``OPENROUTER_API_KEY`` only to OpenRouter, ``OPENAI_API_KEY`` only
+  elsewhere, unless ``api_key_env`` names another).
 - :class:`LLMResponse`, :class:`ToolCall`, :class:`FunctionCall`: the seeds' response models.
 """
 
@@ -35,17 +38,21 @@ from ._models import ToolCall as ToolCall
 from ._scripted import DEFAULT_WALKTHROUGH as DEFAULT_WALKTHROUGH
 from ._scripted import ScriptedModel as ScriptedModel
 from ._select import API_KEY_ENV_VARS as API_KEY_ENV_VARS
+from ._select import BASE_URL_ENV as BASE_URL_ENV
 from ._select import DEFAULT_BASE_URL as DEFAULT_BASE_URL
 from ._select import DEFAULT_MODEL as DEFAULT_MODEL
 from ._select import ModelChoice as ModelChoice
 from ._select import describe_model as describe_model
+from ._select import key_variable as key_variable
 from ._select import open_chat_model as open_chat_model
+from ._select import pick_base_url as pick_base_url
 from ._select import resolve_api_key as resolve_api_key
 from ._select import sampling_arguments as sampling_arguments
 from ._urls import is_local_base_url as is_local_base_url
 
 __all__ = [
     "API_KEY_ENV_VARS",
+    "BASE_URL_ENV",
     "CACHE_CONTROL",
     "DEFAULT_BASE_URL",
     "DEFAULT_MODEL",
@@ -69,8 +76,10 @@ __all__ = [
     "ToolCall",
     "describe_model",
     "is_local_base_url",
+    "key_variable",
     "open_chat_model",
     "open_llm_client",
+    "pick_base_url",
     "resolve_api_key",
     "sampling_arguments",
     "supports_tool_calling",

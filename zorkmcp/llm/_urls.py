@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-__all__ = ["chat_completions_url", "is_local_base_url", "is_openai", "is_openrouter"]
+__all__ = ["chat_completions_url", "is_local_base_url", "is_openrouter"]
 
 _LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})  # noqa: S104 -- a name, not a bind
 
 
 def _host(base_url: str) -> str:
+    """The host, lower-cased, without the trailing dot of a fully qualified name (``openrouter.ai.``)."""
     try:
-        return (urlsplit(base_url).hostname or "").lower()
+        return (urlsplit(base_url).hostname or "").lower().rstrip(".")
     except ValueError:
         return ""
 
@@ -27,15 +28,9 @@ def is_local_base_url(base_url: str) -> bool:
 
 
 def is_openrouter(base_url: str) -> bool:
-    """``True`` when the base URL points at OpenRouter."""
+    """``True`` when the base URL points at OpenRouter: the only host ``OPENROUTER_API_KEY`` is sent to."""
     host = _host(base_url)
     return host == "openrouter.ai" or host.endswith(".openrouter.ai")
-
-
-def is_openai(base_url: str) -> bool:
-    """``True`` when the base URL points at OpenAI's own API."""
-    host = _host(base_url)
-    return host == "openai.com" or host.endswith(".openai.com")
 
 
 def chat_completions_url(base_url: str) -> str:
