@@ -643,7 +643,8 @@ WHERE = " (/cfg/mcp_config.json)"
             {"mcpServers": {"a": {"command": "python3", "envfile": ".env"}}},
             "$.mcpServers.a has unknown key 'envfile' (allowed: type, command, args, env, cwd, module, "
             "disabled, lifecycle, timeout, tools, roots, sampling, url, headers, envFile, serverUrl, "
-            "autoApprove, alwaysAllow, dev, gallery, version)",
+            "httpUrl, includeTools, excludeTools, trust, description, autoApprove, alwaysAllow, dev, "
+            "gallery, version)",
         ),
         (
             {"servers": {"a": {"url": "http://h/mcp", "envFile": ".env"}}},
@@ -1010,7 +1011,9 @@ def test_hostile_json_documents_are_one_config_error(tmp_path: Path, text: str, 
         ),
         (
             {"command": "python3", "timeout": 604801},
-            "$.mcpServers.s.timeout must be <= 604800 (one week), got 604801",
+            "$.mcpServers.s.timeout is 604801: zorkmcp reads it as seconds per tool call (as Cline does) and "
+            "takes less than 1000; as Gemini CLI's milliseconds it is 604.801 s: write 604.801 (for calls of "
+            "1000 s or more, leave timeout out and raise tool_call_timeout_seconds in pyproject.toml)",
         ),
         (
             {"command": "python3", "cwd": "a\u0000"},

@@ -38,6 +38,8 @@ class LintTool:
         left_out: why it is left out whatever its schema (a tool that runs only as a task, a
             ``tools/list`` entry that is not valid MCP), or ``None``.
         description: its description as the server lists it (``None``: not looked at).
+        repairs: what the engine changed in its ``tools/list`` entry to keep it usable (a field that
+            is not valid MCP dropped: ``dropped its outputSchema (...)``), as the episode log says.
     """
 
     name: str
@@ -46,6 +48,7 @@ class LintTool:
     wire_name: str | None = None
     left_out: str | None = None
     description: str | None = None
+    repairs: tuple[str, ...] = ()
 
 
 def _description_note(description: str | None) -> str | None:
@@ -68,8 +71,9 @@ def lint_report(tools: Sequence[LintTool | _Tuple]) -> list[dict[str, Any]]:
 
     Returns:
         Dicts with ``tool`` (the canonical name), ``status`` (``"ok"``, ``"changed"`` or
-        ``"excluded"``), ``changes`` (the notes: each of the input schema starts with its JSON path,
-        a cut description with ``description:``), ``excluded`` (why the tool is left out, or
+        ``"excluded"``), ``changes`` (the notes: first the repairs of its ``tools/list`` entry, each
+        starting with ``dropped its``, then those of the input schema, each starting with its JSON
+        path, then a cut description with ``description:``), ``excluded`` (why the tool is left out, or
         ``None``) and ``parameters`` (the schema the LLM is offered, or ``None``). When two tools
         share a canonical name, each of their entries also has ``server`` and ``wire_name`` (``None``
         when the tool is not offered), which tell them apart.
@@ -78,13 +82,13 @@ def lint_report(tools: Sequence[LintTool | _Tuple]) -> list[dict[str, Any]]:
     shared = {name for name, count in Counter(tool.name for tool in listed).items() if count > 1}
     report: list[dict[str, Any]] = []
     for tool in listed:
+        changes: list[str] = list(tool.repairs)
         if tool.left_out is not None and tool.schema is None:  # left out at listing: no schema to translate
-            changes: list[str] = []
             excluded: str | None = tool.left_out
             parameters = None
         else:
             result = translate_schema(tool.schema)
-            changes = list(result.changes)
+            changes.extend(result.changes)
             excluded = tool.left_out if tool.left_out is not None else result.excluded
             parameters = result.parameters
             if excluded is None and (note := _description_note(tool.description)) is not None:

@@ -151,6 +151,9 @@ def _run(
     """
     try:
         settings, config = _load(config_path, pyproject, starts)
+        from .llm import pick_base_url
+
+        pick_base_url(settings.llm)  # a bad OPENAI_BASE_URL: the sampler a server may ask for needs it
     except ConfigError as exc:
         _error(f"configuration error: {exc}")
         return EXIT_CONFIG
@@ -173,6 +176,53 @@ class _Warnings:
     def log(self, level: str, message: str, /) -> None:
         if level in ("WARNING", "ERROR"):
             _error(f"{level.lower()}: {message}")
+
+
+class _CallWarnings(_Warnings):
+    """The event sink of ``zorkmcp call``: it speaks of the tool called, not of the others.
+
+    The lines of the servers' start-up are held until the tool is known (:meth:`release`); then the
+    warnings the tool table logged about other tools (:attr:`~zorkmcp.mcp.Toolbox.notes`: a schema
+    left out, a description cut, an allow-list name the server lacks) are only counted, in one
+    ``note:`` line that says where to read them, and every other line is shown as ``tools`` shows it.
+    """
+
+    def __init__(self, tools_command: str) -> None:
+        self._held: list[tuple[str, str]] | None = []
+        self._tools_command = tools_command
+
+    def log(self, level: str, message: str, /) -> None:
+        if self._held is not None and level in ("WARNING", "ERROR"):
+            self._held.append((level, message))
+            return
+        super().log(level, message)
+
+    def release(self, toolbox: Toolbox | None = None, name: str = "") -> None:
+        """Show the held lines: of the notes of ``toolbox``, those about the tool ``name`` resolves
+        to (or, unresolved, those about a tool whose canonical name is ``name``); all without one."""
+        from .mcp._names import base_wire_name, canonical_name
+
+        held, self._held = self._held or [], None
+        others: set[str] = set()
+        if toolbox is not None:
+            info = toolbox.resolve(name)
+            called = {(info.server, info.tool)} if info is not None else set()
+            for note in toolbox.notes:
+                if not any(
+                    tool in called
+                    or (info is None and name in (canonical_name(*tool), base_wire_name(*tool)))
+                    for tool in note.about
+                ):
+                    others.add(note.message)
+        unsaid = 0
+        for level, message in held:
+            if message in others:
+                unsaid += 1
+            else:
+                super().log(level, message)
+        if unsaid:
+            warnings = f"{unsaid} warning{'s' if unsaid > 1 else ''}"
+            _error(f"note: {warnings} about other tools not shown ({self._tools_command} shows them)")
 
 
 def _json_text(value: object, *, indent: int | None = None) -> str:
@@ -251,7 +301,10 @@ def _sampler(settings: Settings, events: _Warnings) -> ModelSampler:
 
 @asynccontextmanager
 async def _open_servers(
-    servers: Sequence[ServerConfig], settings: McpSettings, sampler: ModelSampler
+    servers: Sequence[ServerConfig],
+    settings: McpSettings,
+    sampler: ModelSampler,
+    events: _Warnings | None = None,
 ) -> AsyncIterator[tuple[Toolbox, dict[str, MCPServerStartupError]]]:
     """Like :func:`~zorkmcp.mcp.open_toolbox`, but a server that does not start leaves the others.
 
@@ -264,7 +317,7 @@ async def _open_servers(
     from .mcp import Toolbox, start_server
     from .mcp._sampling import SamplingPolicy
 
-    events = _Warnings()
+    events = events if events is not None else _Warnings()
     sampling = SamplingPolicy(sampler)
     handles: dict[str, ServerHandle] = {}
     errors: dict[str, MCPServerStartupError] = {}
@@ -317,6 +370,7 @@ def _listed(toolbox: Toolbox) -> list[LintTool]:
                         wire_name=wire.get((server, tool.name)),
                         left_out=not_callable(tool),
                         description=tool.description or "",
+                        repairs=tuple(note for repaired, note in session.repairs if repaired == tool.name),
                     )
                 )
         listed.extend(
@@ -522,30 +576,49 @@ def _call(
         else:
             servers = _to_start(name, config)
 
-            async def call_in(toolbox: Toolbox) -> ToolCallResult:
+            async def call_in(toolbox: Toolbox, events: _CallWarnings) -> ToolCallResult:
+                events.release(toolbox, name)
                 if toolbox.resolve(name) is None and (why := _why_unknown(name, toolbox, config)):
                     return why
                 return await toolbox.call_tool(name, arguments, timeout=timeout)
 
             async def main() -> ToolCallResult:
-                # the warnings of `tools` too: a tool left out for its schema is otherwise just "Unknown tool"
-                events = _Warnings()
+                # the warnings `tools` shows, about this tool only (a tool left out for its schema
+                # would be just "Unknown tool"); those about other tools are counted
+                events = _CallWarnings(_tools_command(config_path, pyproject))
                 sampler = _sampler(settings, events)
-                if owners:
-                    async with open_toolbox(servers, settings.mcp, events=events, sampler=sampler) as toolbox:
-                        return await call_in(toolbox)
-                # No server can have the name (a typo): the servers start only to list their tools, and
-                # one that does not start is a line on stderr, as in `tools`, not the command's failure.
-                async with _open_servers(servers, settings.mcp, sampler) as (toolbox, failed):
-                    for failure in failed.values():
-                        _error(str(failure))
-                    return await call_in(toolbox)
+                try:
+                    if owners:
+                        async with open_toolbox(
+                            servers, settings.mcp, events=events, sampler=sampler
+                        ) as toolbox:
+                            return await call_in(toolbox, events)
+                    # No server can have the name (a typo): the servers start only to list their tools,
+                    # and one that does not start is a line on stderr, as in `tools`, not the failure.
+                    async with _open_servers(servers, settings.mcp, sampler, events) as (toolbox, failed):
+                        for failure in failed.values():
+                            _error(str(failure))
+                        return await call_in(toolbox, events)
+                finally:
+                    events.release()  # a start that failed: what the servers said before it
 
             result = run_trio(main)
         print_line(_json_text(result.to_dict()))
         return EXIT_FAILED if result.is_error else EXIT_OK
 
     return _run(call, config_path, pyproject, starts=lambda config: _to_start(name, config))
+
+
+def _tools_command(config_path: Path | None, pyproject: Path | None) -> str:
+    """The ``zorkmcp tools --lint`` command that lists the same servers' warnings, as a shell takes it."""
+    import shlex
+
+    words = ["zorkmcp", "tools", "--lint"]
+    if config_path is not None:
+        words += ["--config", str(config_path)]
+    if pyproject is not None:
+        words += ["--pyproject", str(pyproject)]
+    return shlex.join(words)
 
 
 def _to_start(name: str, config: McpConfig) -> list[ServerConfig]:
@@ -620,6 +693,14 @@ def _why_unknown(name: str, toolbox: Toolbox, config: McpConfig) -> ToolCallResu
                     )
     owners = _owners(name, config.servers)
     owner = toolbox.session(owners[0].name) if len(owners) == 1 else None
+    if owner is not None and owner.config.tools is not None:
+        wanted = name.removeprefix(f"{owner.name}.")
+        if wanted != name and wanted in owner.config.tools and wanted not in {t.name for t in owner.tools}:
+            return _unknown(
+                name,
+                f"MCP server '{owner.name}' has no tool of that name (its 'tools' allow-list in "
+                f"mcp_config.json names it). Available tools: {available}",
+            )
     if owner is not None and not owner.offers_tools:
         return _unknown(
             name,

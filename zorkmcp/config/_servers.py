@@ -12,13 +12,20 @@ variable, as nothing here can ask for it), and the predefined ``${workspaceFolde
 ``${workspaceFolderBasename}``, ``${userHome}``, ``${cwd}``, ``${pathSeparator}`` and ``${/}``; VS
 Code's ``dev``, ``gallery`` and ``version`` keys are accepted and not used. Its comments and trailing
 commas are not JSON (Requirement 2.3): the error names them. A ``${...}`` that none of these is (a
-shell's ``${VAR-default}``, VS Code's ``${config:...}``) is an error, not text passed on to the server.
+shell's ``${VAR-default}``, VS Code's ``${config:...}``) is an error, not text passed on to the server;
+``$${`` is a literal ``${`` (docker-compose's escape), for a server that needs ``${x}`` as it is.
+
+A server's ``timeout`` is seconds, under 1000 (:data:`FILE_TIMEOUT_LIMIT`: Gemini CLI writes
+milliseconds). Gemini CLI's other keys: ``httpUrl`` (a Streamable HTTP ``url``), ``includeTools``
+(``tools``), ``trust`` and ``description`` (accepted, not used); its ``excludeTools`` is refused, as
+zorkmcp has no list of tools to leave out and would offer them.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import re
 import sys
@@ -62,6 +69,39 @@ __all__ = [
 ]
 
 _timeout = optional(in_range(0, MAX_SECONDS, what="one week"))
+
+FILE_TIMEOUT_LIMIT: Final = 1000
+"""A server's ``timeout`` in a file must be less than this many seconds. Clients disagree on its unit:
+Cline and Roo Code write seconds (at most 3600), Gemini CLI's ``settings.json`` milliseconds (its
+default is 600000, ten minutes), and Claude Desktop, Claude Code, VS Code and Cursor have no such key.
+A value this large is almost surely milliseconds: read as seconds, ``600000`` would let a hung tool
+hold the turn for a week, so it is refused, with the value in seconds to write instead. (Built in
+Python, :class:`ServerConfig` takes seconds up to one week: no file was copied there.)"""
+
+
+def _seconds_text(value: float) -> str:
+    """``600`` for 600.0, ``1.5`` for 1.5: a number of seconds as a user writes it."""
+    return f"{value:.15g}"
+
+
+def _file_timeout(inst: object, attribute: attrs.Attribute[Any], value: float | None) -> None:
+    """attrs validator of ``timeout`` in a file: seconds, > 0 and < :data:`FILE_TIMEOUT_LIMIT`."""
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if not number or value is None or not math.isfinite(value) or value < FILE_TIMEOUT_LIMIT:
+        _timeout(inst, attribute, value)
+        return
+    seconds = _seconds_text(value / 1000)
+    longer = "leave timeout out and raise tool_call_timeout_seconds in pyproject.toml"
+    if value / 1000 < FILE_TIMEOUT_LIMIT:
+        fix = f"write {seconds} (for calls of {FILE_TIMEOUT_LIMIT} s or more, {longer})"
+    else:
+        fix = f"{longer}, the only way to calls of {FILE_TIMEOUT_LIMIT} s or more"
+    raise Problem(
+        f"is {value!r}: zorkmcp reads it as seconds per tool call (as Cline does) and takes less than "
+        f"{FILE_TIMEOUT_LIMIT}; as Gemini CLI's milliseconds it is {seconds} s: {fix}",
+        key=attribute.name,
+    )
+
 
 ServerType = Literal["stdio", "inprocess", "http", "sse"]
 RemoteKind = Literal["http", "sse"]
@@ -380,7 +420,9 @@ class McpConfig:
         plus what Claude Code, Cline, Cursor, Windsurf and VS Code users paste: ``servers`` as
         an alias of ``mcpServers``, ``"type": "stdio"``, ``cwd``, ``disabled``, ``envFile``
         (a ``.env`` file of the server's variables; its ``env`` wins), VS Code's ``inputs``
-        (and Cline's ``autoApprove``/``alwaysAllow``, VS Code's ``dev``, ``gallery`` and
+        (and Gemini CLI's ``httpUrl``, a Streamable HTTP ``url``, and ``includeTools``, its name of
+        ``tools``; Gemini CLI's ``trust`` and ``description``,
+        Cline's ``autoApprove``/``alwaysAllow``, VS Code's ``dev``, ``gallery`` and
         ``version``, accepted and ignored). ``${VAR}``, ``${VAR:-default}``, ``${env:VAR}`` and
         ``${env:VAR:-default}`` are expanded in ``command``, ``args``, ``env`` values, ``cwd``,
         ``envFile``, ``roots``, ``url`` and ``headers`` (``:-`` also applies when the variable is empty);
@@ -389,10 +431,12 @@ class McpConfig:
         ``${input:ID}``, read from the environment variable :func:`input_variable` names (or
         the input's ``default``). An unset variable without a default is an error, and so is any
         other ``${...}`` (``${VAR-default}``, ``${config:...}``, an unclosed ``${``), except in
-        disabled servers, which are left unexpanded.
+        disabled servers, which are left unexpanded; ``$${`` is a literal ``${`` (``"$${x}"`` passes
+        ``${x}``), as in docker-compose.
 
         zorkmcp's own per-server keys: ``lifecycle`` (``"per_turn"``, the default, or
-        ``"per_episode"``), ``timeout`` (seconds per tool call, > 0), ``tools`` (allow-list
+        ``"per_episode"``), ``timeout`` (seconds per tool call, > 0 and < 1000: a larger value is
+        refused as the milliseconds of Gemini CLI's ``settings.json``), ``tools`` (allow-list
         of tool names), ``roots`` (folders the server may work in: paths, relative to the config
         file's folder, or ``file://`` URIs; the client then declares MCP's ``roots`` capability),
         ``sampling`` (``true``: the client declares ``sampling`` and answers with the episode's
@@ -469,7 +513,7 @@ class _WireServer:
     module: str | None = None
     disabled: bool = False
     lifecycle: Literal["per_turn", "per_episode"] = "per_turn"
-    timeout: float | None = field(default=None, validator=_timeout)
+    timeout: float | None = field(default=None, validator=_file_timeout)
     tools: list[str] | None = None
     roots: list[str] | None = None
     sampling: bool = False
@@ -477,6 +521,11 @@ class _WireServer:
     headers: dict[str, str] | None = None
     envFile: str | None = None  # VS Code's and Cursor's
     serverUrl: str | None = None  # Windsurf's name of url
+    httpUrl: str | None = None  # Gemini CLI's: a Streamable HTTP url (its "url" is SSE's)
+    includeTools: list[str] | None = None  # Gemini CLI's name of tools
+    excludeTools: list[str] | None = None  # Gemini CLI's deny-list: refused (zorkmcp has none)
+    trust: bool | None = None  # Gemini CLI's (no confirmation before a call); accepted, not used
+    description: str | None = None  # Gemini CLI's; accepted, not used
     autoApprove: list[str] | None = None  # Cline's; accepted, not used
     alwaysAllow: list[str] | None = None  # Cline's; accepted, not used
     dev: Any = None  # VS Code's (watch and debug a server under development); accepted, not used
@@ -511,9 +560,12 @@ _VAR: Final = re.compile(
     r"\$\{(?:env:(?P<env>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<env_default>[^}]*))?|input:(?P<input>[^}]+)"
     r"|(?P<name>/|[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?)\}"
 )
-_REFERENCE: Final = re.compile(f"{_VAR.pattern}|\\$\\{{(?P<other>[^}}]*)(?P<closed>\\}}?)")
-"""A ``${...}`` :data:`_VAR` expands, or (``other``) one it does not, which is then a problem: left as
-written, the server would get ``${config:python.path}`` as its value."""
+_REFERENCE: Final = re.compile(
+    f"(?P<escaped>\\$\\$\\{{)|{_VAR.pattern}|\\$\\{{(?P<other>[^}}]*)(?P<closed>\\}}?)"
+)
+"""``$${`` (``escaped``: a literal ``${``, docker-compose's escape), a ``${...}`` :data:`_VAR` expands,
+or (``other``) one it does not, which is then a problem: left as written, the server would get
+``${config:python.path}`` as its value."""
 
 _EDITOR_ONLY: Final = frozenset(
     {
@@ -534,6 +586,11 @@ _EDITOR_ONLY: Final = frozenset(
     }
 )
 """VS Code's predefined variables about the editor (the file open in it...), which zorkmcp has none of."""
+_URL_KEYS: Final = ("url", "serverUrl", "httpUrl")
+_URL_KEYS_NAMED: Final = {
+    "serverUrl": "Windsurf's name for it",
+    "httpUrl": "Gemini CLI's name for a Streamable HTTP url",
+}
 _MODULE_SPEC: Final = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 _PYTHON_COMMANDS: Final = frozenset({"python", "python3"})
 
@@ -694,6 +751,8 @@ def _expand(text: str, path: str, variables: _Variables, problems: list[str] | N
         return match.group(0)
 
     def substitute(match: re.Match[str]) -> str:
+        if match["escaped"] is not None:
+            return "${"
         if (input_id := match["input"]) is not None:
             name = input_variable(input_id)
             value = environ.get(name) if name else None
@@ -732,7 +791,9 @@ def _expand(text: str, path: str, variables: _Variables, problems: list[str] | N
                 "have: write the value itself",
             )
         return unset(
-            match, f"but the environment variable {name} is not set (set it, or write ${{{name}:-default}})"
+            match,
+            f"but the environment variable {name} is not set (set it, or write ${{{name}:-default}}); "
+            f"${match.group(0)} passes {match.group(0)} to the server as written",
         )
 
     return _REFERENCE.sub(substitute, text)
@@ -781,12 +842,14 @@ def _build_server(
         k: _expand(v, json_path(path, "headers", k), variables, sink)
         for k, v in (entry.headers or {}).items()
     }
-    url_key = "serverUrl" if entry.url is None and entry.serverUrl is not None else "url"
-    url = entry.url if url_key == "url" else entry.serverUrl
-    if entry.url is not None and entry.serverUrl is not None:
-        problems.append(f'{path} has both "url" and "serverUrl" (Windsurf\'s name for it): keep one')
+    urls = {key: getattr(entry, key) for key in _URL_KEYS if getattr(entry, key) is not None}
+    url_key, url = next(iter(urls.items()), ("url", None))
+    if len(urls) > 1:
+        given = " and ".join(f'"{key}"' for key in urls)
+        named = "; ".join(_URL_KEYS_NAMED[key] for key in urls if key != "url")
+        problems.append(f"{path} has {'both ' if len(urls) == 2 else ''}{given} ({named}): keep one")
     url = None if url is None else _expand(url, json_path(path, url_key), variables, sink)
-    server_type = _server_type(entry.type, url)
+    server_type = _server_type(entry.type or ("http" if url_key == "httpUrl" else None), url)
     if server_type == "stdio":
         command = _check_stdio(entry, command, path, problems)
     elif server_type == "inprocess":
@@ -795,7 +858,7 @@ def _build_server(
         empty = {} if sink is None else _empty_header_variables(entry.headers or {}, variables.environ)
         _check_remote(entry, url, url_key, headers, path, problems, empty)
     if server_type != "http" and server_type != "sse":
-        for key in ("url", "serverUrl", "headers"):
+        for key in (*_URL_KEYS, "headers"):
             if getattr(entry, key) is not None:
                 problems.append(f'{path}.{key} is only used by remote servers ("type": "http" or "sse")')
     if entry.envFile is not None:
@@ -805,8 +868,16 @@ def _build_server(
             file = _expand(entry.envFile, json_path(path, "envFile"), variables, sink)
             env = {**_read_env_file(file, base, json_path(path, "envFile"), problems), **env}
     _check_env_keys(entry.env or {}, path, problems)
-    if entry.tools is not None and not entry.tools:
-        problems.append(f"{path}.tools must name at least one tool (remove it to offer every tool)")
+    tools_key, tools = ("includeTools", entry.includeTools) if entry.tools is None else ("tools", entry.tools)
+    if entry.tools is not None and entry.includeTools is not None:
+        problems.append(f'{path} has "tools" and "includeTools" (Gemini CLI\'s name for it): keep one')
+    if tools is not None and not tools:
+        problems.append(f"{path}.{tools_key} must name at least one tool (remove it to offer every tool)")
+    if entry.excludeTools is not None:
+        problems.append(
+            f"{path}.excludeTools (Gemini CLI's) is not supported: zorkmcp has no list of tools to leave "
+            'out, so they would be offered; name the tools to offer in "tools" instead'
+        )
     if cwd is not None and base is not None:
         cwd = str(base / Path(cwd).expanduser())
     roots = _expanded_roots(entry.roots, path, base, variables, sink, problems)
@@ -823,7 +894,7 @@ def _build_server(
         disabled=entry.disabled,
         lifecycle=entry.lifecycle,
         timeout=entry.timeout,
-        tools=None if entry.tools is None else tuple(entry.tools),
+        tools=None if tools is None else tuple(tools),
         roots=roots,
         sampling=entry.sampling,
         url=url,
@@ -850,7 +921,7 @@ def _empty_header_variables(headers: Mapping[str, str], environ: Mapping[str, st
     """
     empty: dict[str, str] = {}
     for name, value in headers.items():
-        for match in _VAR.finditer(value):
+        for match in _REFERENCE.finditer(value):  # not _VAR's: "$${TOKEN}" is no reference to TOKEN
             variable = match["env"] or match["name"]
             default = match["env_default"] if match["env"] else match["default"]
             if variable and default is None and environ.get(variable) == "":

@@ -454,6 +454,8 @@ class ServerSession:
             resources only).
         left_out: ``(tool name, reason)`` for each listed tool that cannot be used at all (it is
             not in :attr:`tools`; the toolbox reports it as ``mcp_tool_excluded``).
+        repairs: ``(tool name, what was changed and why)`` for each repair of the last listing that
+            kept a tool usable (:attr:`ToolListing.repairs`; ``zorkmcp tools --lint`` shows them).
         wire: what passed between the transport and ``client`` (:class:`Wire`).
     """
 
@@ -469,6 +471,7 @@ class ServerSession:
     _reconnect: Callable[[], Awaitable[bool]] | None = field(default=None, alias="reconnect")
     offers_tools: bool = True
     left_out: tuple[tuple[str, str], ...] = ()
+    repairs: tuple[tuple[str, str], ...] = ()
     wire: Wire | None = None
 
     @property
@@ -844,6 +847,14 @@ class _Opening:
     status: RemoteStatus | None = None
     finished: anyio.Event | None = None
     wire: Wire | None = None
+    deadline: float | None = None
+    """When the start-up time is up (``None``: it started); see :attr:`ProcessInfo.startup_deadline`."""
+
+    def started(self) -> None:
+        """The server answered in time: from now on it is stopped as any other (stdin EOF first)."""
+        self.deadline = None
+        if self.info is not None:
+            self.info.startup_deadline = None
 
 
 async def _enter_stdio(
@@ -860,7 +871,9 @@ async def _enter_stdio(
         # Requirement 3.2: say which names were withheld, never their values.
         events.emit("mcp_env_withheld", server=server.name, names=list(withheld))
         events.log("DEBUG", f"MCP server '{server.name}': withheld variables {', '.join(withheld)}")
-    opening.info = ProcessInfo(command=(server.command, *server.args), withheld_env=withheld)
+    opening.info = ProcessInfo(
+        command=(server.command, *server.args), withheld_env=withheld, startup_deadline=opening.deadline
+    )
     read, write, _ = await stack.enter_async_context(
         open_stdio_transport(
             server.command, server.args, env=env, cwd=server.cwd, info=opening.info, zygote=options.zygote
@@ -1131,6 +1144,7 @@ async def _connect_remote(
                 finished=link.ended,
                 offers_tools=offers_tools,
                 left_out=listing.left_out,
+                repairs=listing.repairs,
                 wire=opening.wire,
             )
             yield link.session
@@ -1172,6 +1186,7 @@ async def _connect(
             notes=notes,
             offers_tools=offers_tools,
             left_out=listing.left_out,
+            repairs=listing.repairs,
             wire=opening.wire,
         )
 
@@ -1222,9 +1237,11 @@ async def open_server_session(
     session: ServerSession | None = None
     try:
         lowlevel = await _build_inprocess(server) if server.type == "inprocess" else None
-        with anyio.CancelScope(deadline=anyio.current_time() + timeout) as startup_scope:
+        opening.deadline = anyio.current_time() + timeout
+        with anyio.CancelScope(deadline=opening.deadline) as startup_scope:
             async with _connect(server, lowlevel, opening, events, options) as session:
                 startup_scope.deadline = math.inf
+                opening.started()
                 _started(server, session, events)
                 yield session
         if session is None:  # only the startup deadline gets here

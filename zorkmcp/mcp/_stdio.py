@@ -21,7 +21,9 @@ passed to the session as an ``Exception`` value and does not end it) and changes
   (:mod:`zorkmcp.mcp._zygote`): same session, group, pidfd and teardown, without the interpreter's
   start-up. The zygote never reaps a child until asked, so the group kill stays before the reap.
 * Teardown (shielded, bounded, no fixed sleeps): close stdin → wait for exit up to
-  :data:`EOF_GRACE` → SIGTERM the group → wait up to :data:`TERM_GRACE` → SIGKILL the group. The
+  :data:`EOF_GRACE` (not at all for a server that let its start-up deadline pass,
+  :attr:`ProcessInfo.startup_deadline`: it was waited for long enough, and its error is not held
+  back) → SIGTERM the group → wait up to :data:`TERM_GRACE` → SIGKILL the group. The
   group is always killed when the server exits (children of a server that exited cleanly), and then
   every process whose environment carries the token (children that called ``setsid`` and escaped
   the group; a Linux ``/proc`` walk in a worker thread, shared by the sessions that end together,
@@ -140,6 +142,11 @@ class ProcessInfo:
         stopped: the server was still running, its stdout open, when zorkmcp began to stop it
             (teardown, or a :attr:`protocol_error`): its exit status is then its answer to being
             stopped (closing its stdin, a signal), not a status it chose.
+        startup_deadline: until the server has started (answered ``initialize`` and ``tools/list``),
+            when its start-up time is up (``anyio.current_time()``); ``None`` once it started, or
+            without one. A teardown that begins at or after it gives no :data:`EOF_GRACE`: the
+            stdin closes and SIGTERM follows at once, so the start-up error comes about
+            :data:`TERM_GRACE` after the timeout at worst instead of :data:`EOF_GRACE` more.
     """
 
     command: tuple[str, ...]
@@ -156,6 +163,7 @@ class ProcessInfo:
     protocol_error: str | None = None
     stdout_ended: bool = False
     stopped: bool = False
+    startup_deadline: float | None = None
     exited: anyio.Event = field(factory=anyio.Event)
     """Set once the server process has exited, its group has been killed and it has been reaped."""
     _stderr: deque[str] = field(factory=lambda: deque(maxlen=STDERR_TAIL_LINES), alias="_stderr")
@@ -572,7 +580,8 @@ async def _stop(
     never signalled after it could have been reused.
     """
     start = anyio.current_time()
-    eof_deadline = start + EOF_GRACE
+    timed_out = info.startup_deadline is not None and start >= info.startup_deadline
+    eof_deadline = start if timed_out else start + EOF_GRACE
     info.stopped = info.stopped or not _has_exited(pidfd, info)
     write_send.close()  # lets the writer flush what the session already handed over, then stop
     with anyio.CancelScope(deadline=eof_deadline):

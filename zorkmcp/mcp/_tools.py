@@ -49,6 +49,7 @@ __all__ = [
     "MAX_DESCRIPTION_CHARS",
     "MISMATCH_CHARS",
     "ToolInfo",
+    "ToolNote",
     "ToolTable",
     "Toolbox",
     "build_tool_infos",
@@ -137,6 +138,35 @@ class ToolInfo:
         }
 
 
+@frozen
+class ToolNote:
+    """A warning the building of a tool table logged, with the tools it is about.
+
+    ``zorkmcp call`` shows those about the tool it calls and only counts the others.
+
+    Attributes:
+        message: the line as logged (``WARNING``).
+        about: ``(server, tool)`` of each tool it speaks of: the tool left out or offered cut, the
+            names an allow-list gives that the server lacks, the tools that share an ambiguous name.
+    """
+
+    message: str
+    about: tuple[tuple[str, str], ...]
+
+
+class _Notes:
+    """Where :func:`build_tool_infos` says its warnings: the sink, and the caller's list of them."""
+
+    def __init__(self, events: EventSink, notes: list[ToolNote] | None) -> None:
+        self.events = events
+        self._notes = notes
+
+    def warn(self, message: str, *about: tuple[str, str]) -> None:
+        if self._notes is not None:
+            self._notes.append(ToolNote(message, about))
+        self.events.log("WARNING", message)
+
+
 def build_tool_infos(
     entries: Sequence[tuple[ServerConfig, Sequence[mcp_types.Tool]]],
     settings: McpSettings,
@@ -145,6 +175,7 @@ def build_tool_infos(
     apply_allow_list: bool = True,
     left_out: Mapping[str, Sequence[tuple[str, str]]] | None = None,
     reported: set[tuple[str, str]] | None = None,
+    notes: list[ToolNote] | None = None,
 ) -> list[ToolInfo]:
     """Translate the listed tools of several servers into :class:`ToolInfo` (properties 33–38).
 
@@ -164,8 +195,10 @@ def build_tool_infos(
             description cut for the model is noted there too, as ``(server + "\\x00description",
             tool)``, and :class:`Toolbox` notes a result that did not match its ``outputSchema`` as
             ``(server + "\\x00outputSchema", tool)`` (a server's name holds no NUL: they never meet).
+        notes: each warning logged is also appended here, with the tools it is about.
     """
     events = events if events is not None else NullSink()
+    say = _Notes(events, notes)
     reported = reported if reported is not None else set()
     kept: list[tuple[ServerConfig, mcp_types.Tool]] = []
     seen: set[tuple[str, str]] = set()  # a name listed twice is offered once
@@ -180,17 +213,17 @@ def build_tool_infos(
         for name, reason in (left_out or {}).get(server.name, ()):
             if (server.name, name) not in seen and (allowed is None or name in allowed):
                 seen.add((server.name, name))
-                _exclude(server.name, name, reason, events, reported, lint=False)
+                _exclude(server.name, name, reason, say, reported, lint=False)
         offered = {tool for name, tool in seen if name == server.name}
         if allowed is not None and (missing := sorted(allowed - offered)):
-            events.log(
-                "WARNING",
+            say.warn(
                 f"MCP server '{server.name}' has no tools named {', '.join(missing)} "
                 "(from its 'tools' allow-list)",
+                *((server.name, name) for name in missing),
             )
-    portable = _portable(kept, events, reported)
+    portable = _portable(kept, say, reported)
     for server, tool, _ in portable:
-        _note_long_description(server.name, tool, events, reported)
+        _note_long_description(server.name, tool, say, reported)
     wire = assign_wire_names((server.name, tool.name) for server, tool, _ in portable)
     return [
         ToolInfo(
@@ -218,7 +251,7 @@ def not_callable(tool: mcp_types.Tool) -> str | None:
 
 
 def _portable(
-    kept: Sequence[tuple[ServerConfig, mcp_types.Tool]], events: EventSink, reported: set[tuple[str, str]]
+    kept: Sequence[tuple[ServerConfig, mcp_types.Tool]], say: _Notes, reported: set[tuple[str, str]]
 ) -> list[tuple[ServerConfig, mcp_types.Tool, dict[str, Any]]]:
     """Each tool with its schema translated; a tool that cannot be offered is left out, with an event."""
     offered: list[tuple[ServerConfig, mcp_types.Tool, dict[str, Any]]] = []
@@ -226,7 +259,7 @@ def _portable(
         translation = translate_schema(tool.input_schema)
         if (task_only := not_callable(tool)) is not None or translation.parameters is None:
             reason = task_only or translation.excluded or "the input schema cannot be offered"
-            _exclude(server.name, tool.name, reason, events, reported)
+            _exclude(server.name, tool.name, reason, say, reported)
             continue
         offered.append((server, tool, translation.parameters))
     return offered
@@ -236,7 +269,7 @@ def _exclude(
     server: str,
     tool: str,
     reason: str,
-    events: EventSink,
+    say: _Notes,
     reported: set[tuple[str, str]],
     *,
     lint: bool = True,
@@ -246,9 +279,9 @@ def _exclude(
     if (server, tool) in reported:
         return
     reported.add((server, tool))
-    events.emit("mcp_tool_excluded", server=server, tool=tool, reason=reason)
+    say.events.emit("mcp_tool_excluded", server=server, tool=tool, reason=reason)
     hint = " (zorkmcp tools --lint explains)" if lint else ""
-    events.log("WARNING", f"MCP tool '{canonical_name(server, tool)}' left out: {reason}{hint}")
+    say.warn(f"MCP tool '{canonical_name(server, tool)}' left out: {reason}{hint}", (server, tool))
 
 
 _CALL_RESULT: TypeAdapter[mcp_types.CallToolResult | mcp_types.InputRequiredResult] = TypeAdapter(
@@ -258,7 +291,7 @@ _CALL_RESULT: TypeAdapter[mcp_types.CallToolResult | mcp_types.InputRequiredResu
 
 
 def _note_long_description(
-    server: str, tool: mcp_types.Tool, events: EventSink, reported: set[tuple[str, str]]
+    server: str, tool: mcp_types.Tool, say: _Notes, reported: set[tuple[str, str]]
 ) -> None:
     """Say once per episode that a tool's description is cut for the model (:func:`offered_description`)."""
     length = utf16_units(tool.description or "")
@@ -266,11 +299,11 @@ def _note_long_description(
     if length <= MAX_DESCRIPTION_CHARS or key in reported:
         return
     reported.add(key)
-    events.log(
-        "WARNING",
+    say.warn(
         f"MCP tool '{canonical_name(server, tool.name)}': its description has {length} characters, more "
         f"than OpenAI's API takes ({MAX_DESCRIPTION_CHARS}); the model is offered it cut to "
         f"{MAX_DESCRIPTION_CHARS}",
+        (server, tool.name),
     )
 
 
@@ -368,6 +401,7 @@ class Toolbox:
 
     Attributes:
         tools: every offered tool, in server order then listing order.
+        notes: the warnings the last building of the tool table logged (:class:`ToolNote`), in order.
         startup_seconds: how long starting the turn's servers took (set by the opener).
         teardown_seconds: how long closing them took (set when the context has been left).
     """
@@ -387,12 +421,14 @@ class Toolbox:
         self._sessions = {session.name: session for session in sessions}
         self._apply_allow_list = apply_allow_list
         self.tools: tuple[ToolInfo, ...] = ()
+        self.notes: tuple[ToolNote, ...] = ()
         self._rebuild()
         self.startup_seconds: float | None = None
         self.teardown_seconds: float | None = None
 
     def _rebuild(self) -> None:
         sessions = list(self._sessions.values())
+        notes: list[ToolNote] = []
         self.tools = tuple(
             build_tool_infos(
                 [(s.config, s.tools) for s in sessions],
@@ -401,14 +437,16 @@ class Toolbox:
                 apply_allow_list=self._apply_allow_list,
                 left_out={s.name: s.left_out for s in sessions},
                 reported=self._reported,
+                notes=notes,
             )
         )
         self._output_schemas = {(s.name, tool.name): tool.output_schema for s in sessions for tool in s.tools}
         self._table = ToolTable(self.tools)
+        say = _Notes(self._events, notes)
         for name in self._table.ambiguous:
-            self._events.log(
-                "WARNING", f"Tool name {name!r} is ambiguous; the LLM can still call it by wire name"
-            )
+            sharing = [(info.server, info.tool) for info in self.tools if info.name == name]
+            say.warn(f"Tool name {name!r} is ambiguous; the LLM can still call it by wire name", *sharing)
+        self.notes = tuple(notes)
 
     async def refresh_if_changed(self) -> bool:
         """List the tools again of every server that sent ``notifications/tools/list_changed``.
@@ -438,7 +476,7 @@ class Toolbox:
                 f"({type(exc).__name__}: {exc}); keeping the previous list",
             )
             return
-        session.tools, session.left_out = listing.tools, listing.left_out
+        session.tools, session.left_out, session.repairs = listing.tools, listing.left_out, listing.repairs
         report_repairs(session.name, listing, self._events)
 
     @property
