@@ -343,3 +343,22 @@ def test_a_bad_openai_base_url_is_a_config_error_for_the_library_too(monkeypatch
     assert str(raised.value).startswith(
         'OPENAI_BASE_URL must be an http:// or https:// URL with a host, got ftp://… (write e.g. "http://'
     )
+
+
+@pytest.mark.parametrize("command", [["tools"], ["call", "thinking.think", "{}"]])
+def test_a_bad_openai_base_url_stops_tools_and_call_in_one_line(
+    command: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The sampler a server may ask for is the settings' model: a traceback here before the fix.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_BASE_URL", "localhost:8080/v1")
+    assert main(command) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == (
+        "configuration error: OPENAI_BASE_URL must be an http:// or https:// URL "
+        'with a host, got no http:// or https:// at its start (write e.g. "http://127.0.0.1:11434/v1"); it '
+        "is the model's base URL when no --base-url (or eval arm's base_url) and no agent_base_url / "
+        "client_base_url in [tool.zorkgpt.llm] gives one: correct it, or unset it for the default "
+        "https://openrouter.ai/api/v1\n"
+    )
