@@ -462,7 +462,10 @@ async def test_a_cut_off_answer_says_why_the_model_stopped(llm_server: LLMServer
     action = await act(llm_server, {"settings": McpSettings(), "events": events})
     why = (
         "no JSON object in the answer (Unterminated string starting at '\"a long plan'): "
-        """'{"thinking": "a long plan' (the model stopped with finish_reason 'length')"""
+        """'{"thinking": "a long plan' (the model stopped with finish_reason 'length': its answer was """
+        "cut at the endpoint's own token limit (no max_tokens was sent); set max_tokens in "
+        "[tool.zorkgpt.agent_sampling] (in zorkmcp eval: the arm's max_tokens), or give the model server a "
+        "larger context)"
     )
     assert (action.action, action.reasoning, action.parse_error) == ("look", f"Parse error: {why}", why)
     assert [e["error"] for e in events.of_type("agent_parse_error")] == [why]

@@ -137,7 +137,10 @@ async def test_reasoning_without_content_says_where_the_answer_may_be(
         "close its thinking with </think>; try another --reasoning-parser, or none). The reasoning ends: "
         """…'mailbox is small. The mailbox is small. The mailbox is small. The mailbox is small. The """
         """mailbox is small. The mailbox is small. The mailbox is small. So: {"thinking": "mail", """
-        """"action": "open mailbox"}' (the model stopped with finish_reason 'length')"""
+        """"action": "open mailbox"}' (the model stopped with finish_reason 'length': its answer was """
+        "cut at the endpoint's own token limit (no max_tokens was sent); set max_tokens in "
+        "[tool.zorkgpt.agent_sampling] (in zorkmcp eval: the arm's max_tokens), or give the model server a "
+        "larger context)"
     )
     assert (action.action, action.parse_error) == ("look", why)
     assert [e["error"] for e in events.of_type("agent_parse_error")] == [why]

@@ -20,6 +20,7 @@ import attrs
 
 from .config import SamplingSettings
 from .engine import TurnOptions, TurnResult, run_turn
+from .llm._compat import finish_reason_said
 from .llm._text import EXCERPT, REPLACEMENT, quoted_excerpt, relaxed_json_object, valid_text
 from .observability import EventSink, NullSink, Tracer
 
@@ -442,8 +443,9 @@ class ZorkAgent:
             )
         elif action.parse_error is not None:
             why = action.parse_error + _missing_answer(result)
-            if result.finish_reason not in (None, "stop"):
-                why = f"{why} (the model stopped with finish_reason {result.finish_reason!r})"
+            reason = result.finish_reason
+            if reason is not None and reason != "stop":
+                why = f"{why} ({finish_reason_said(reason, self.sampling.max_tokens)})"
             action = attrs.evolve(action, reasoning=f"Parse error: {why}", parse_error=why)
         self._report_parse_error(action, result, turn_number)
         self.events.log("INFO", f"Turn {turn_number}: Agent action: {action.action}")

@@ -45,8 +45,9 @@ import anyio
 import attrs
 
 from .config import SamplingSettings
-from .errors import ModelCompatibilityError
+from .errors import LLMError, ModelCompatibilityError
 from .llm import CompletionRequest, supports_tool_calling
+from .llm._compat import CONTEXT_REMEDY, PER_MINUTE_REMEDY, finish_reason_said, too_large
 from .llm._text import is_json, quoted_excerpt
 from .mcp import ToolCallResult
 from .observability import EventSink, NullSink, OtelTracer, Tracer
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
     from .mcp import ToolInfo
 
 __all__ = [
+    "CONTEXT_TRIMMED_MESSAGE",
     "FORCE_FINAL_MESSAGE",
     "PREVIEW_CHARS",
     "SKIPPED_AFTER_TIMEOUT",
@@ -78,6 +80,13 @@ message (the model answered nothing at all), it is added to that message instead
 its text, or a last text part when its content is a list of parts), so that roles keep alternating:
 strict chat templates (Mistral, Gemma) reject two user messages in a row.
 """
+
+CONTEXT_TRIMMED_MESSAGE = (
+    "Your tool calls of this turn and their results no longer fit in your context window, so they were "
+    "left out, and no tools are offered for the rest of this turn."
+)
+"""What the turn's user message says before :data:`FORCE_FINAL_MESSAGE` when the model's context window
+was exceeded and the final answer is asked for without the turn's tool calls (see :func:`run_turn`)."""
 
 _FUNCTIONS_PREFIX = "functions."
 """The namespace gpt-oss-style models put before a tool's name (``functions.zork__inventory``)."""
@@ -232,6 +241,10 @@ class TurnResult:
     """The refusal the last response sent instead of content (:attr:`LLMResponse.refusal`)."""
     reasoning: str | None = None
     """The reasoning the last response sent apart from its content (:attr:`LLMResponse.reasoning`)."""
+    context_exceeded: bool = False
+    """A request did not fit the model's context window (or was larger than the account's tokens per
+    minute), and the final answer was asked for with the turn's opening messages only, without its tool
+    calls and tools (``llm_context_exceeded``, whose ``limit`` says which)."""
 
 
 def _preview(result: ToolCallResult) -> str:
@@ -319,19 +332,44 @@ def _carried_answer(call: ToolCall, response_format: Mapping[str, Any] | None) -
     return None
 
 
-def _with_final_request(message: Mapping[str, Any]) -> dict[str, Any] | None:
-    """``message`` (a user message) with :data:`FORCE_FINAL_MESSAGE` added to its content.
+def _with_final_request(message: Mapping[str, Any], *texts: str) -> dict[str, Any] | None:
+    """``message`` (a user message) with ``texts`` and :data:`FORCE_FINAL_MESSAGE` added to its content.
 
     ``None`` when its content is neither text nor a list of parts. The parts already there are kept
-    as they are (a ``cache_control`` marker on one keeps the cached prefix); a new text part is added.
+    as they are (a ``cache_control`` marker on one keeps the cached prefix); a new text part is added
+    for each text, :data:`FORCE_FINAL_MESSAGE` last.
     """
+    added = [*texts, FORCE_FINAL_MESSAGE]
     content = message.get("content")
     if content is None or isinstance(content, str):
-        text = f"{content}\n\n{FORCE_FINAL_MESSAGE}" if content else FORCE_FINAL_MESSAGE
-        return {**message, "content": text}
+        return {**message, "content": "\n\n".join([content, *added] if content else added)}
     if isinstance(content, list):
-        return {**message, "content": [*content, {"type": "text", "text": FORCE_FINAL_MESSAGE}]}
+        return {**message, "content": [*content, *({"type": "text", "text": text} for text in added)]}
     return None
+
+
+def _context_exceeded(error: LLMError) -> bool:
+    """Whether the endpoint refused a request for being too large (:func:`zorkmcp.llm._compat.too_large`):
+    for the model's context window (an HTTP 400, 413 or 422, or a provider error), or for the account's
+    tokens per minute (OpenAI's 429 ``Request too large … on tokens per min``, Groq's 413), which the
+    client does not retry. A shorter request may fit either."""
+    return too_large(error) is not None
+
+
+def _context_error(error: LLMError) -> LLMError:
+    """The error of a request that was too large even without the turn's tool calls and tools: the
+    endpoint's, with what to do (:data:`~zorkmcp.llm._compat.CONTEXT_REMEDY`, or for the account's
+    tokens per minute :data:`~zorkmcp.llm._compat.PER_MINUTE_REMEDY`, which the client's message of an
+    HTTP error already ends with)."""
+    remedy = CONTEXT_REMEDY if too_large(error) == "context window" else PER_MINUTE_REMEDY
+    if str(error).endswith(remedy):
+        return error
+    return type(error)(
+        f"{error} — {remedy}",
+        status=error.status,
+        provider_message=error.provider_message,
+        body_excerpt=error.body_excerpt,
+    )
 
 
 @attrs.define
@@ -349,6 +387,8 @@ class _Call:
     result: ToolCallResult | None = None
     outcome: Outcome = "ok"
     duration: float = 0.0
+    cut: bool = False
+    """The response that made the call stopped at its token limit (``finish_reason`` ``length``)."""
 
 
 @attrs.define
@@ -371,6 +411,15 @@ class _Loop:
     last: LLMResponse | None = None
     content: str | None = None
     """The final answer's text: the content, or the arguments of a call carrying the answer."""
+    opening: list[dict[str, Any]] = attrs.Factory(list)
+    """The turn's opening messages, as they came (what a request that exceeded the context keeps)."""
+    trimmed: bool = False
+    """The model's context window was exceeded and the final answer asked for with only :attr:`opening`."""
+    note: tuple[str, ...] = ()
+    """What the forced final call tells the model before asking (:data:`CONTEXT_TRIMMED_MESSAGE`)."""
+
+    def __attrs_post_init__(self) -> None:
+        self.opening = [dict(m) for m in self.messages]
 
     @property
     def prefix(self) -> str:
@@ -400,7 +449,15 @@ class _Loop:
             refresh = getattr(self.toolbox, "refresh_if_changed", None)  # optional: a changed tool list
             if refresh is not None and await refresh() and self.toolbox is not None:
                 tools = self.toolbox.openai_tools()
-            response = await self._complete(tools=tools or None, tool_choice="auto" if tools else None)
+            try:
+                response = await self._complete(tools=tools or None, tool_choice="auto" if tools else None)
+            except LLMError as error:
+                if not _context_exceeded(error):
+                    raise
+                if not (tools or len(self.messages) > len(self.opening)):
+                    raise _context_error(error) from error  # nothing to leave out: the opening does not fit
+                self._trim(error, kept=len(self.messages), tools=len(tools))
+                break
             if response.tool_calls:
                 self.content = self._answer_in_loop(response.tool_calls)
                 if self.content is not None:
@@ -447,27 +504,78 @@ class _Loop:
             "mcp_unexpected_state", finish_reason=response.finish_reason, iteration=self.iterations
         )
         refused = f"; it refused: {quoted_excerpt(response.refusal)}" if response.refusal else ""
+        reason = response.finish_reason
+        meant = ""
+        if reason is not None and reason != "stop":
+            meant = f" ({finish_reason_said(reason, self.options.sampling.max_tokens)})"
         self.events.log(
             "WARNING",
             f"{self.prefix}: LLM returned no content and no tool_calls, "
-            f"finish_reason={response.finish_reason}{refused}",
+            f"finish_reason={reason}{meant}{refused}",
+        )
+
+    def _trim(self, error: LLMError, *, kept: int, tools: int) -> None:
+        """The request was too large (the model's context window, the account's tokens per minute:
+        ``limit`` in the event): the turn goes on with only its opening messages, and no tools, to the
+        forced final call (once a turn; an event and a warning say so).
+
+        ``kept``: the messages of the turn's history before the request (its tool calls are those after
+        the opening messages); ``tools``: how many tools the request offered."""
+        dropped = kept - len(self.opening)
+        self.messages[:] = [dict(m) for m in self.opening]
+        self.trimmed = True
+        self.note = (CONTEXT_TRIMMED_MESSAGE,) if dropped else ()
+        said = error.provider_message or str(error)
+        limit = too_large(error) or "context window"
+        self.events.emit(
+            "llm_context_exceeded",
+            iteration=self.iterations,
+            dropped_messages=dropped,
+            dropped_tools=tools,
+            error=said,
+            limit=limit,
+        )
+        left = [f"its tool calls and their results ({dropped} messages)"] if dropped else []
+        left += [f"the {tools} tool{'s' * (tools != 1)} offered"] if tools else []
+        what = (
+            "did not fit the model's context window"
+            if limit == "context window"
+            else "is larger than the account's tokens-per-minute limit"
+        )
+        self.events.log(
+            "WARNING",
+            f"{self.prefix}: the request {what} ({said}); the final answer "
+            f"is asked for with the turn's opening messages only, without {' and '.join(left)}",
         )
 
     async def _force_final(self) -> None:
-        self.events.emit("mcp_no_content", iterations=self.iterations)
-        self.events.log(
-            "WARNING",
-            f"Turn {self.options.turn}: Agent exited tool loop without content after {self.iterations} "
-            "iterations; forcing final action",
-        )
+        if not self.trimmed:
+            self.events.emit("mcp_no_content", iterations=self.iterations)
+            self.events.log(
+                "WARNING",
+                f"Turn {self.options.turn}: Agent exited tool loop without content after {self.iterations} "
+                "iterations; forcing final action",
+            )
+        before = len(self.messages)
+        note, self.note = self.note, ()
         last = self.messages[-1] if self.messages else None
-        merged = _with_final_request(last) if last is not None and last.get("role") == "user" else None
+        merged = _with_final_request(last, *note) if last is not None and last.get("role") == "user" else None
         if merged is not None:  # roles keep alternating (see FORCE_FINAL_MESSAGE)
             self.messages[-1] = merged
         else:
-            self.messages.append({"role": "user", "content": FORCE_FINAL_MESSAGE})
+            self.messages.append({"role": "user", "content": "\n\n".join([*note, FORCE_FINAL_MESSAGE])})
         self.forced_final = True
-        response = await self._complete(response_format=self.options.final_response_format)
+        try:
+            response = await self._complete(response_format=self.options.final_response_format)
+        except LLMError as error:
+            # The history of a long tool loop no longer fits: once a turn, ask again without it.
+            if not _context_exceeded(error):
+                raise
+            if self.trimmed or before <= len(self.opening):
+                raise _context_error(error) from error
+            self._trim(error, kept=before, tools=0)
+            await self._force_final()
+            return
         self.content = response.content
         if not response.content and response.tool_calls:
             # No tools were offered: a call here is the answer leaking through the provider's
@@ -519,6 +627,7 @@ class _Loop:
                 server=info.server if info else None,
                 raw_arguments=tc.function.arguments,
                 timeout=info.timeout if info else None,
+                cut=response.finish_reason == "length",
             )
             if aborted:
                 call.outcome = "skipped"
@@ -538,6 +647,11 @@ class _Loop:
             call.arguments = _parse_arguments(call.raw_arguments)
         except ValueError as exc:
             message = f"Invalid tool arguments for {call.canonical}: {exc}"
+            if call.cut:  # the reply stopped at its token limit: the arguments were cut short
+                message += (
+                    "; your reply was cut off at its token limit (finish_reason 'length') before these "
+                    "arguments ended: call the tool again with shorter arguments"
+                )
             raw = call.raw_arguments
             if raw.strip() and not is_json(raw):  # the history sends {} back for them: say what they were
                 shown = raw if len(raw) <= _QUOTED_ARGUMENTS else raw[: _QUOTED_ARGUMENTS - 1] + "…"
@@ -593,8 +707,10 @@ class _Loop:
             self.events.log("WARNING", f"{self.prefix}: Tool call timeout: {call.canonical}")
         elif call.outcome in ("error", "invalid_arguments"):
             self.events.emit("mcp_tool_error", **where, error=result.error_message)
+            cut = call.outcome == "invalid_arguments" and call.cut
+            said = f" ({finish_reason_said('length', self.options.sampling.max_tokens)})" if cut else ""
             self.events.log(
-                "WARNING", f"{self.prefix}: Tool call failed: {call.canonical} - {result.error_message}"
+                "WARNING", f"{self.prefix}: Tool call failed: {call.canonical} - {result.error_message}{said}"
             )
         if call.outcome in ("ok", "error", "timeout"):
             self.events.emit(
@@ -746,6 +862,7 @@ async def _session(loop: _Loop, deadline: float, *, expired: bool = False) -> Tu
         llm_requests=loop.requests,
         refusal=loop.last.refusal if loop.last is not None else None,
         reasoning=loop.last.reasoning if loop.last is not None else None,
+        context_exceeded=loop.trimmed,
     )
 
 

@@ -2,14 +2,19 @@
 
 A cassette is a JSON-lines file: a versioned header (with the episode's turn limit, ``max_turns``),
 then one line per chat completion — the request the engine sent (messages, tools, ``tool_choice``,
-``response_format``, sampling, stop) and the reply it got. Neither API keys nor HTTP headers are
-ever written: a :class:`~zorkmcp.llm.CompletionRequest` carries no key, and its ``extra_headers``
-are left out.
+``response_format``, sampling, stop) and the reply it got, or the error the model raised instead
+(``{"request": …, "error": {"type", "message", "status", "provider_message", "body_excerpt"}}``: a
+:class:`~zorkmcp.errors.LLMError` after its retries, such as a request that did not fit the model's
+context window, which the engine answers by asking again without the turn's tool calls, or the error
+that ended the episode). Neither API keys nor HTTP headers are ever written: a
+:class:`~zorkmcp.llm.CompletionRequest` carries no key, and its ``extra_headers`` are left out (an
+error's text is the client's, which never holds the key).
 
 * :class:`RecordingModel` wraps any :class:`~zorkmcp.llm.ChatModel` and appends each exchange as it
   happens (so an interrupted episode keeps what it recorded);
-* :class:`ReplayModel` is itself a ``ChatModel``: it answers each request with the recorded reply,
-  after checking that the request is the one recorded next. When it is not (other tools offered,
+* :class:`ReplayModel` is itself a ``ChatModel``: it answers each request with the recorded reply
+  (or raises the recorded error, of the same type, with the same message and fields), after
+  checking that the request is the one recorded next. When it is not (other tools offered,
   another game text), it raises :class:`~zorkmcp.errors.CassetteMismatchError` naming the turn and
   what differs: the cassette's line, the message and its field, and an excerpt of both sides around
   the first character that differs. Other agents can test against recorded episodes the same way.
@@ -29,8 +34,10 @@ Where a turn starts and ends is read from the requests and the replies themselve
 makes them (:func:`zorkmcp.engine.run_turn`): a turn's first request ends with the turn's user
 message; its forced final call also ends with a user message, the one that asks for the final
 answer (:data:`zorkmcp.engine.FORCE_FINAL_MESSAGE`), whatever its ``response_format``; a turn ends
-with an answer (a reply with content and no tool call), with its forced final call, or with the
-answer given as the one call to a tool it was not offered. A cassette cut in the middle of a turn
+with an answer (a reply with content and no tool call), with its forced final call, with the
+answer given as the one call to a tool it was not offered, or with an error after which the engine
+does not ask again (every error but a request too large that still had tool calls or tools to leave
+out: see :func:`_asked_again`). A cassette cut in the middle of a turn
 (Ctrl-C, a crash or ``kill -9`` in the middle of a write: its last line incomplete) replays the
 whole turns before the cut.
 """
@@ -52,7 +59,16 @@ import attrs
 from .._argtypes import MAX_SEED
 from .._locks import LockHeldError, hold, let_go, make_folders, remove_empty
 from .._outputs import append_whole, open_pipe, open_written, write_error, written_in_place
-from ..errors import CassetteError, CassetteMismatchError
+from ..errors import (
+    CassetteError,
+    CassetteMismatchError,
+    LLMError,
+    LLMHTTPError,
+    LLMProviderError,
+    LLMResponseError,
+    LLMTransportError,
+)
+from ._compat import too_large
 from ._models import FunctionCall, LLMResponse, ToolCall
 from ._scripted import SCRIPTED_MODEL_NAME
 
@@ -134,6 +150,36 @@ def _response_of(data: Mapping[str, Any]) -> LLMResponse:
         text_beside_calls=data.get("text_beside_calls"),  # absent from older cassettes
         refusal=data.get("refusal"),  # these two as well
         reasoning=data.get("reasoning"),
+    )
+
+
+_ERRORS: dict[str, type[LLMError]] = {
+    kind.__name__: kind
+    for kind in (LLMError, LLMHTTPError, LLMResponseError, LLMProviderError, LLMTransportError)
+}
+"""The errors a cassette records, by the name its ``error.type`` gives."""
+
+
+def _error_json(error: LLMError) -> dict[str, Any]:
+    """The recorded form of a model's error: its type (the nearest of :data:`_ERRORS`), its message
+    and its fields."""
+    kind = next(k for k in type(error).__mro__ if _ERRORS.get(k.__name__) is k)
+    return {
+        "type": kind.__name__,
+        "message": str(error),
+        "status": error.status,
+        "provider_message": error.provider_message,
+        "body_excerpt": error.body_excerpt,
+    }
+
+
+def _error_of(data: Mapping[str, Any]) -> LLMError:
+    """The recorded error, as the model raised it (its type, message and fields)."""
+    return _ERRORS[str(data["type"])](
+        str(data["message"]),
+        status=data.get("status"),
+        provider_message=data.get("provider_message"),
+        body_excerpt=str(data.get("body_excerpt") or ""),
     )
 
 
@@ -341,6 +387,7 @@ class RecordingModel:
     def __init__(self, inner: ChatModel, path: Path, header: CassetteHeader) -> None:
         self._inner = inner
         self._file = CassetteFile(path, header)
+        self._held_back: list[tuple[str, bool]] = []
         self._fill_in_scripted()
 
     @classmethod
@@ -348,7 +395,7 @@ class RecordingModel:
         """A recording onto a cassette its owner already claimed (and closes): one held from before
         the model exists, as ``zorkmcp play`` holds it from before the episode's servers start."""
         model = cls.__new__(cls)
-        model._inner, model._file = inner, cassette
+        model._inner, model._file, model._held_back = inner, cassette, []
         model._fill_in_scripted()
         return model
 
@@ -378,6 +425,12 @@ class RecordingModel:
     async def complete(self, request: CompletionRequest, /) -> LLMResponse:
         """The inner model's reply, once the exchange is on the cassette.
 
+        An :class:`~zorkmcp.errors.LLMError` the inner model raises is recorded too (``"error"`` in
+        place of ``"response"``), then raised, so a replay raises it at the same request: the engine
+        goes on as it did (a request too large asked again without the turn's tool calls) or the
+        episode ends with the same error. Errors before the model's first answer are held back and
+        written with it: an episode that ends before the model answers writes nothing.
+
         Raises:
             CassetteError: the first request, and another recording holds the cassette (the inner
                 model was not asked).
@@ -386,12 +439,32 @@ class RecordingModel:
         """
         if not self._file.claimed:
             await anyio.to_thread.run_sync(self._file.claim)
-        response = await self._inner.complete(request)
         recorded = request_json(request)
-        line = json.dumps({"request": recorded, "response": _response_json(response)}, default=str)
         opens = _opens_turn(recorded)
-        await anyio.to_thread.run_sync(lambda: self._file.append(line, opens_turn=opens))
+        try:
+            response = await self._inner.complete(request)
+        except CassetteMismatchError:
+            raise
+        except LLMError as error:
+            failed = json.dumps({"request": recorded, "error": _error_json(error)}, default=str)
+            self._held_back.append((failed, opens))
+            if self._file.started:
+                await self._write()
+            raise
+        line = json.dumps({"request": recorded, "response": _response_json(response)}, default=str)
+        self._held_back.append((line, opens))
+        await self._write()
         return response
+
+    async def _write(self) -> None:
+        """Append the exchanges held back, in order (each whole or not at all)."""
+        lines, self._held_back = self._held_back, []
+
+        def append() -> None:
+            for line, opens in lines:
+                self._file.append(line, opens_turn=opens)
+
+        await anyio.to_thread.run_sync(append)
 
     def start(self) -> None:
         """Claim the cassette and write the header (sync: call it before the episode's loop starts).
@@ -585,18 +658,19 @@ def _not_an_exchange(exchange: Any) -> str | None:
         return (
             "it has no request" if request is _ABSENT else f"its request is {_shown(request)}, not an object"
         )
+    if "error" in exchange:
+        if response is not _ABSENT:
+            return "it has both a response and an error; keep the one the model gave"
+        return _not_a_request(request) or _not_an_error(exchange["error"])
     if not isinstance(response, dict):
         return (
             "it has no response"
             if response is _ABSENT
             else f"its response is {_shown(response)}, not an object"
         )
-    messages = request.get("messages")
-    if not (isinstance(messages, list) and messages and all(isinstance(m, dict) for m in messages)):
-        return f"its request's messages is {_shown(messages)}, not a list of messages"
-    tools = request.get("tools")
-    if tools is not None and not (isinstance(tools, list) and all(isinstance(t, dict) for t in tools)):
-        return f"its request's tools is {_shown(tools)}, not a list of tools or null"
+    wrong = _not_a_request(request)
+    if wrong is not None:
+        return wrong
     for key in ("content", "finish_reason", "text_beside_calls", "refusal", "reasoning", "model"):
         value = response.get(key)
         if value is not None and not isinstance(value, str):
@@ -626,6 +700,37 @@ def _not_an_exchange(exchange: Any) -> str | None:
                 return f"{where} has no {name}"
             if not isinstance(value, str):
                 return f"{where}.{name} is {_shown(value)}, not text"
+    return None
+
+
+def _not_a_request(request: Mapping[str, Any]) -> str | None:
+    """What keeps a recorded request from being one (its messages, its tools), else ``None``."""
+    messages = request.get("messages")
+    if not (isinstance(messages, list) and messages and all(isinstance(m, dict) for m in messages)):
+        return f"its request's messages is {_shown(messages)}, not a list of messages"
+    tools = request.get("tools")
+    if tools is not None and not (isinstance(tools, list) and all(isinstance(t, dict) for t in tools)):
+        return f"its request's tools is {_shown(tools)}, not a list of tools or null"
+    return None
+
+
+def _not_an_error(error: Any) -> str | None:
+    """What keeps a recorded error from being one the replay can raise, as a phrase naming the field."""
+    if not isinstance(error, dict):
+        return f"its error is {_shown(error)}, not an object"
+    kind = error.get("type", _ABSENT)
+    if kind not in _ERRORS:
+        return f"its error's type is {_shown(kind)}, not one of {', '.join(_ERRORS)}"
+    message = error.get("message", _ABSENT)
+    if not isinstance(message, str):
+        return f"its error's message is {_shown(message)}, not text"
+    status = error.get("status")
+    if status is not None and not _is_int(status):
+        return f"its error's status is {_shown(status)}, not a number or null"
+    for key in ("provider_message", "body_excerpt"):
+        value = error.get(key)
+        if value is not None and not isinstance(value, str):
+            return f"its error's {key} is {_shown(value)}, not text or null"
     return None
 
 
@@ -664,15 +769,41 @@ def _opens_turn(request: Mapping[str, Any]) -> bool:
     return isinstance(last, dict) and last.get("role") == "user" and not _asks_for_the_final_answer(last)
 
 
+def _asked_again(request: Mapping[str, Any], error: LLMError) -> bool:
+    """Whether the engine asks again in the same turn after a request that failed with ``error``.
+
+    It does only when the request was too large (:func:`~zorkmcp.llm._compat.too_large`: the model's
+    context window, the account's tokens per minute) and had something to leave out: tools offered,
+    or tool calls and their results (a request that ends with a tool result, or the forced final call
+    as a message of its own after them). A request too large without them (the turn's opening
+    messages, or the final call already asked without the turn's tool calls) ends the turn, and the
+    episode, as every other error does (see :meth:`zorkmcp.engine._Loop.run`).
+    """
+    if too_large(error) is None:
+        return False
+    messages = request["messages"]
+    last = messages[-1]
+    if _asks_for_the_final_answer(last):
+        from ..engine import FORCE_FINAL_MESSAGE  # (the engine imports this package)
+
+        after_tools = len(messages) > 1 and messages[-2].get("role") == "tool"
+        return last.get("content") == FORCE_FINAL_MESSAGE and after_tools
+    return bool(request.get("tools")) or last.get("role") == "tool"
+
+
 def _ends_turn(exchange: Mapping[str, Any]) -> bool:
     """Whether the engine's turn ends with this exchange (so the cassette holds that turn whole).
 
     It does with the forced final call, whatever its reply; with a reply that has content and no
-    tool call (the answer); and with a reply whose one call names a tool the request did not offer
-    (the answer given as a call; see :mod:`zorkmcp.engine`). A reply with tool calls to run, or with
-    neither content nor a call, is followed by another request of the same turn.
+    tool call (the answer); with a reply whose one call names a tool the request did not offer
+    (the answer given as a call; see :mod:`zorkmcp.engine`); and with an error after which the engine
+    does not ask again (:func:`_asked_again`: the episode ended on it). A reply with tool calls to run,
+    or with neither content nor a call, is followed by another request of the same turn.
     """
-    request, response = exchange["request"], exchange["response"]
+    request = exchange["request"]
+    if "error" in exchange:
+        return not _asked_again(request, _error_of(exchange["error"]))
+    response = exchange["response"]
     if _asks_for_the_final_answer(_last_message(request)):
         return True
     calls = response.get("tool_calls")
@@ -878,6 +1009,13 @@ class ReplayModel:
         return max(self.turns if limit is None else min(limit, self.turns), 1)
 
     async def complete(self, request: CompletionRequest, /) -> LLMResponse:
+        """The recorded reply to ``request``, once it is checked to be the request recorded next.
+
+        Raises:
+            CassetteMismatchError: the request is not the one recorded next, or the cassette has no more.
+            LLMError: the model raised this error there when the episode was recorded (the same type,
+                message, status, provider message and body excerpt).
+        """
         await anyio.lowlevel.checkpoint()
         sent = _normalized(request_json(request))
         opens = _opens_turn(sent)
@@ -908,4 +1046,6 @@ class ReplayModel:
                 f"sent a request the cassette does not have there: {_difference(recorded, sent)}"
             )
         self._position += 1
+        if "error" in exchange:  # the model failed there: the same error, raised again
+            raise _error_of(exchange["error"])
         return _response_of(exchange["response"])

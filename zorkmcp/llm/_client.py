@@ -4,9 +4,11 @@
 for as long as the caller's context lives. Requests are retried with exponential backoff
 on 429, 5xx and transport failures; the waits are ``anyio.sleep`` calls, so they run on
 the event loop's clock (trio's is virtual in tests) and a cancelled caller stops waiting at once.
-The error's ``code`` overrules its status twice: OpenAI's 429 ``insufficient_quota`` is not retried
-(no wait brings credit back), and Groq's 400 ``tool_use_failed`` (a tool call the model wrote and
-the server could not parse) is, as a 5xx.
+The error's ``code`` and text overrule its status three times: OpenAI's 429 ``insufficient_quota`` is
+not retried (no wait brings credit back), nor is its 429 ``Request too large … on tokens per min``
+(one request larger than the per-minute limit never fits; the engine asks again without the turn's
+tool calls, as for a context window exceeded), and Groq's 400 ``tool_use_failed`` (a tool call the
+model wrote and the server could not parse) is retried, as a 5xx.
 
 Two refusals are not retried that way. An endpoint that refuses ``response_format`` (the forced
 final call's JSON schema, Requirement 4.6) gets the request again at once without it, and never
@@ -38,7 +40,7 @@ from ..errors import (
     ModelCompatibilityError,
 )
 from ..observability import EventSink, NullSink
-from ._compat import refuses_response_format, refuses_tools, tools_remedy
+from ._compat import exceeds_token_rate, refuses_response_format, refuses_tools, tools_remedy
 from ._messages import check_tools, with_cache_control
 from ._models import CompletionRequest, LLMResponse
 from ._parse import (
@@ -126,14 +128,18 @@ def _kind_for_status(status: int | None) -> _RetryKind | None:
 
 
 def _kind_for_answer(status: int, body: bytes) -> _RetryKind | None:
-    """Whether an error answer may be retried: by its status, then by the error's ``code``.
+    """Whether an error answer may be retried: by its status, then by the error's ``code`` and text.
 
-    OpenAI's 429 ``insufficient_quota`` is no rate limit (no wait brings credit back), and Groq's 400
+    OpenAI's 429 ``insufficient_quota`` is no rate limit (no wait brings credit back), nor is its 429
+    ``Request too large for gpt-4o … on tokens per min (TPM): Limit 30000, Requested 45000`` (a request
+    larger than the per-minute limit never fits, however long the wait); Groq's 400
     ``tool_use_failed`` is a generation that failed (the model wrote a call the server could not
     parse), which a new sample usually mends, as a 5xx.
     """
     codes = error_codes(body) if status in (400, 429) else frozenset()
     if status == 429 and QUOTA_EXHAUSTED in codes:
+        return None
+    if status == 429 and exceeds_token_rate(body.decode("utf-8", errors="replace")):
         return None
     if status == 400 and GENERATION_FAILED in codes:
         return "server_error"
@@ -351,7 +357,10 @@ class LLMClient:
                 scrub=self._scrub,
             )
         except LLMProviderError as error:  # OpenRouter reports upstream 429/5xx inside a 200
-            return _Failure(error, _kind_for_status(error.status), refused=_refused(error, payload))
+            kind = _kind_for_status(error.status)
+            if exceeds_token_rate(f"{error.provider_message or ''} {error.body_excerpt}"):
+                kind = None  # an upstream's 429 Request too large … on tokens per min: no wait helps
+            return _Failure(error, kind, refused=_refused(error, payload))
         except LLMResponseError as error:
             return _Failure(error, None)
 

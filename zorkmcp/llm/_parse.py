@@ -14,7 +14,7 @@ from urllib.parse import urljoin
 
 from .._urls import safe_url
 from ..errors import LLMHTTPError, LLMProviderError, LLMResponseError
-from ._compat import TOO_MANY_TOOLS_REMEDY, refuses_tool_count
+from ._compat import PER_MINUTE_REMEDY, TOO_MANY_TOOLS_REMEDY, exceeds_token_rate, refuses_tool_count
 from ._models import FunctionCall, LLMResponse, ToolCall
 from ._text import is_json, relaxed_json_object, valid_text
 
@@ -209,6 +209,8 @@ def http_error(
         )
     elif status in (400, 413, 422) and refuses_tool_count(provider or detail):
         hint = f" — {TOO_MANY_TOOLS_REMEDY}"  # OpenAI takes 128 tools; the engine offers them all
+    elif status in (413, 429) and exceeds_token_rate(provider or detail):
+        hint = f" — {PER_MINUTE_REMEDY}"  # OpenAI's 429, Groq's 413: Request too large … tokens per min
     elif status == 413:
         hint = f" — {TOO_LARGE_REMEDY}"
     elif status == 429 and QUOTA_EXHAUSTED in error_codes(body):
