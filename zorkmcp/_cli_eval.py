@@ -541,7 +541,7 @@ def episode_line(record: dict[str, Any]) -> str:
     )
     if record.get("victory"):
         line += " victory=true"
-    for key in ("parse_errors", "deadlines"):  # turns that played the agent's fallback action
+    for key in ("parse_errors", "deadlines", "context_trims"):  # turns not played as the model meant
         if record.get(key):
             line += f" {key}={record[key]}"
     if record.get("error"):
@@ -958,6 +958,8 @@ def fallback_lines(summary: dict[str, Any]) -> list[str]:
     ``mcp: 4 turn(s) (100%) played the fallback action: the model's final answer did not parse``;
     the same for turns whose deadline passed. Nothing for an arm whose records do not count them.
     """
+    from .eval._stats import percent
+
     lines = []
     for name, arm in summary.get("arms", {}).items():
         for key, rate_key, why in (
@@ -966,8 +968,28 @@ def fallback_lines(summary: dict[str, Any]) -> list[str]:
         ):
             count, rate = arm.get(key), arm.get(rate_key)
             if isinstance(count, int) and count > 0:
-                share = f" ({rate:.0%})" if isinstance(rate, float) else ""
+                share = f" ({percent(rate)})" if isinstance(rate, float) else ""  # 1 in 400 is not 0%
                 lines.append(f"{escape(name)}: {count} turn(s){share} played the fallback action: {why}")
+    return lines
+
+
+def context_lines(summary: dict[str, Any]) -> list[str]:
+    """A line per arm some of whose turns did not fit the model's context window (rich markup).
+
+    ``mcp: 3 turn(s) (2%) did not fit the model's context window: their final answer was asked for
+    without the turn's tool calls and tools``. Nothing for an arm whose records do not count them.
+    """
+    from .eval._stats import percent
+
+    lines = []
+    for name, arm in summary.get("arms", {}).items():
+        count, rate = arm.get("context_trims"), arm.get("context_trim_rate")
+        if isinstance(count, int) and count > 0:
+            share = f" ({percent(rate)})" if isinstance(rate, float) else ""
+            lines.append(
+                f"{escape(name)}: {count} turn(s){share} did not fit the model's context window: their final "
+                "answer was asked for without the turn's tool calls and tools"
+            )
     return lines
 
 
@@ -1049,7 +1071,11 @@ def print_outcome(console: Console, outcome: EvalOutcome) -> None:
     episodes disabled, the comparisons, and the files the run left (only those it wrote)."""
     if outcome.summary.get("arms"):
         console.print(summary_table(outcome.summary, width=console.width))
-        for line in [*fallback_lines(outcome.summary), *disabled_lines(outcome.summary)]:
+        for line in [
+            *fallback_lines(outcome.summary),
+            *context_lines(outcome.summary),
+            *disabled_lines(outcome.summary),
+        ]:
             console.print(f"[yellow]{line}[/]", highlight=False, soft_wrap=True)
     else:
         console.print("No episode has finished: nothing to summarize.", highlight=False)

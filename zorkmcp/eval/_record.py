@@ -97,6 +97,7 @@ RECORD_FIELDS: Final[dict[str, tuple[Callable[[Any], bool], str, bool]]] = {
     "tools": (_is_tools, "an object of tools, each with counts and seconds", False),
     "parse_errors": (*_COUNT, False),
     "deadlines": (*_COUNT, False),
+    "context_trims": (*_COUNT, False),
     "llm_requests": (*_COUNT, False),
     "prompt_tokens": (*_COUNT, True),
     "completion_tokens": (*_COUNT, True),

@@ -463,6 +463,24 @@ def _fallback_note(summary: dict[str, Any]) -> str:
     )
 
 
+def _context_note(summary: dict[str, Any]) -> str:
+    """A warning per arm some of whose turns did not fit the model's context window ("": none)."""
+    lines = []
+    for name, arm in summary["arms"].items():
+        if arm.get("context_trims"):
+            share = _per_turn(arm["context_trims"], arm.get("context_trim_rate"))
+            lines.append(f"{escape(name)}: on {share} of its turns.")
+    if not lines:
+        return ""
+    return (
+        "<p class=warn>A request did not fit the model's context window, and the turn's final answer was "
+        "asked for without its tool calls and tools: "
+        + " ".join(lines)
+        + " On those turns the tools' work did not reach the answer: the arm's scores partly measure "
+        "playing without it (see llm_context_exceeded in the episodes' events).</p>"
+    )
+
+
 def _disabled_note(summary: dict[str, Any]) -> str:
     """A warning per arm whose episodes disabled an MCP server mid-episode ("": none did)."""
     lines = []
@@ -788,6 +806,7 @@ def render_eval_report(
         + _arm_setup_table(summary)
         + _arm_table(summary)
         + _fallback_note(summary)
+        + _context_note(summary)
         + _disabled_note(summary)
         + "<p class=note>Failed episodes (with an error) are counted but excluded from score statistics. "
         "se = sample standard deviation / √n. Answers not parsed / deadlines: the turns on which the "

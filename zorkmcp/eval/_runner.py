@@ -487,6 +487,7 @@ def _record(spec: EpisodeSpec, summary: Any, tally: _Tally, *, runner: Runner, w
         "tools": tools,
         "parse_errors": tally.parse_errors,
         "deadlines": tally.deadlines,
+        "context_trims": sum(turn.context_exceeded for turn in tally.turns),
         "llm_requests": tally.use.requests,
         **{key: tally.use.tokens(key) for key in TOKEN_COUNTS},
         "requests_without_usage": tally.use.unmetered,

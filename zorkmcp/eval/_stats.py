@@ -83,10 +83,13 @@ CSV_COLUMNS = (
     "deadlines",
     "servers_disabled",
     "llm_retries",
+    "context_trims",
 )
 """The columns of ``summary.csv``, one row per episode, in this order (blank: the record lacks it,
 or does not know it: ``null`` tokens). ``servers_disabled`` is how many of the arm's MCP servers
-the episode disabled; ``llm_retries`` how many model requests failed and were tried again. Columns
+the episode disabled; ``llm_retries`` how many model requests failed and were tried again;
+``context_trims`` on how many turns a request did not fit the model's context window, so that the
+final answer was asked for without the turn's tool calls (``llm_context_exceeded``). Columns
 added later go last, so that a column keeps its place from one zorkmcp to the next."""
 
 
@@ -304,6 +307,7 @@ def _arm_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
     known = [r["servers"] for r in records if isinstance(r.get("servers"), list)]  # older records lack it
     parse_errors, parse_error_rate = _counted(records, "parse_errors")
     deadlines, deadline_rate = _counted(records, "deadlines")
+    context_trims, context_trim_rate = _counted(records, "context_trims")
     return {
         "models": sorted({str(r["model"]) for r in records if r.get("model")}),
         "servers": sorted({str(name) for names in known for name in names}) if known else None,
@@ -328,6 +332,8 @@ def _arm_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
         "parse_error_rate": parse_error_rate,
         "deadlines": deadlines,
         "deadline_rate": deadline_rate,
+        "context_trims": context_trims,
+        "context_trim_rate": context_trim_rate,
         "llm_requests": int(sum(_numbers(records, "llm_requests"))),
         "llm_retries": _known_total(records, "llm_retries"),
         "prompt_tokens": _known_total(records, "prompt_tokens"),
@@ -388,18 +394,18 @@ def group_by_arm(episodes: Iterable[dict[str, Any]]) -> dict[str, list[dict[str,
 def summarize(episodes: Iterable[dict[str, Any]], *, plan: dict[str, Any] | None = None) -> dict[str, Any]:
     """``summary.json``'s object: per-arm figures and one comparison per pair of arms.
 
-    Arms come in the order they first appear in ``episodes``; each comparison's ``a`` is the
-    earlier arm. Each arm's ``seeds`` lists the seeds of its episodes, in order: the episodes the
-    summary covers, which a report of its run folder draws. Failed episodes (with ``error``) count
-    in ``episodes``, ``seeds`` and ``failed``, in the token and tool-error totals and in the parse
-    errors and deadlines (and their rates per turn played), never in score, win-rate, moves or
-    tool-calls-per-turn figures. ``parse_errors``/``deadlines`` and their rates are ``null`` when no
-    record of the arm counts them (an older zorkmcp's), and leave such records out otherwise.
-    ``se_score`` is ``null`` below two scored episodes. Each comparison has the standard error of
-    the difference (``se``, ``null`` below two scored episodes per arm) and Welch's ``ci95``, and
-    ``paired`` the paired interval over the seeds both arms scored (its ``se`` ``null`` below two
-    pairs). A ``ci95`` is ``null`` where its ``se`` is ``null`` or ``0``: no spread was seen, so no
-    95% interval can be estimated (see the module docstring).
+    Arms come in the order they first appear in ``episodes``; each comparison's ``a`` is the earlier
+    arm. Each arm's ``seeds`` lists the seeds of its episodes, in order: the episodes the summary
+    covers, which a report of its run folder draws. Failed episodes (with ``error``) count in
+    ``episodes``, ``seeds`` and ``failed``, in the token and tool-error totals and in the parse errors,
+    deadlines and context trims (and their rates per turn played), never in score, win-rate, moves or
+    tool-calls-per-turn figures. ``parse_errors``/``deadlines``/``context_trims`` and their rates are
+    ``null`` when no record of the arm counts them (an older zorkmcp's), and leave such records out
+    otherwise. ``se_score`` is ``null`` below two scored episodes. Each comparison has the standard
+    error of the difference (``se``, ``null`` below two scored episodes per arm) and Welch's ``ci95``,
+    and ``paired`` the paired interval over the seeds both arms scored (its ``se`` ``null`` below two
+    pairs). A ``ci95`` is ``null`` where its ``se`` is ``null`` or ``0``: no spread was seen, so no 95%
+    interval can be estimated (see the module docstring).
 
     ``prompt_tokens``/``completion_tokens`` are the sums over the records that know them, ``null``
     when none does (an endpoint that sends no ``usage``), not 0. ``servers_disabled``: per MCP
