@@ -76,7 +76,7 @@ async def test_an_endpoint_that_takes_the_request_and_never_answers_stops_the_ru
         )
     ]
     assert failed == {
-        url: (
+        endpoint: (
             f"took the request (GET {url}/models) and sent no answer in 120 s, as long as each request of "
             "the run waits (timeout_seconds in [tool.zorkgpt.retry]): every episode would wait 6 × 120 s "
             "for its model, and fail",

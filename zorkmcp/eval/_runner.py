@@ -54,7 +54,7 @@ from ..llm import (
 from ..llm._client import new_http_client
 from ..llm._metered import TOKEN_COUNTS
 from ..llm._scripted import SCRIPTED_MODEL_NAME
-from ..llm._select import key_hint
+from ..llm._select import key_hint, key_use
 from ..llm._urls import is_openrouter
 from ..mcp import EpisodeServers, McpManager, ModelSampler, ZygoteGroup, build_server_env, open_zygotes
 from ..observability import EventRecorder, open_tracer
@@ -224,7 +224,8 @@ def _chat_model(spec: EpisodeSpec, pools: HttpPools, events: EventRecorder) -> t
     http = pools.get(choice.base_url)
     if http is None:
         raise ConfigError(f"no HTTP pool was opened for {choice.base_url} (arm {spec.arm})")
-    api_key, _ = resolve_api_key(spec.settings.llm, choice.base_url)
+    llm = spec.settings.llm
+    api_key, _ = resolve_api_key(llm, choice.base_url)
     client = LLMClient(
         http=http,
         base_url=choice.base_url,
@@ -233,7 +234,8 @@ def _chat_model(spec: EpisodeSpec, pools: HttpPools, events: EventRecorder) -> t
         retry=spec.settings.retry,
         extra_headers=OPENROUTER_HEADERS if is_openrouter(choice.base_url) else None,
         events=events,
-        cache_control=spec.settings.llm.cache_control,
+        cache_control=llm.cache_control,
+        key_use=key_use(llm, choice.base_url, choice.model, arm=True),  # a 401 names the key's variable
     )
     return client, choice
 

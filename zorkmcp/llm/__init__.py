@@ -35,6 +35,7 @@ from ._models import CompletionRequest as CompletionRequest
 from ._models import FunctionCall as FunctionCall
 from ._models import LLMResponse as LLMResponse
 from ._models import ToolCall as ToolCall
+from ._parse import KeyUse as KeyUse
 from ._scripted import DEFAULT_WALKTHROUGH as DEFAULT_WALKTHROUGH
 from ._scripted import ScriptedModel as ScriptedModel
 from ._select import API_KEY_ENV_VARS as API_KEY_ENV_VARS
@@ -43,6 +44,7 @@ from ._select import DEFAULT_BASE_URL as DEFAULT_BASE_URL
 from ._select import DEFAULT_MODEL as DEFAULT_MODEL
 from ._select import ModelChoice as ModelChoice
 from ._select import describe_model as describe_model
+from ._select import key_use as key_use
 from ._select import key_variable as key_variable
 from ._select import open_chat_model as open_chat_model
 from ._select import pick_base_url as pick_base_url
@@ -65,6 +67,7 @@ __all__ = [
     "ChatModel",
     "CompletionRequest",
     "FunctionCall",
+    "KeyUse",
     "LLMClient",
     "LLMResponse",
     "MeteredModel",
@@ -76,6 +79,7 @@ __all__ = [
     "ToolCall",
     "describe_model",
     "is_local_base_url",
+    "key_use",
     "key_variable",
     "open_chat_model",
     "open_llm_client",

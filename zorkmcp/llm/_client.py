@@ -46,6 +46,7 @@ from ._models import CompletionRequest, LLMResponse
 from ._parse import (
     GENERATION_FAILED,
     QUOTA_EXHAUSTED,
+    KeyUse,
     Scrubber,
     error_codes,
     http_error,
@@ -188,6 +189,9 @@ class LLMClient:
         events: where retries are reported (``llm_retry`` events and episode-log lines), and an
             endpoint that refuses ``response_format`` (``llm_response_format_dropped``, once).
         cache_control: mark system and user messages for prompt caching (Requirement 4.7).
+        key_use: what a 401 or 403 says about the key: which variable's key was sent, or why none
+            was (``key_use`` in ``zorkmcp.llm._select`` writes it from the settings); ``None``: "check
+            the API key" (the key, if any, was handed over, not read from a variable).
     """
 
     scripted = False
@@ -204,6 +208,7 @@ class LLMClient:
         rng: random.Random | None = None,
         events: EventSink | None = None,
         cache_control: bool = True,
+        key_use: KeyUse | None = None,
     ) -> None:
         self._http = http
         self._base_url = base_url
@@ -217,6 +222,7 @@ class LLMClient:
         self._events: EventSink = events if events is not None else NullSink()
         self._cache_control = cache_control
         self._scrub: Scrubber = make_scrubber([self._api_key])
+        self._key_use = key_use if key_use is not None else KeyUse.given()
         self._answers = 0  # 2xx answers parsed: makes generated tool call ids unique per client
         self._response_format = True  # False once the endpoint refused it: never sent again
 
@@ -234,6 +240,11 @@ class LLMClient:
     def has_api_key(self) -> bool:
         """Whether requests carry an ``Authorization`` header (the key itself is never exposed)."""
         return self._api_key is not None
+
+    @property
+    def key_use(self) -> KeyUse:
+        """What a 401 or 403 from the endpoint says about the key (names a variable, never the key)."""
+        return self._key_use
 
     @property
     def headers(self) -> dict[str, str]:
@@ -355,6 +366,7 @@ class LLMClient:
                 base_url=safe_url(self._base_url),
                 model=self._model,
                 scrub=self._scrub,
+                key_use=self._key_use,
             )
         except LLMProviderError as error:  # OpenRouter reports upstream 429/5xx inside a 200
             kind = _kind_for_status(error.status)
@@ -414,6 +426,7 @@ class LLMClient:
             base_url=safe_url(self._base_url),
             scrub=self._scrub,
             location=response.headers.get("location"),
+            key_use=self._key_use,
         )
         return _Failure(error, kind, retry_after)
 
@@ -485,6 +498,7 @@ async def open_llm_client(
     rng: random.Random | None = None,
     events: EventSink | None = None,
     cache_control: bool = True,
+    key_use: KeyUse | None = None,
 ) -> AsyncIterator[LLMClient]:
     """Open an :class:`LLMClient` on one ``httpx2.AsyncClient`` that lives as long as the context.
 
@@ -503,6 +517,7 @@ async def open_llm_client(
         events: where retries (``llm_retry``) and a refused ``response_format``
             (``llm_response_format_dropped``) are reported.
         cache_control: mark system and user messages for prompt caching.
+        key_use: what a 401 or 403 says about the key (:class:`LLMClient`).
 
     Yields:
         The client; the HTTP connections close when the context exits.
@@ -526,4 +541,5 @@ async def open_llm_client(
             rng=rng,
             events=events,
             cache_control=cache_control,
+            key_use=key_use,
         )

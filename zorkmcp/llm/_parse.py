@@ -12,6 +12,8 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any
 from urllib.parse import urljoin
 
+from attrs import frozen
+
 from .._urls import safe_url
 from ..errors import LLMHTTPError, LLMProviderError, LLMResponseError
 from ._compat import PER_MINUTE_REMEDY, TOO_MANY_TOOLS_REMEDY, exceeds_token_rate, refuses_tool_count
@@ -21,16 +23,19 @@ from ._text import is_json, relaxed_json_object, valid_text
 __all__ = [
     "EXCERPT_CHARS",
     "GENERATION_FAILED",
+    "INVALID_KEY",
     "QUOTA_EXHAUSTED",
     "QUOTA_REMEDY",
     "REDACTED",
     "TOO_LARGE_REMEDY",
+    "KeyUse",
     "Scrubber",
     "error_codes",
     "excerpt",
     "http_error",
     "make_scrubber",
     "parse_completion",
+    "provider_words",
 ]
 
 EXCERPT_CHARS = 300
@@ -44,6 +49,9 @@ QUOTA_EXHAUSTED = "insufficient_quota"
 GENERATION_FAILED = "tool_use_failed"
 """Groq's ``code`` of a 400 whose cause is the model's output (a tool call it could not parse)."""
 
+INVALID_KEY = "invalid_api_key"
+"""OpenAI's ``code`` of a 401 whose key is wrong (``Incorrect API key provided``); Groq and others copy it."""
+
 QUOTA_REMEDY = "no wait mends a quota or credit that is used up: not retried"
 
 TOO_LARGE_REMEDY = (
@@ -52,6 +60,38 @@ TOO_LARGE_REMEDY = (
 )
 
 Scrubber = Callable[[str], str]
+
+
+@frozen
+class KeyUse:
+    """What a 401 or a 403 says about authentication: which variable's key was sent, or why none was.
+
+    The endpoint's answer depends on the host the key goes to (``OPENROUTER_API_KEY`` only to
+    OpenRouter, ``OPENAI_API_KEY`` only elsewhere, ``api_key_env`` anywhere), so the settings' side
+    (``key_use`` in ``zorkmcp.llm._select``) writes these once and the client adds the one its answer
+    calls for.
+    They name variables, never a key's value.
+
+    Attributes:
+        unauthorized: said after a 401 (the key was refused, or none was sent and why).
+        forbidden: said after a 403 (the key is not allowed this request, or none was sent and why).
+    """
+
+    unauthorized: str
+    forbidden: str
+
+    @classmethod
+    def given(cls) -> KeyUse:
+        """For a client whose key (if any) was handed to it, not read from a named variable."""
+        return cls("check the API key", "check the API key")
+
+    def for_status(self, status: int | None) -> str | None:
+        """The words for an answer of ``status``: ``None`` unless it is 401 or 403."""
+        if status == 401:
+            return self.unauthorized
+        if status == 403:
+            return self.forbidden
+        return None
 
 
 def make_scrubber(secrets: Iterable[str | None]) -> Scrubber:
@@ -152,6 +192,15 @@ def _provider_message(data: Any) -> str | None:
     return None
 
 
+def provider_words(body: bytes, content_type: str, scrub: Scrubber) -> str | None:
+    """The provider's own words in an error body (OpenAI's, OpenRouter's, vLLM's shapes), scrubbed and
+    cut to :data:`EXCERPT_CHARS`; ``None`` for HTML or a body without them."""
+    if _looks_like_html(body, content_type):
+        return None
+    words = _provider_message(_loads(body))
+    return scrub(words)[:EXCERPT_CHARS] if words else None
+
+
 def http_error(
     *,
     status: int,
@@ -162,6 +211,7 @@ def http_error(
     base_url: str,
     scrub: Scrubber,
     location: str | None = None,
+    key_use: KeyUse | None = None,
 ) -> LLMHTTPError:
     """Describe a non-2xx answer.
 
@@ -179,13 +229,14 @@ def http_error(
         base_url: the configured base URL (for hints).
         scrub: hides the API key.
         location: the ``Location`` header (of a redirect), if any.
+        key_use: what a 401 or 403 says about the key (which variable's was sent, or why none was);
+            ``None``: "check the API key".
 
     Returns:
         The error to raise (the caller decides whether to retry first).
     """
     html = _looks_like_html(body, content_type)
-    provider = None if html else _provider_message(_loads(body))
-    provider = scrub(provider)[:EXCERPT_CHARS] if provider else None
+    provider = provider_words(body, content_type, scrub)
     status_text = f"HTTP {status} {reason}".rstrip()
     if 300 <= status <= 399:
         detail = scrub(_redirect_hint(location, url, base_url))
@@ -199,7 +250,7 @@ def http_error(
         detail = excerpt(body, scrub)[:120] or "(empty body)"
     hint = ""
     if status in (401, 403):
-        hint = " — check the API key"
+        hint = f" — {(key_use or KeyUse.given()).for_status(status)}"
     elif status == 404 and not _looks_like_html(body, content_type):
         hint = f" — are the base URL ({base_url}) and the model name right?"
     elif status in (400, 422) and b"cache_control" in body:
@@ -424,6 +475,7 @@ def parse_completion(
     scrub: Scrubber,
     id_prefix: str = "call",
     taken_ids: Collection[str] = (),
+    key_use: KeyUse | None = None,
 ) -> LLMResponse:
     """Parse a 2xx chat-completions answer (seeds 000 §2.3; properties 11 and 12).
 
@@ -450,6 +502,7 @@ def parse_completion(
             unique per answer.
         taken_ids: the tool call ids the conversation already holds; with them, ids never repeat
             within a conversation (a provider's id that is new is kept).
+        key_use: what a provider error of code 401 or 403 adds about the key.
 
     Returns:
         The response; with tool calls its ``content`` is ``None``.
@@ -479,7 +532,7 @@ def parse_completion(
     if not isinstance(data, dict):
         raise fail(f"the body is JSON {type(data).__name__}, not an object")
     if data.get("error") is not None:
-        raise _provider_error(data["error"], status, url, body_excerpt, scrub)
+        raise _provider_error(data["error"], status, url, body_excerpt, scrub, key_use)
     choices = data.get("choices")
     if not isinstance(choices, list):
         raise fail("the answer has no choices" if choices is None else "choices is not a list")
@@ -487,7 +540,7 @@ def parse_completion(
     if not isinstance(choice, dict):
         raise fail(f"choices[0] is {type(choice).__name__}, not an object")
     if choice.get("error") is not None:
-        raise _provider_error(choice["error"], status, url, body_excerpt, scrub)
+        raise _provider_error(choice["error"], status, url, body_excerpt, scrub, key_use)
     message = choice.get("message")
     if message is None:  # a chunk sent as the whole body, or a text completion's choice (some proxies)
         delta, text_choice = choice.get("delta"), choice.get("text")
@@ -523,16 +576,19 @@ def parse_completion(
 
 
 def _provider_error(
-    error: Any, status: int, url: str, body_excerpt: str, scrub: Scrubber
+    error: Any, status: int, url: str, body_excerpt: str, scrub: Scrubber, key_use: KeyUse | None = None
 ) -> LLMProviderError:
     code = error.get("code") if isinstance(error, dict) else None
     numeric = code if isinstance(code, int) and not isinstance(code, bool) else None
     message = _error_text(error)
     message = scrub(message)[:EXCERPT_CHARS] if message else None
     code_text = f" (code {code})" if code is not None else ""
+    said = key_use.for_status(numeric) if key_use is not None else None  # OpenRouter's 401 in a stream
+    hint = f" — {said}" if said else ""
     return LLMProviderError(
         scrub(
-            f"POST {url} answered HTTP {status} with a provider error{code_text}: {message or '(no message)'}"
+            f"POST {url} answered HTTP {status} with a provider error{code_text}: "
+            f"{message or '(no message)'}{hint}"
         ),
         status=numeric if numeric is not None else status,
         provider_message=message,

@@ -12,6 +12,7 @@ from .._urls import MODEL_URL_EXAMPLE, safe_url, url_problem
 from ..errors import ConfigError
 from ..observability import EventSink, NullSink
 from ._client import LLMClient, open_llm_client
+from ._parse import KeyUse
 from ._scripted import DEFAULT_WALKTHROUGH, ScriptedModel
 from ._urls import is_local_base_url, is_openrouter
 
@@ -33,6 +34,7 @@ __all__ = [
     "describe_model",
     "environ_base_url",
     "key_hint",
+    "key_use",
     "key_variable",
     "open_chat_model",
     "pick_base_url",
@@ -196,6 +198,67 @@ def key_hint(
     )
 
 
+def key_use(
+    llm: LLMSettings,
+    base_url: str,
+    model: str,
+    *,
+    arm: bool = False,
+    environ: Mapping[str, str] | None = None,
+) -> KeyUse:
+    """What a 401 or 403 from ``base_url`` says: which variable's key was sent, or why none was.
+
+    A key goes only to its own host (:func:`key_variable`), so "check the API key" no longer says
+    enough: a local proxy (LiteLLM, vLLM started with ``--api-key``) gets no key when only
+    ``OPENROUTER_API_KEY`` is set, and ``OPENAI_API_KEY`` goes to Groq as to OpenAI. The words name
+    the variables and the settings that decide, never a key's value.
+
+    Args:
+        llm: the ``[tool.zorkgpt.llm]`` settings (after an eval arm's ``api_key_env``).
+        base_url: the endpoint the requests go to.
+        model: the model asked (a 403 is often a key without access to it).
+        arm: the words are about an eval arm (its ``api_key_env`` is named too).
+        environ: the environment (``os.environ`` by default), as the key was read from it.
+    """
+    env = os.environ if environ is None else environ
+    shown = safe_url(base_url)
+    name = key_variable(llm, base_url)
+    also = " (or the arm's api_key_env)" if arm else ""
+    if resolve_api_key(llm, base_url, environ=env)[0] is None:
+        if llm.api_key_env:
+            why = f"{name}, which api_key_env names, is not set; export this endpoint's key as {name}"
+        elif not is_openrouter(base_url) and env.get(OPENROUTER_KEY_ENV, "").strip():
+            why = (
+                f"{OPENROUTER_KEY_ENV} is set but only sent to OpenRouter; export this endpoint's key as "
+                f'{name}, or set api_key_env = "{OPENROUTER_KEY_ENV}" in [tool.zorkgpt.llm]{also}'
+            )
+        else:
+            why = (
+                f"{name} is not set; export this endpoint's key as {name}, or name the variable that holds "
+                f"it with api_key_env in [tool.zorkgpt.llm]{also}"
+            )
+        missing = f"no API key was sent to {shown}: {why}"
+        return KeyUse(missing, missing)
+    if llm.api_key_env:
+        refused = f"{shown} refused the key in {name} (named by api_key_env): check that {name} holds its key"
+    elif is_openrouter(base_url):
+        refused = (
+            f"OpenRouter refused the key in {name}: check that it holds a current OpenRouter key "
+            "(https://openrouter.ai/settings/keys)"
+        )
+    else:
+        refused = (
+            f"{shown} refused the key in {name}: {name} goes to every endpoint but OpenRouter, so it must "
+            "hold this endpoint's key; keep another provider's key in a variable of its own and name it with "
+            f"api_key_env in [tool.zorkgpt.llm]{also}"
+        )
+    forbidden = (
+        f"{shown} took the key in {name} but refused the request: check that the key's account or project "
+        f"may use model {model!r}"
+    )
+    return KeyUse(refused, forbidden)
+
+
 def sampling_arguments(sampling: SamplingSettings) -> dict[str, Any]:
     """``[tool.zorkgpt.agent_sampling]`` as keyword arguments for ``complete()``.
 
@@ -239,6 +302,8 @@ class ModelChoice:
         notice: the one-line explanation shown when the scripted model plays.
         base_url_from: where :attr:`base_url` came from (``"override"``, ``"agent_base_url"``,
             ``"client_base_url"``, ``"OPENAI_BASE_URL"`` or ``"default"``).
+        key_use: what a 401 or 403 of the endpoint says about the key (:func:`key_use`: which
+            variable's key is sent, or why none is); ``None`` when the scripted model plays.
     """
 
     base_url: str
@@ -248,6 +313,7 @@ class ModelChoice:
     _api_key: str | None = field(repr=False, alias="api_key")
     _settings: Settings = field(repr=False, alias="settings")
     base_url_from: str = "default"
+    key_use: KeyUse | None = None
 
     @classmethod
     def from_settings(
@@ -301,6 +367,7 @@ class ModelChoice:
             api_key=api_key,
             settings=settings,
             base_url_from=source,
+            key_use=key_use(llm, base_url, model),
         )
 
     @property
@@ -337,6 +404,7 @@ class ModelChoice:
             retry=self._settings.retry,
             events=events,
             cache_control=self._settings.llm.cache_control,
+            key_use=self.key_use,
         ) as client:
             yield client
 
