@@ -549,10 +549,19 @@ def episode_line(record: dict[str, Any]) -> str:
     return line
 
 
+ERROR_CHARS: Final = 1000
+"""The most of an error an episode's line shows: enough for the endpoint's words and what to do,
+which come last (the record and the closing line hold it whole)."""
+
+
 def json_quote(text: str) -> str:
+    """``text`` on one line, as a JSON string, cut at a word past :data:`ERROR_CHARS` (with ``…``)."""
     import json
 
-    return json.dumps(" ".join(str(text).split())[:300], ensure_ascii=False)
+    flat = " ".join(str(text).split())
+    if len(flat) > ERROR_CHARS:
+        flat = flat[:ERROR_CHARS].rsplit(" ", 1)[0] + "…"
+    return json.dumps(flat, ensure_ascii=False)
 
 
 @attrs.define
