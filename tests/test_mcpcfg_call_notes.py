@@ -50,7 +50,10 @@ def files(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def _lint(config: Path, pyproject: Path) -> str:
-    return shlex.join(["zorkmcp", "tools", "--lint", "--config", str(config), "--pyproject", str(pyproject)])
+    """The command the notes point to: ``call`` started only server ``q``, so ``tools`` lists only it."""
+    return shlex.join(
+        ["zorkmcp", "tools", "--lint", "--config", str(config), "--pyproject", str(pyproject), "q"]
+    )
 
 
 def test_a_call_counts_the_warnings_about_other_tools(
@@ -80,8 +83,10 @@ def test_a_call_of_a_tool_left_out_shows_why(
     config, pyproject = files
     assert cmd_call("q.arr", "{}", config, pyproject, None) == 1
     out, err = capsys.readouterr()
-    assert json.loads(out) == {
-        "error": "Unknown tool 'q.arr'. Available tools: q.good, q.long, q.out",
+    assert json.loads(out) == {  # the result says why, not only stderr
+        "error": "Unknown tool 'q.arr': MCP server 'q' lists it, but zorkmcp leaves it out: $: arguments "
+        'must be a JSON object, the schema says "array" (wrapping it would change what the server '
+        f"receives) ({_lint(config, pyproject)} explains)",
         "content": None,
     }
     assert err == (

@@ -180,7 +180,7 @@ def test_play_and_eval_synopses_are_the_parsers() -> None:
 
 
 def test_tools_and_call_synopses_name_real_flags() -> None:
-    assert readme_usage("tools") == {"[--config PATH]", "[--json]", "[--lint]"}
+    assert readme_usage("tools") == {"[--config PATH]", "[--json]", "[--lint]", "[SERVER ...]"}
     assert readme_usage("tools") <= parser_usage("tools")
     assert readme_usage("call") == {"[--config PATH]", "[--timeout S]", "[JSON-ARGS]"}
     assert readme_usage("call") <= parser_usage("call")

@@ -11,10 +11,12 @@ away (``| head``: the rest of the output is dropped, with no message, as ``zorkm
 ``tools`` allow-list naming a tool the server lacks, a tool left out for its input schema, an
 ambiguous name, more tools than OpenAI's API takes in one request), in the engine's words. It lists
 the tools of every server that started, and says on stderr, one line each, which did not and why
-(then exits 1); a server that started with no tools capability (prompts or resources only) is a
-``note:`` line there, with 0 tools. ``zorkmcp call SERVER.TOOL`` (or ``SERVER__TOOL``) starts only
-that server when the name can belong to no other configured server (and another server's command
-missing from ``PATH`` is then no error); ``call NAME -`` reads the arguments from standard input.
+(then exits 1; when none started, one more line says so, instead of an empty table); a server that
+started with no tools capability (prompts or resources only), or whose ``tools/list`` is empty, is
+a ``note:`` line there, with 0 tools. ``zorkmcp tools SERVER`` starts and lists that server only.
+``zorkmcp call SERVER.TOOL`` (or ``SERVER__TOOL``) starts only that server when the name can belong
+to no other configured server (and another server's command missing from ``PATH`` is then no
+error); ``call NAME -`` reads the arguments from standard input.
 Control characters a server puts in names and descriptions are shown escaped (``\\x1b``), except in
 JSON output, which stays JSON whatever standard output's encoding (``\\uXXXX`` escapes when it is
 not UTF-8).
@@ -91,12 +93,30 @@ def _missing_config(path: Path, settings: Settings, *, from_flag: bool) -> str:
             f"--config {path}: no such file; pass --config with the path of an mcp_config.json, "
             "or create it (examples/ has templates)"
         )
-    origin = (
-        f"[tool.zorkgpt.mcp] config_file in {settings.source}"
-        if settings.source is not None
-        else "zorkmcp's embedded settings"
+    return (
+        f"{path} (from {_origin(settings)}): no such file; create it (examples/ has templates), "
+        "or pass --config PATH"
     )
-    return f"{path} (from {origin}): no such file; create it (examples/ has templates), or pass --config PATH"
+
+
+def _folder_config(path: Path, settings: Settings, *, from_flag: bool) -> str:
+    """One line for an ``mcp_config.json`` path that is a folder: pass the file, the one in it if any."""
+    inside = path / "mcp_config.json"
+    named = f"--config {path}" if from_flag else f"{path} (from {_origin(settings)})"
+    if inside.is_file():
+        fix = f"pass the file in it: --config {inside}"
+    elif from_flag:
+        fix = "pass --config with the path of an mcp_config.json"
+    else:
+        fix = "point config_file at an mcp_config.json, or pass --config PATH"
+    return f"{named}: is a folder, not an mcp_config.json; {fix}"
+
+
+def _origin(settings: Settings) -> str:
+    """Where the configured ``config_file`` comes from, for messages about it."""
+    if settings.source is None:
+        return "zorkmcp's embedded settings"
+    return f"[tool.zorkgpt.mcp] config_file in {settings.source}"
 
 
 def _load(
@@ -113,6 +133,8 @@ def _load(
     except ConfigError as exc:
         if isinstance(exc.__cause__, FileNotFoundError):
             raise ConfigError(_missing_config(path, settings, from_flag=config_path is not None)) from exc
+        if isinstance(exc.__cause__, IsADirectoryError):
+            raise ConfigError(_folder_config(path, settings, from_flag=config_path is not None)) from exc
         if starts is None:
             raise
         # Perhaps only a server this command does not start has a command not on PATH (or a cwd that
@@ -382,7 +404,8 @@ def _listed(toolbox: Toolbox) -> list[LintTool]:
 
 
 def _without_tools(toolbox: Toolbox) -> list[str]:
-    """One line per server that started but offers no tools at all, saying why."""
+    """One line per server that started but offers no tools at all, saying why (no tools capability,
+    or an empty ``tools/list``: otherwise the server would be missing from the table without a word)."""
     notes = []
     for server in toolbox.servers:
         session = toolbox.session(server)
@@ -391,13 +414,24 @@ def _without_tools(toolbox: Toolbox) -> list[str]:
                 f"MCP server '{server}' started with 0 tools: its initialize answer declares no tools "
                 "capability (a server of prompts or resources only)"
             )
+        elif session is not None and not session.tools and not session.left_out:
+            notes.append(f"MCP server '{server}' started with 0 tools: its tools/list answer lists none")
     return notes
 
 
-def cmd_tools(config_path: Path | None, pyproject: Path | None, as_json: bool, *, lint: bool = False) -> int:
+def cmd_tools(
+    config_path: Path | None,
+    pyproject: Path | None,
+    as_json: bool,
+    *,
+    lint: bool = False,
+    servers: Sequence[str] = (),
+) -> int:
     """Start the configured servers, print the tools of those that started, shut them down.
 
     A server that does not start is one line on stderr (its startup error); the others are listed.
+    When none started, stderr says so in one more line and standard output has no table (``--json``:
+    ``[]``).
 
     Args:
         config_path: ``mcp_config.json`` (default: the configured ``config_file``).
@@ -405,31 +439,69 @@ def cmd_tools(config_path: Path | None, pyproject: Path | None, as_json: bool, *
         as_json: print a JSON list of objects with ``name`` (canonical), ``wire_name``, ``server``,
             ``description`` and ``parameters`` instead of a table (with ``lint``: the lint report).
         lint: print, per tool, what schema translation changed and what it left out, and why.
+        servers: start and list only these servers of ``mcp_config.json`` (another server's
+            command missing from ``PATH`` is then no error); a name it lacks, or a disabled server,
+            is a configuration error. None: every enabled server.
 
     Returns:
         The exit code (0, 1 when a server did not start (the others are listed all the same) or
         stdout cannot be written, 2 for a configuration error, 130 interrupted, 141 when the reader of
         stdout went away).
     """
-    return _command(lambda: _tools(config_path, pyproject, as_json, lint=lint))
+    return _command(lambda: _tools(config_path, pyproject, as_json, lint=lint, servers=servers))
 
 
-def _tools(config_path: Path | None, pyproject: Path | None, as_json: bool, *, lint: bool) -> int:
+def _named(names: Sequence[str], config: McpConfig) -> list[ServerConfig]:
+    """The configured servers of ``names`` (``zorkmcp tools SERVER...``), in configuration order."""
+    return [server for server in config.servers if server.name in names]
+
+
+def _server_problem(server: str, config: McpConfig) -> str | None:
+    """Why ``zorkmcp tools SERVER`` cannot list ``server`` (not configured, disabled), or ``None``."""
+    where = "mcp_config.json" if config.source is None else str(config.source)
+    named = _named([server], config)
+    if not named:
+        servers = ", ".join(s.name for s in config.servers)
+        return (
+            f"SERVER '{server}': {where} has no MCP server of that name (its servers: {servers}); "
+            "name one of them, or none to list them all"
+        )
+    if named[0].disabled:
+        return f"SERVER '{server}' is disabled in {where} (\"disabled\": true); remove that to start it"
+    return None
+
+
+def _tools(
+    config_path: Path | None, pyproject: Path | None, as_json: bool, *, lint: bool, servers: Sequence[str]
+) -> int:
     from ._bridge import run_trio
     from ._cli_lint import lint_report, render_lint_report
 
     def tools(settings: Settings, config: McpConfig) -> int:
-        async def main() -> tuple[list[ToolInfo], list[LintTool], list[str], list[str]]:
-            sampler = _sampler(settings, _Warnings())
-            async with _open_servers(config.enabled_servers, settings.mcp, sampler) as (toolbox, failed):
-                failures = [str(exc) for exc in failed.values()]
-                return list(toolbox.tools), _listed(toolbox), failures, _without_tools(toolbox)
+        for name in servers:
+            if (problem := _server_problem(name, config)) is not None:
+                _error(f"configuration error: {problem}")
+                return EXIT_CONFIG
+        started_servers = _named(servers, config) if servers else config.enabled_servers
 
-        infos, listed, failures, notes = run_trio(main)
+        async def main() -> tuple[list[ToolInfo], list[LintTool], list[str], list[str], bool]:
+            sampler = _sampler(settings, _Warnings())
+            async with _open_servers(started_servers, settings.mcp, sampler) as (toolbox, failed):
+                failures = [str(exc) for exc in failed.values()]
+                notes = _without_tools(toolbox)
+                started = bool(toolbox.servers)
+                return list(toolbox.tools), _listed(toolbox), failures, notes, started
+
+        infos, listed, failures, notes, started = run_trio(main)
         for failure in failures:
             _error(failure)
         for note in notes:
             _error(f"note: {note}")
+        if not started:  # an empty table (or "0 tool(s)") would read as servers without tools
+            if as_json:
+                print_line("[]")
+            _error(_none_started(started_servers))
+            return EXIT_FAILED
         if (warning := _too_many_tools(infos, config)) is not None:
             _error(f"warning: {warning}")
         if lint:
@@ -444,7 +516,15 @@ def _tools(config_path: Path | None, pyproject: Path | None, as_json: bool, *, l
             _print_table(infos)
         return EXIT_FAILED if failures else EXIT_OK
 
-    return _run(tools, config_path, pyproject)
+    starts = (lambda config: _named(servers, config)) if servers else None
+    return _run(tools, config_path, pyproject, starts=starts)
+
+
+def _none_started(servers: Sequence[ServerConfig]) -> str:
+    """The line that ends ``zorkmcp tools`` when no server started (each one's reason is above it)."""
+    if len(servers) == 1:
+        return f"MCP server '{servers[0].name}' did not start: no tools to list"
+    return f"none of the {len(servers)} MCP servers started: no tools to list"
 
 
 def _too_many_tools(infos: Sequence[ToolInfo], config: McpConfig) -> str | None:
@@ -576,16 +656,20 @@ def _call(
         else:
             servers = _to_start(name, config)
 
+            def lint(server: str) -> str:
+                return _tools_command(config_path, pyproject, server)
+
             async def call_in(toolbox: Toolbox, events: _CallWarnings) -> ToolCallResult:
                 events.release(toolbox, name)
-                if toolbox.resolve(name) is None and (why := _why_unknown(name, toolbox, config)):
+                if toolbox.resolve(name) is None and (why := _why_unknown(name, toolbox, config, lint)):
                     return why
                 return await toolbox.call_tool(name, arguments, timeout=timeout)
 
             async def main() -> ToolCallResult:
                 # the warnings `tools` shows, about this tool only (a tool left out for its schema
                 # would be just "Unknown tool"); those about other tools are counted
-                events = _CallWarnings(_tools_command(config_path, pyproject))
+                only = servers[0].name if owners and len(servers) == 1 else None
+                events = _CallWarnings(_tools_command(config_path, pyproject, only))
                 sampler = _sampler(settings, events)
                 try:
                     if owners:
@@ -609,8 +693,9 @@ def _call(
     return _run(call, config_path, pyproject, starts=lambda config: _to_start(name, config))
 
 
-def _tools_command(config_path: Path | None, pyproject: Path | None) -> str:
-    """The ``zorkmcp tools --lint`` command that lists the same servers' warnings, as a shell takes it."""
+def _tools_command(config_path: Path | None, pyproject: Path | None, server: str | None = None) -> str:
+    """The ``zorkmcp tools --lint`` command that lists the same servers' warnings, as a shell takes it
+    (``server``: that server's only)."""
     import shlex
 
     words = ["zorkmcp", "tools", "--lint"]
@@ -618,6 +703,8 @@ def _tools_command(config_path: Path | None, pyproject: Path | None) -> str:
         words += ["--config", str(config_path)]
     if pyproject is not None:
         words += ["--pyproject", str(pyproject)]
+    if server is not None:
+        words += ["--", server] if server.startswith("-") else [server]
     return shlex.join(words)
 
 
@@ -655,15 +742,19 @@ def _unknown(name: str, reason: str) -> ToolCallResult:
     return ToolCallResult(content=None, is_error=True, error_message=f"Unknown tool '{name}': {reason}")
 
 
-def _why_unknown(name: str, toolbox: Toolbox, config: McpConfig) -> ToolCallResult | None:
+def _why_unknown(
+    name: str, toolbox: Toolbox, config: McpConfig, lint: Callable[[str], str]
+) -> ToolCallResult | None:
     """The error for a ``name`` the toolbox does not resolve, when it can tell why (else ``None``).
 
     Why: two tools share the canonical name (the error lists their wire names), a wire name without
     the hash it was given (two tools share it, or it is too long), a server's ``tools`` allow-list
-    leaves the tool out, its server offers no tools at all (prompts or
-    resources only), a name shaped ``SERVER.TOOL`` or ``SERVER__TOOL`` names no configured server
-    (a typo), a disabled server may have it, or it is a tool's own name without its server
-    (``think`` for ``thinking.think``).
+    leaves the tool out, the server lists the tool but the engine leaves it out (its input schema
+    cannot be offered, it runs only as a task, its ``tools/list`` entry is not valid MCP: the
+    reason ``--lint`` gives, and ``lint(server)``, the command that explains), its server offers no
+    tools at all (prompts or resources only), a name shaped ``SERVER.TOOL`` or ``SERVER__TOOL`` names
+    no configured server (a typo), a disabled server may have it, or it is a tool's own name without
+    its server (``think`` for ``thinking.think``).
     """
     from .mcp._names import base_wire_name, canonical_name
 
@@ -691,6 +782,12 @@ def _why_unknown(name: str, toolbox: Toolbox, config: McpConfig) -> ToolCallResu
                         f"MCP server '{server}' has the tool, but its 'tools' allow-list in mcp_config.json "
                         f"leaves it out. Available tools: {available}",
                     )
+    if (left_out := _left_out(name, toolbox)) is not None:
+        server, reason = left_out
+        return _unknown(
+            name,
+            f"MCP server '{server}' lists it, but zorkmcp leaves it out: {reason} ({lint(server)} explains)",
+        )
     owners = _owners(name, config.servers)
     owner = toolbox.session(owners[0].name) if len(owners) == 1 else None
     if owner is not None and owner.config.tools is not None:
@@ -725,6 +822,22 @@ def _why_unknown(name: str, toolbox: Toolbox, config: McpConfig) -> ToolCallResu
         )
     if bare := [info.name for info in toolbox.tools if info.tool == name]:
         return _unknown(name, f"a tool is called by SERVER.TOOL; did you mean {' or '.join(bare)}?")
+    return None
+
+
+def _left_out(name: str, toolbox: Toolbox) -> tuple[str, str] | None:
+    """``(server, why)`` when ``name`` is the canonical or (unhashed) wire name of a tool a server
+    lists and the engine leaves out, why as ``zorkmcp tools --lint`` says it; else ``None``."""
+    from ._cli_lint import lint_report
+    from .mcp._names import base_wire_name
+
+    listed = _listed(toolbox)
+    for tool, entry in zip(listed, lint_report(listed), strict=True):
+        if entry["excluded"] is None or tool.server is None:
+            continue
+        own = tool.name.removeprefix(f"{tool.server}.")
+        if name in (tool.name, base_wire_name(tool.server, own)):
+            return tool.server, str(entry["excluded"])
     return None
 
 
@@ -815,13 +928,22 @@ def add_mcp_subcommands(subparsers: argparse._SubParsersAction[argparse.Argument
     tools = subparsers.add_parser(
         "tools",
         help="start the configured MCP servers and list their tools",
-        description="Start every enabled server of mcp_config.json, print each tool (canonical name, "
-        "wire name the LLM sees, server, description) and shut the servers down. The warnings zorkmcp "
+        description="Start every enabled server of mcp_config.json (or only those named), print each tool "
+        "(canonical name, wire name the LLM sees, server, description) and shut the servers down. The "
+        "warnings zorkmcp "
         "play gives for these servers (e.g. a 'tools' allow-list naming a tool the server lacks, a tool "
         "left out, a description cut for the model, more tools than OpenAI's API takes) go to stderr. "
         "Exit 0, or 1 when a server did not start (reported on stderr; the tools of the others are "
-        "listed all the same) or the output cannot be written, 2 for a configuration error, 130 "
+        "listed all the same) or the output cannot be written, 2 for a configuration error (a SERVER "
+        "not in mcp_config.json too), 130 "
         "interrupted (Ctrl-C), 141 when the reader of the output went away (| head).",
+    )
+    tools.add_argument(
+        "servers",
+        metavar="SERVER",
+        nargs="*",
+        help="start and list only this server of mcp_config.json, or these (as call SERVER.TOOL starts "
+        "only its own; default: every enabled server)",
     )
     _common(tools)
     tools.add_argument(
@@ -837,7 +959,11 @@ def add_mcp_subcommands(subparsers: argparse._SubParsersAction[argparse.Argument
         "longer than OpenAI's API takes) and which tools it leaves out, and why (with --json: a list of "
         "{tool, status, changes, excluded, parameters})",
     )
-    tools.set_defaults(run=lambda args: cmd_tools(args.config, args.pyproject, args.as_json, lint=args.lint))
+    tools.set_defaults(
+        run=lambda args: cmd_tools(
+            args.config, args.pyproject, args.as_json, lint=args.lint, servers=args.servers
+        )
+    )
 
     call = subparsers.add_parser(
         "call",
