@@ -492,8 +492,8 @@ WHERE = " (/cfg/mcp_config.json)"
                     "b": {"command": "x", "disabled": True},
                 }
             },
-            'every MCP server is disabled (a, b): set "disabled": false on one, or set mcp.enabled = false '
-            "in pyproject.toml",
+            'every MCP server is disabled (a, b): set "disabled": false on one (to play without MCP: '
+            "--no-mcp, or enabled = false in [tool.zorkgpt.mcp])",
         ),
         ({"mcpServers": []}, "$.mcpServers must be an object, got [] (array)"),
         ({"mcpServers": {"a": "npx"}}, "$.mcpServers.a must be an object, got 'npx' (string)"),

@@ -485,8 +485,8 @@ class McpConfig:
         if not problems and all(s.disabled for s in servers):
             names = ", ".join(s.name for s in servers)
             raise ConfigError(
-                f'every MCP server is disabled ({names}): set "disabled": false on one, or set '
-                f"mcp.enabled = false in pyproject.toml ({where})"
+                f'every MCP server is disabled ({names}): set "disabled": false on one (to play without '
+                f"MCP: --no-mcp, or enabled = false in [tool.zorkgpt.mcp]) ({where})"
             )
         if not problems and check_commands:
             for server in servers:
