@@ -9,6 +9,8 @@ is run for real.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 import tempfile
 from typing import TYPE_CHECKING, Any
@@ -18,6 +20,7 @@ import pytest
 import trio
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from test_bridge import GUARD
 
 from zorkmcp.servers.thinking import create_server
 
@@ -121,3 +124,20 @@ async def test_integer_valued_floats_are_integers_in_every_variant(variant: str)
         return answers
 
     assert await _with_client(variant, calls) == _ANSWERS
+
+
+def test_help_to_a_reader_that_has_gone_ends_quietly() -> None:
+    # `python -m zorkmcp.servers.thinking --help | head -1`: a BrokenPipeError traceback before.
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first byte
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "zorkmcp.servers.thinking", "--help"],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            timeout=GUARD,
+            check=False,
+        )
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (0, b"")

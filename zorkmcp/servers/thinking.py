@@ -15,6 +15,7 @@ Each process, and each :func:`create_server` call, has its own thought history.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import TYPE_CHECKING, Any, Final
 
@@ -122,7 +123,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         _serve_with_sdk()
         return 0
     if args in (["-h"], ["--help"]):
-        print(_USAGE + "\n\n" + _HELP)
+        try:
+            print(_USAGE + "\n\n" + _HELP, flush=True)
+        except BrokenPipeError:  # `--help | head -1`: the reader has gone; nothing is left to say
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush is quiet
         return 0
     if args:
         print(f"{_USAGE}  (unexpected: {' '.join(args)}; --help says more)", file=sys.stderr)
