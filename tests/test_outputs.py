@@ -160,3 +160,24 @@ def test_a_device_is_written_not_replaced(tmp_path: Path) -> None:
         write_atomically(full, "a page\n")
     assert stat.S_ISCHR(os.stat(full).st_mode)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["full", "null"]
+
+
+def test_play_with_no_settings_file_says_where_else_the_logs_can_go(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A folder where logs/ cannot be made (a read-only one, or a file named logs) and no
+    # pyproject.toml: "run zorkmcp play from another folder" was the only way out it named.
+    from zorkmcp.cli import main
+    from zorkmcp.game import PACKAGED_GAME
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "logs").write_text("not a folder\n")
+    assert main(["play", "--turns", "1", "--game", str(PACKAGED_GAME)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == (
+        "zorkmcp play: configuration error (ConfigError): [tool.zorkgpt.files] json_log_file "
+        f"(logs/zorkmcp_events.jsonl): {tmp_path}/logs is not a folder, so the file "
+        "logs/zorkmcp_events.jsonl cannot be made there; run zorkmcp play from another folder, or set "
+        "json_log_file and episode_log_file in [tool.zorkgpt.files] of a pyproject.toml (--pyproject PATH)\n"
+    )

@@ -354,7 +354,10 @@ def _check_outputs(args: argparse.Namespace, settings: Settings, game_path: Path
     where = (
         f"set another path in {settings.source}"
         if settings.source
-        else "run zorkmcp play from another folder"
+        else (
+            "run zorkmcp play from another folder, or set json_log_file and episode_log_file in "
+            "[tool.zorkgpt.files] of a pyproject.toml (--pyproject PATH)"
+        )
     )
     outputs = [  # (what, as the messages name it, the path, what to do)
         (f"[tool.zorkgpt.files] {key}", f"[tool.zorkgpt.files] {key} ({value})", Path(value), where)
