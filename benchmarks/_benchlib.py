@@ -27,18 +27,26 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
 __all__ = [
+    "DEFAULT_EVAL_RUNS",
     "MIN_ROUNDS",
+    "QUICK_EVAL_RUNS",
     "REPO",
     "RESULTS_DIR",
+    "SETTINGS",
     "THINK_ARGS",
+    "BenchSettingError",
     "Report",
     "Section",
     "Stats",
+    "check_settings",
+    "eval_runs",
     "evaluate_targets",
     "machine_info",
     "node_server",
-    "rounds",
+    "quick",
     "run_interleaved",
+    "setting",
+    "settings_used",
 ]
 
 REPO = Path(__file__).resolve().parents[1]
@@ -55,10 +63,124 @@ NODE_PACKAGE = "@modelcontextprotocol/server-sequential-thinking"
 _NODE_PREFIXES = (REPO / "benchmarks" / "node", REPO / "tests" / "node")
 
 
-def rounds(default: int = MIN_ROUNDS, variable: str = "ZORKMCP_BENCH_ROUNDS") -> int:
-    """Rounds to run: ``default``, or ``$ZORKMCP_BENCH_ROUNDS`` for a quick look (figures then say so)."""
-    value = os.environ.get(variable)
-    return max(1, int(value)) if value else default
+SETTINGS: dict[str, tuple[int, int, int, str]] = {
+    "ZORKMCP_BENCH_ROUNDS": (MIN_ROUNDS, 5, 1, "turns per variant: per-turn, whole-turn, remote, teardown"),
+    "ZORKMCP_BENCH_CALLS": (300, 100, 1, "calls per variant: tool call, sync boundary, remote"),
+    "ZORKMCP_BENCH_STUBBORN_ROUNDS": (5, 1, 1, "rounds of the stubborn teardown, 4-6 s each"),
+    "ZORKMCP_BENCH_SOAK_TURNS": (2000, 500, 100, "turns of the soak episode"),
+    "ZORKMCP_BENCH_ZYGOTE_SPAWNS": (200, 40, 1, "think server spawns per variant of the zygote section"),
+    "ZORKMCP_BENCH_COST_EPISODES": (40, 10, 1, "episodes per configuration of the eval-cost section"),
+}
+"""The numeric ``ZORKMCP_BENCH_*`` variables: name → (default, quick default, least value, what it counts)."""
+DEFAULT_EVAL_RUNS = "8x5,32x5,64x5,64x5-nomcp,64x20,256x2-nomcp"
+"""``bench_eval.py``'s runs unless ``ZORKMCP_BENCH_EVAL_RUNS`` names others."""
+QUICK_EVAL_RUNS = "8x5,64x5"
+"""``bench_eval.py``'s runs with ``ZORKMCP_BENCH_QUICK=1``."""
+_FLAGS = ("ZORKMCP_BENCH_NPX", "ZORKMCP_BENCH_QUICK")
+"""Variables that are ``1`` (on) or ``0`` / unset (off)."""
+
+
+def quick() -> bool:
+    """``ZORKMCP_BENCH_QUICK=1``: every count's quick default (about a minute in all; rough figures)."""
+    return os.environ.get("ZORKMCP_BENCH_QUICK", "").strip() == "1"
+
+
+class BenchSettingError(ValueError):
+    """A ``ZORKMCP_BENCH_*`` variable the benchmarks cannot use; the message is one line saying why."""
+
+
+def setting(variable: str) -> int:
+    """The value of a numeric ``ZORKMCP_BENCH_*`` variable (:data:`SETTINGS`), or its default when unset.
+
+    Raises:
+        BenchSettingError: the value is not a whole number, or is below the variable's least value.
+    """
+    full, fast, least, what = SETTINGS[variable]
+    default = fast if quick() else full
+    value = os.environ.get(variable, "").strip()
+    if not value:
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        number = None
+    if number is None or number < least:
+        raise BenchSettingError(
+            f"{variable}={value!r}: expected a whole number ≥ {least} ({what}; default {default}); "
+            f"set it to one, or unset it"
+        )
+    return number
+
+
+def eval_runs() -> list[tuple[int, int, bool]]:
+    """``bench_eval.py``'s runs: (K, turns, MCP on) from ``ZORKMCP_BENCH_EVAL_RUNS`` or the default.
+
+    The variable holds runs separated by commas, each ``KxT`` (K episodes at once, T turns each) or
+    ``KxT-nomcp`` (the same with ``--no-mcp``), K and T ≥ 1; ``X`` and ``×`` also separate K and T.
+
+    Raises:
+        BenchSettingError: a run is not of that form, or the variable names no run.
+    """
+    variable = "ZORKMCP_BENCH_EVAL_RUNS"
+    raw = os.environ.get(variable, "")
+    default = QUICK_EVAL_RUNS if quick() else DEFAULT_EVAL_RUNS
+    text = raw.strip() or default
+    expected = (
+        "expected runs KxT separated by commas, such as 8x5,64x20 (K episodes at once, T turns each, "
+        f"both ≥ 1; KxT-nomcp for --no-mcp); unset it for the default {default}"
+    )
+    runs: list[tuple[int, int, bool]] = []
+    for part in text.split(","):
+        run = part.strip()
+        if not run:
+            continue
+        body = run.lower().replace("×", "x")
+        mcp = not body.endswith("-nomcp")
+        k, cross, t = body.removesuffix("-nomcp").partition("x")
+        try:
+            episodes, turns = (int(n) if n.strip().isdecimal() else 0 for n in (k, t))
+        except ValueError:  # more digits than int() reads
+            episodes = turns = 0
+        if not cross or episodes < 1 or turns < 1:
+            raise BenchSettingError(f"{variable}={raw!r}: {run!r} is not a run; {expected}")
+        runs.append((episodes, turns, mcp))
+    if not runs:
+        raise BenchSettingError(f"{variable}={raw!r} names no run; {expected}")
+    return runs
+
+
+def check_settings() -> None:
+    """Check every ``ZORKMCP_BENCH_*`` variable before anything runs.
+
+    Raises:
+        BenchSettingError: the first variable that is unknown (a misspelt name would be ignored) or
+            whose value cannot be used.
+    """
+    known = {*SETTINGS, *_FLAGS, "ZORKMCP_BENCH_EVAL_RUNS"}
+    for name in sorted(os.environ):
+        if name.startswith("ZORKMCP_BENCH_") and name not in known:
+            raise BenchSettingError(
+                f"{name} is not a benchmark setting; the settings are {', '.join(sorted(known))} "
+                "(README, Benchmarks)"
+            )
+    for name in _FLAGS:
+        value = os.environ.get(name, "").strip()
+        if value not in ("", "0", "1"):
+            raise BenchSettingError(f"{name}={value!r}: expected 1 (on) or 0 (off)")
+    for name in SETTINGS:
+        setting(name)
+    eval_runs()
+
+
+def settings_used() -> dict[str, Any]:
+    """What this run counted: every setting's value (for the report and ``latest.json``)."""
+    return {
+        "quick": quick(),
+        **{name.removeprefix("ZORKMCP_BENCH_").lower(): setting(name) for name in SETTINGS},
+        "eval_runs": os.environ.get("ZORKMCP_BENCH_EVAL_RUNS", "").strip()
+        or (QUICK_EVAL_RUNS if quick() else DEFAULT_EVAL_RUNS),
+        "npx": os.environ.get("ZORKMCP_BENCH_NPX", "").strip() == "1",
+    }
 
 
 @frozen
@@ -179,6 +301,22 @@ class Report:
         """The targets against what this run measured (never asserted)."""
         return evaluate_targets(self)
 
+    def headline(self) -> str | None:
+        """The figure a reader looks for first: the per-turn overhead a caller sees (section 1)."""
+        per_turn = self.figures(1)
+        server = per_turn["servers"].get("embedded") if per_turn is not None else None
+        if server is None:
+            return None
+        variants = server["variants"]
+        labels = {
+            "prewarmed": "Bridge prewarmed",
+            "cold": "get_action() cold",
+            "raw_asyncio": "raw SDK under asyncio.run",
+        }
+        return "Per-turn overhead a caller sees (section 1, embedded think server, p50): " + "; ".join(
+            f"{label} {variants[name]['p50_ms']:.2f} ms" for name, label in labels.items() if name in variants
+        )
+
     def render(self, width: int = 132) -> str:
         """Every section and the target table as plain text."""
         from rich.console import Console
@@ -211,6 +349,18 @@ class Report:
                     *(Text(cell) for cell in (target["target"], target["goal"], target["measured"], met))
                 )
             console.print(table)
+        headline = self.headline()
+        if headline is not None:
+            console.print()
+            console.print(Text(headline), soft_wrap=True)
+        if quick():
+            console.print(
+                Text(
+                    "Quick run (ZORKMCP_BENCH_QUICK=1): fewer rounds and runs than the figures want; "
+                    "unset it for the full run"
+                ),
+                soft_wrap=True,
+            )
         return buffer.getvalue()
 
     def as_json(self) -> dict[str, Any]:
@@ -229,7 +379,9 @@ class Report:
                 }
                 for number, section in sorted(self.sections.items())
             },
+            "settings": settings_used(),
             "targets": self.targets(),
+            "headline": self.headline(),
         }
 
     def write(self, directory: Path = RESULTS_DIR) -> Path:

@@ -41,7 +41,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from _benchlib import REPO, Section
+from _benchlib import DEFAULT_EVAL_RUNS, REPO, Section, eval_runs, setting
 
 from zorkmcp.game import PACKAGED_GAME
 
@@ -50,15 +50,8 @@ if TYPE_CHECKING:
 
     from _benchlib import Report
 
-DEFAULT_RUNS = "8x5,32x5,64x5,64x5-nomcp,64x20,256x2-nomcp"
-RUNS = [
-    (int(k), int(t.removesuffix("-nomcp")), not t.endswith("-nomcp"))
-    for k, _, t in (
-        run.strip().partition("x")
-        for run in os.environ.get("ZORKMCP_BENCH_EVAL_RUNS", DEFAULT_RUNS).split(",")
-        if run.strip()
-    )
-]
+DEFAULT_RUNS = DEFAULT_EVAL_RUNS
+RUNS = eval_runs()
 """(K, turns, MCP on) of each run: short episodes show the cost of starting them, long ones the
 steady state; ``-nomcp`` plays the same episodes with no MCP server but the game (``--no-mcp``):
 the floor the engine's MCP work adds to. K = 256 shows what grows with K in the eval process (the
@@ -281,6 +274,7 @@ def _loopback_model(latency: float) -> Iterator[int]:
 
 
 def test_eval_at_scale(report: Report, tmp_path: Path) -> None:
+    began = time.perf_counter()
     section = Section(
         number=7,
         title=f"zorkmcp eval: K concurrent episodes × T turns, model latency {LATENCY:.0f} s, "
@@ -309,10 +303,11 @@ def test_eval_at_scale(report: Report, tmp_path: Path) -> None:
         "zygote again; PSS counts them once); 'peak live' counts game server processes alive at once "
         "(none: the games run in the eval process)",
     ]
+    section.seconds = time.perf_counter() - began
     report.add(section)
 
 
-COST_EPISODES = 40
+COST_EPISODES = setting("ZORKMCP_BENCH_COST_EPISODES")
 """Episodes per configuration of :func:`test_eval_process_cpu_per_episode` (one at a time)."""
 
 
@@ -322,6 +317,7 @@ def test_eval_process_cpu_per_episode(report: Report) -> None:
     Run by ``eval_cost.py`` in a fresh process per configuration, one episode at a time against
     ``latency_llm.py 0``: the CPU that K episodes starting at once share on one core.
     """
+    began = time.perf_counter()
     section = Section(
         number=10,
         title="zorkmcp eval: the eval process's CPU per episode, one episode at a time (K = 1)",
@@ -349,6 +345,7 @@ def test_eval_process_cpu_per_episode(report: Report) -> None:
              f"{figures[mode][1]['start_ms_p50']:.0f}"]
         )  # fmt: skip
     section.figures = {"episodes": COST_EPISODES, "runs": figures}
+    section.seconds = time.perf_counter() - began
     section.notes = [
         "CPU: the eval process's own (all its threads; not the think servers a zygote forks for it)",
         "per turn: (5-turn − 1-turn) ÷ 4; start + end: a 1-turn episode less one turn",

@@ -44,7 +44,7 @@ from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any, TextIO
 
 import trio
-from _benchlib import MIN_ROUNDS, REPO, Report, Section, Stats, node_server, rounds, run_interleaved
+from _benchlib import MIN_ROUNDS, REPO, Report, Section, Stats, node_server, run_interleaved, setting
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from attrs import frozen
 from mcp.client.session import ClientSession
@@ -58,7 +58,7 @@ if TYPE_CHECKING:
 
     from zorkmcp.mcp._prewarm import Spare
 
-ROUNDS = rounds()
+ROUNDS = setting("ZORKMCP_BENCH_ROUNDS")
 WARMUP = 1
 BASELINE = "raw_asyncio"
 LABELS = {

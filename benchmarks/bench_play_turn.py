@@ -21,11 +21,12 @@ After a prewarmed turn the benchmark waits, unmeasured, for the next spare (a re
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from contextlib import ExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
-from _benchlib import MIN_ROUNDS, REPO, Report, Section, Stats, rounds, run_interleaved
+from _benchlib import MIN_ROUNDS, REPO, Report, Section, Stats, run_interleaved, setting
 
 from bridge import Bridge
 from zorkmcp._bridge import _Live
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from zorkmcp.mcp import EpisodeServers
     from zorkmcp.mcp._prewarm import Spare
 
-TURNS = rounds()
+TURNS = setting("ZORKMCP_BENCH_ROUNDS")
 WARMUP = 1
 SEED = 12
 BURST = 3
@@ -82,12 +83,13 @@ class _BenchBridge(Bridge):
 
     @asynccontextmanager
     async def _episode(self) -> Any:
-        setup = self.setup
+        setup, thread = self.setup, threading.get_ident()
         assert setup.manager is not None
-        async with setup.chat_model() as model:
-            async with setup.manager.open_episode(prewarm=self.prewarm) as episode:
-                self.episode = episode
-                yield _Live(model=model, agent=setup.agent(model), episode=episode)
+        async with setup.chat_model() as opened:
+            with setup.metered(opened) as model:
+                async with setup.manager.open_episode(prewarm=self.prewarm) as episode:
+                    self.episode = episode
+                    yield _Live(model=opened, agent=setup.agent(model), episode=episode, thread=thread)
 
     def spares(self) -> list[Spare]:
         episode = self.episode

@@ -23,7 +23,7 @@ import time
 from typing import Any
 
 import trio
-from _benchlib import REPO, Report, Section, Stats, rounds
+from _benchlib import REPO, Report, Section, Stats, setting
 
 from zorkmcp.config import McpConfig, McpSettings, ServerConfig
 from zorkmcp.mcp import McpManager, open_toolbox
@@ -33,8 +33,8 @@ from servers.remote import SDK_HTTP_WARNINGS, serve_remote
 
 pytestmark = SDK_HTTP_WARNINGS
 
-TURNS = rounds(30, "ZORKMCP_BENCH_ROUNDS")
-CALLS = rounds(300, "ZORKMCP_BENCH_CALLS")
+TURNS = setting("ZORKMCP_BENCH_ROUNDS")
+CALLS = setting("ZORKMCP_BENCH_CALLS")
 WARMUP = 3
 ARGS = {"text": "west of house"}
 

@@ -12,13 +12,12 @@ thought history (a per_episode sequential-thinking server remembers its thoughts
 from __future__ import annotations
 
 import gc
-import os
 import time
 import tracemalloc
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
-from _benchlib import Report, Section
+from _benchlib import Report, Section, setting
 
 from bridge import Bridge
 from zorkmcp.config import McpConfig, McpSettings, ServerConfig, Settings
@@ -28,7 +27,7 @@ from zorkmcp.observability import LogFiles
 if TYPE_CHECKING:
     from pathlib import Path
 
-TURNS = max(100, int(os.environ.get("ZORKMCP_BENCH_SOAK_TURNS", "2000")))
+TURNS = setting("ZORKMCP_BENCH_SOAK_TURNS")
 STATE = "West of House\nYou are standing in an open field west of a white house, with a boarded front door."
 
 

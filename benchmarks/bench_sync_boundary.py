@@ -17,7 +17,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import trio
-from _benchlib import Report, Section, Stats, rounds, run_interleaved
+from _benchlib import Report, Section, Stats, run_interleaved, setting
 from anyio.from_thread import start_blocking_portal
 
 from bridge import Bridge, EpisodeSetup
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     from zorkmcp.agent import AgentAction
 
-CALLS = rounds(300, "ZORKMCP_BENCH_CALLS")
+CALLS = setting("ZORKMCP_BENCH_CALLS")
 WARMUP = 10
 STATE = "West of House\nYou are standing in an open field west of a white house, with a boarded front door."
 LABELS = {

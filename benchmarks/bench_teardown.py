@@ -21,7 +21,7 @@ import time
 from typing import TYPE_CHECKING, Any, TextIO
 
 import trio
-from _benchlib import REPO, Report, Section, Stats, rounds, run_interleaved
+from _benchlib import REPO, Report, Section, Stats, run_interleaved, setting
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -31,8 +31,8 @@ from zorkmcp.mcp import open_toolbox
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-ROUNDS = rounds()
-STUBBORN_ROUNDS = rounds(5, "ZORKMCP_BENCH_STUBBORN_ROUNDS")
+ROUNDS = setting("ZORKMCP_BENCH_ROUNDS")
+STUBBORN_ROUNDS = setting("ZORKMCP_BENCH_STUBBORN_ROUNDS")
 SERVER = REPO / "tests" / "servers" / "misbehaving.py"
 LABELS = {
     "zorkmcp_ok": "zorkmcp transport, well-behaved",

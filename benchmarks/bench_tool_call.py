@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import trio
-from _benchlib import THINK_ARGS, Report, Section, Stats, rounds
+from _benchlib import THINK_ARGS, Report, Section, Stats, setting
 
 from zorkmcp.config import McpSettings, ServerConfig
 from zorkmcp.mcp import Toolbox, open_toolbox
@@ -26,7 +26,7 @@ from zorkmcp.mcp import Toolbox, open_toolbox
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-CALLS = rounds(300, "ZORKMCP_BENCH_CALLS")
+CALLS = setting("ZORKMCP_BENCH_CALLS")
 WARMUP = 20
 SERVERS = {
     "stdio": ServerConfig(name="thinking", command=sys.executable, args=("-m", "zorkmcp.servers.thinking")),

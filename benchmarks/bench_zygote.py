@@ -34,18 +34,19 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from _benchlib import quick, setting
 
 from zorkmcp.game import PACKAGED_GAME
 from zorkmcp.mcp._stdio import open_stdio_transport
 from zorkmcp.mcp._zygote import Zygote, open_zygote
 
-SPAWNS = int(os.environ.get("ZORKMCP_BENCH_ZYGOTE_SPAWNS", "200"))
-GAME_SPAWNS = 40
-"""Game server spawns of each variant (a Popen one costs about 110 ms of CPU)."""
+SPAWNS = setting("ZORKMCP_BENCH_ZYGOTE_SPAWNS")
+GAME_SPAWNS = 10 if quick() else 40
+"""Game server spawns of each variant (a Popen one costs about 110 ms of CPU); 10 in a quick run."""
 BLOCK = 20
 """Spawns of one variant before switching to the other."""
-ZYGOTE_STARTS = 20
-"""Zygotes started and closed (idle) to measure what one costs."""
+ZYGOTE_STARTS = 5 if quick() else 20
+"""Zygotes started and closed (idle) to measure what one costs; 5 in a quick run."""
 THINK = ("zorkmcp.servers.thinking", ("-m", "zorkmcp.servers.thinking"))
 GAME = ("zorkmcp.game.server", ("-m", "zorkmcp.game.server", "--game", str(PACKAGED_GAME), "--seed", "12"))
 _TICK = os.sysconf("SC_CLK_TCK")

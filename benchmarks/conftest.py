@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pytest
-from _benchlib import Report
+from _benchlib import BenchSettingError, Report, check_settings
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -33,6 +33,10 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Mod
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    try:
+        check_settings()  # before the modules read them at import: one line instead of a collection error
+    except BenchSettingError as error:
+        raise pytest.UsageError(str(error)) from None
     config.stash[_REPORT] = Report()
 
 

@@ -31,7 +31,11 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def main(port: int, turns: int, mcp: bool, episodes: int) -> dict[str, float]:
-    folder = Path(tempfile.mkdtemp(prefix="zorkmcp-eval-cost-"))
+    with tempfile.TemporaryDirectory(prefix="zorkmcp-eval-cost-") as name:  # its episodes: ~1 MB
+        return _measure(Path(name), port, turns, mcp, episodes)
+
+
+def _measure(folder: Path, port: int, turns: int, mcp: bool, episodes: int) -> dict[str, float]:
     pyproject = folder / "pyproject.toml"
     pyproject.write_text(
         f"[tool.zorkgpt.mcp]\nenabled = {'true' if mcp else 'false'}\n"
