@@ -36,7 +36,7 @@ runpy.run_path({script!r}, run_name="__main__")
 @pytest.mark.skipif(SCRIPT is None, reason="the zorkmcp console script is not installed (pip install -e .)")
 @pytest.mark.parametrize(
     ("module", "args"),
-    [("zorkmcp.cli", ["tools"]), ("rich.markup", ["play", "--turns", "1"]), ("zorkmcp.cli", ["--version"])],
+    [("zorkmcp.cli", ["tools"]), ("rich.markup", ["play", "--turns", "1"]), ("zorkmcp.cli", ["--help"])],
 )
 def test_ctrl_c_while_the_command_imports_is_one_line_and_130(module: str, args: list[str]) -> None:
     assert SCRIPT is not None
