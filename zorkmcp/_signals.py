@@ -29,7 +29,8 @@ servers it started end first (:func:`_end_with_servers`). An idle server would e
 pipes close; one busy in a call, or one that ignores the end of its input, would outlive the command
 (``zorkmcp call`` started with ``&`` in a script, then ``kill``: the server ran on under PID 1).
 And the terminal is put back first (:func:`on_sudden_end`): a live view had turned its echo off and
-hidden its cursor, and the shell was left with neither.
+hidden its cursor, and the shell was left with neither. SIGKILL (``kill -9``, the OOM killer) cannot
+be handled at all: then the command's guard (:mod:`zorkmcp._pidfds`) ends its servers.
 
 Once a command is stopping, what it still writes (``zorkmcp eval``'s summary and ``report.html``)
 takes a moment, and a user who finds the first Ctrl-C slow presses it again. Under :func:`held_ctrl_c`
@@ -52,7 +53,7 @@ from contextlib import ExitStack, contextmanager, suppress
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
-from ._pidfds import wait_for_pidfds
+from ._pidfds import guard_pid, wait_for_pidfds
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -328,14 +329,18 @@ def _end_with_servers(signum: int, frame: Any) -> None:
 
     Blocking, in a process that is ending: nothing else of it runs any more. The servers are found
     as the command's descendants in ``/proc`` (each runs in a session of its own, so no process group
-    holds them all), each pinned with a pidfd, so a PID used again meanwhile is never hit.
+    holds them all), each pinned with a pidfd, so a PID used again meanwhile is never hit. The guard
+    (:mod:`zorkmcp._pidfds`) is left alone: once the command has ended, it kills what is left.
     """
     del frame
     for restore in reversed(_sudden_end):
         restore()
     pinned = []
+    guard = guard_pid()
     # Linux only (/proc, pidfds), as the session sweep (zorkmcp.mcp._sweep); elsewhere the default alone
     for pid in _descendants(os.getpid()) if hasattr(os, "pidfd_open") and os.path.isdir("/proc") else ():
+        if pid == guard:
+            continue
         with suppress(OSError):
             pinned.append(os.pidfd_open(pid))
     try:

@@ -33,6 +33,10 @@ passed to the session as an ``Exception`` value and does not end it) and changes
   environment with its memory, before it is gone). A well-behaved server costs only its own exit
   time; the worst case is about :data:`WORST_CASE_TEARDOWN` seconds, plus the walk (milliseconds;
   it is not cut short: a session left out of it would leave its strays running).
+* Should this process die without a teardown (``kill -9``, the OOM killer), its guard ends every
+  server and all they started: each server also carries ``ZORKMCP_OWNER=<token>``, and the guard,
+  a small process of its own started with the first server, kills whatever carries it once our
+  process is gone (:mod:`zorkmcp._pidfds` says why, and why not ``PR_SET_PDEATHSIG``).
 
 Memory stays bounded whatever the server writes. A stdout line longer than :data:`MAX_LINE_BYTES`
 ends the session at once: reading stops (the line is never held whole), the session sees EOF, so
@@ -65,7 +69,7 @@ import mcp_types
 from attrs import define, field
 from mcp.shared.message import SessionMessage
 
-from .._pidfds import wait_for_pidfds
+from .._pidfds import OWNER_ENV_VAR, ensure_guard, owner_token, wait_for_pidfds
 from .._surrogates import lone_surrogate
 from ._events import logger
 from ._sweep import SESSION_ENV_VAR, kill_session_processes, sweep
@@ -672,7 +676,11 @@ def _kill_left_running() -> None:
 
 
 def _spawn(argv: list[str], env: dict[str, str], cwd: str | None) -> subprocess.Popen[bytes]:
-    """Start the server in its own session and process group (the group is what teardown kills)."""
+    """Start the server in its own session and process group (the group is what teardown kills).
+
+    This process's guard is started first if it is not running (:func:`~.._pidfds.ensure_guard`).
+    """
+    ensure_guard()
     return subprocess.Popen(
         argv,
         stdin=subprocess.PIPE,
@@ -750,7 +758,7 @@ async def open_stdio_transport(
     Args:
         command: the program to run.
         args: its arguments.
-        env: the environment (``None``: ours). ``ZORKMCP_SESSION`` is added.
+        env: the environment (``None``: ours). ``ZORKMCP_SESSION`` and ``ZORKMCP_OWNER`` are added.
         cwd: the working directory (``None``: ours).
         info: a :class:`ProcessInfo` to fill in (lets the caller read it after a failed start);
             a new one when ``None``.
@@ -762,7 +770,11 @@ async def open_stdio_transport(
     """
     if info is None:
         info = ProcessInfo(command=(command, *args))
-    full_env = {**(os.environ if env is None else env), SESSION_ENV_VAR: info.token}
+    full_env = {
+        **(os.environ if env is None else env),
+        SESSION_ENV_VAR: info.token,
+        OWNER_ENV_VAR: owner_token(),
+    }
     process, module = await _start(command, args, full_env, cwd, zygote)
     # No checkpoint from the spawn to the `try` around the task group: a cancellation in between
     # would leak the process.

@@ -30,8 +30,6 @@ worker's own teardown never ran). The same walk finds either variable (``variabl
 from __future__ import annotations
 
 import os
-import signal
-import sys
 from typing import TYPE_CHECKING
 
 import anyio
@@ -39,8 +37,10 @@ import anyio.lowlevel
 import anyio.to_thread
 from attrs import define, field
 
+from .._pidfds import SESSION_ENV_VAR, _processes, kill_session_processes
+
 if TYPE_CHECKING:
-    from collections.abc import Collection, Mapping
+    from collections.abc import Mapping
 
 __all__ = [
     "EPISODE_ENV_VAR",
@@ -52,79 +52,8 @@ __all__ = [
     "sweep_session",
 ]
 
-SESSION_ENV_VAR = "ZORKMCP_SESSION"
-"""Environment variable marking every process of one session (value: a random token)."""
 EPISODE_ENV_VAR = "ZORKMCP_EPISODE"
 """Environment variable marking every process one episode started on Ray (value: a random token)."""
-
-
-def _token_of(pid: int, variable: str = SESSION_ENV_VAR) -> str | None:
-    """The value of ``variable`` in the environment of process ``pid`` (``None``: none, or unreadable)."""
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            environ = f.read()
-    except OSError:
-        return None
-    mark = f"{variable}=".encode()
-    start = 0
-    while (found := environ.find(mark, start)) >= 0:
-        if found == 0 or environ[found - 1] == 0:  # the start of a variable, not inside a value
-            end = environ.find(b"\0", found)
-            value = environ[found + len(mark) : end if end >= 0 else len(environ)]
-            return value.decode("ascii", "replace")
-        start = found + 1
-    return None
-
-
-def _processes() -> list[int]:
-    """The PIDs in ``/proc`` (blocking); none where ``/proc`` or pidfds are not available."""
-    if not sys.platform.startswith("linux") or not hasattr(os, "pidfd_open"):
-        return []
-    try:
-        return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
-    except OSError:
-        return []
-
-
-def kill_session_processes(
-    tokens: Collection[str], *, variable: str = SESSION_ENV_VAR
-) -> dict[str, list[int]]:
-    """SIGKILL every process whose environment carries ``ZORKMCP_SESSION=<token>`` for a token given.
-
-    Blocking (reads ``/proc``); run it in a worker thread. Each candidate is pinned with a pidfd and
-    checked again before the signal, so a recycled PID is never hit.
-
-    Args:
-        tokens: the sessions' tokens.
-        variable: the variable that carries them, instead of ``ZORKMCP_SESSION``
-            (:data:`EPISODE_ENV_VAR`: episodes' tokens).
-
-    Returns:
-        For each token with a process signalled, their pidfds (the caller waits on them and closes
-        them); empty where ``/proc`` or pidfds are not available.
-    """
-    me = os.getpid()
-    found: dict[str, list[int]] = {}
-    for pid in _processes() if tokens else ():
-        if pid == me:
-            continue
-        token = _token_of(pid, variable)
-        if token is None or token not in tokens:
-            continue
-        try:
-            pidfd = os.pidfd_open(pid)
-        except OSError:
-            continue
-        if _token_of(pid, variable) != token:
-            os.close(pidfd)
-            continue
-        try:
-            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-        except OSError:
-            os.close(pidfd)
-            continue
-        found.setdefault(token, []).append(pidfd)
-    return found
 
 
 def _close_all(pidfds: list[int]) -> None:

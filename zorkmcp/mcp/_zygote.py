@@ -43,7 +43,10 @@ shows the zygote's environment, not the child's: the transport's token scan find
 server *starts*, not the server itself (which it tracks by its pidfd anyway); likewise ``ps``
 shows a forked server with the zygote's command line. If the zygote dies, its children are
 re-parented and reaped by init: their sessions end normally, but their process groups are then
-only signalled through the leader's pidfd, never by group ID.
+only signalled through the leader's pidfd, never by group ID. If the owner dies (``kill -9``), the
+zygote sees its socket close and kills what it holds; the owner's guard (:mod:`zorkmcp._pidfds`)
+kills the zygote and its children as well: the zygote's environment carries the owner's
+``ZORKMCP_OWNER`` token, and its children show that environment.
 """
 
 from __future__ import annotations
@@ -65,6 +68,7 @@ import anyio.abc
 import anyio.lowlevel
 import anyio.to_thread
 
+from .._pidfds import OWNER_ENV_VAR, ensure_guard, owner_token
 from ._events import logger
 
 if TYPE_CHECKING:
@@ -493,6 +497,7 @@ class ZygoteGroup:
 def _start(
     modules: Sequence[str], fd: int, env: Mapping[str, str], cwd: str | None
 ) -> subprocess.Popen[bytes]:
+    ensure_guard()  # before the first process this owner starts (see zorkmcp._pidfds)
     return subprocess.Popen(
         [sys.executable, "-m", "zorkmcp.servers._zygote", str(fd), *modules],
         stdin=subprocess.DEVNULL,
@@ -563,7 +568,7 @@ async def open_zygote(
     """
     if not zygote_supported():
         raise ZygoteGone("a zygote needs Linux (pidfds, fork, SOCK_SEQPACKET)")
-    start_env = dict(os.environ if env is None else env)
+    start_env = {**(os.environ if env is None else env), OWNER_ENV_VAR: owner_token()}
     try:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     except OSError as exc:
