@@ -193,7 +193,10 @@ def test_an_http_port_that_is_no_mcp_endpoint_is_one_clear_line(
     (tmp_path / "mcp_config.json").write_text(json.dumps(config))
     (tmp_path / "pyproject.toml").write_text("[tool.zorkgpt.mcp]\nconfig_file = 'mcp_config.json'\n")
     done = _zorkmcp(tmp_path, "$ZORKMCP tools --json")
-    expected = f"Failed to start MCP server 'web': {reason.format(url=url)}\nURL: {url}\n"
+    expected = (
+        f"Failed to start MCP server 'web': {reason.format(url=url)}\nURL: {url}\n"
+        "MCP server 'web' did not start: no tools to list\n"
+    )
     assert (done.returncode, done.stdout, done.stderr) == (1, "[]\n", expected)
 
 
