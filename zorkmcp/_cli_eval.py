@@ -99,7 +99,8 @@ holds its folder until it ends (.zorkmcp-eval.lock, removed then): a second run 
 not parse, a field is not of the kind zorkmcp writes, its arm or seed differ), and stops (exit 2) if a
 finished one was played with another model or endpoint, turn limit, game or story file, sampling,
 tools or agent setting, or other servers (or a server set up otherwise); --retry-failed also plays
-again the episodes that failed.
+again the episodes that failed. A resume removes the temporary files (.NAME.PID.tmp) that a run
+killed while writing a file left, and says so.
 
 exit status: 0 every episode played; 1 some episode failed (recorded with its error, the run went
 on), or a file of the run could not be written (a full disk: the run stopped, the files written
@@ -107,7 +108,8 @@ before stay); 2 a bad eval file, setting or flag, a run folder that cannot be ma
 zorkmcp eval is writing to, or that holds another run's episodes, without --resume, or a
 summary.json, summary.csv or report.html that zorkmcp did not write), an arm whose api_key_env
 names a variable that is not set, a blank model name, a model endpoint that gives no HTTP answer
-(within a request's timeout_seconds, once it has the request), or a resume with other settings
+(within a request's timeout_seconds, once it has the request) or answers its GET /models with a 401
+that every request would get (no key sent, or invalid_api_key), or a resume with other settings
 (nothing started); 130 interrupted (Ctrl-C: episodes in flight are stopped, finished files stay, the
 summary covers them; Ctrl-C again while it is written is held back, a third time stops it there and
 says what was not written); 143 the same, by SIGTERM; 129 by SIGHUP (a terminal that closed); 141
@@ -1035,6 +1037,18 @@ def outside_line(paths: list[Path], run_dir: Path) -> str:
     )
 
 
+def left_writes_line(paths: list[Path], run_dir: Path) -> str:
+    """The line a resume prints when it removed the temporary files of a run killed while it wrote a file.
+
+    ``zorkmcp eval: removed 2 temporary file(s) that a run killed while writing left in runs/x, such
+    as runs/x/episodes/a/.seed-19.json.12345.tmp`` (:func:`~zorkmcp.eval._runner.remove_left_writes`).
+    """
+    return (
+        f"zorkmcp eval: removed {len(paths)} temporary file(s) that a run killed while writing left in "
+        f"{escape(str(run_dir))}, such as {escape(str(paths[0]))}"
+    )
+
+
 _OUTPUTS = ("episodes", "summary.json", "summary.csv", "report.html")
 
 
@@ -1276,7 +1290,7 @@ def _play_plan(
     # the engine (the MCP SDK, trio, httpx2) only once the file and flags hold: a bad one is told at once
     from .eval import check_endpoints, resumable_episodes
     from .eval._ray import check_ray_address, check_ray_installed
-    from .eval._runner import files_outside
+    from .eval._runner import files_outside, remove_left_writes
 
     if args.ray is not None:
         check_ray_installed()
@@ -1311,6 +1325,9 @@ def _play_plan(
     flag = "--retry-failed" if args.retry_failed else "--resume"
     if (versions := other_versions_line(kept, plan.out, flag)) is not None:
         err.print(f"[yellow]{escape(versions)}[/]", highlight=False, soft_wrap=True)
+    # the run holds its folder (claimed in build_plan): no run of it writes there now
+    if resume and (removed := remove_left_writes(plan.out)):
+        err.print(left_writes_line(removed, plan.out), highlight=False, soft_wrap=True)
     outside = files_outside(plan) if resume else []
     if outside:
         err.print(outside_line(outside, plan.out), highlight=False, soft_wrap=True)

@@ -1,7 +1,8 @@
 """The files the commands write: can they be made there (:func:`check_output`, before anything
 starts), is each a file of its own, none of them a file the command reads (:func:`check_apart`),
-writing one so that a reader never sees half of it (:func:`write_atomically`), and appending to one
-so that it never ends in half a line (:func:`append_whole`).
+writing one so that a reader never sees half of it (:func:`write_atomically`; the temporary files a
+killed writer left are removed by :func:`remove_left_temp_files`), and appending to one so that it
+never ends in half a line (:func:`append_whole`).
 
 A path under a file (``--out /dev/null/x``), or in a folder this user cannot write, would otherwise
 be found when the command first writes it: after an episode played for nothing, with a traceback.
@@ -23,7 +24,7 @@ from ._surrogates import SURROGATE
 from .errors import ConfigError, RunWriteError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
 __all__ = [
     "append_whole",
@@ -31,6 +32,8 @@ __all__ = [
     "check_output",
     "file_identity",
     "open_pipe",
+    "remove_left_temp_files",
+    "temp_path",
     "utf8",
     "write_atomically",
     "write_error",
@@ -192,7 +195,7 @@ def open_written(path: Path, text: str) -> int:
             raise
         return fd
     target = Path(os.path.realpath(path))  # a link's file (made if the link dangles), not the link
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp = temp_path(target)
     fd = -1
     try:
         fd = os.open(tmp, flags | os.O_TRUNC, 0o666)
@@ -205,6 +208,63 @@ def open_written(path: Path, text: str) -> int:
             tmp.unlink(missing_ok=True)
         raise
     return fd
+
+
+def temp_path(target: Path) -> Path:
+    """The temporary file :func:`write_atomically` writes ``target`` through: ``.NAME.PID.tmp`` beside it."""
+    return target.with_name(f".{target.name}.{os.getpid()}.tmp")
+
+
+_TEMP_NAME = re.compile(r"\.(?P<name>.+)\.(?P<pid>[1-9][0-9]{0,9})\.tmp")
+"""A name :func:`temp_path` makes: the target's name and the writer's process id."""
+
+_PID_MAX: Final = 2**22
+"""The largest process id a system gives (Linux's ``pid_max`` can be set no higher)."""
+
+
+def _running(pid: int) -> bool:
+    """Whether a process ``pid`` runs on this machine (another user's too; a zombie counts)."""
+    try:
+        os.kill(pid, 0)  # signal 0: only asks
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: it runs, as another user
+        return True
+    return True
+
+
+def remove_left_temp_files(folder: Path, is_target: Callable[[str], bool]) -> list[Path]:
+    """Remove the temporary files in ``folder`` that a process killed inside :func:`write_atomically` left.
+
+    Only ``.NAME.PID.tmp`` files (regular files, not links or folders) whose ``NAME`` passes
+    ``is_target`` and whose process ``PID`` no longer runs: one of a running process may be being
+    written (another command writing there, this very process), so it stays. (A process id the
+    system has since given to another process keeps its file: left, never one removed too many.)
+
+    Returns:
+        The files removed, sorted; a folder that cannot be read, or a file that cannot be removed,
+        is left as it is (it harms nothing).
+    """
+    removed = []
+    try:
+        with os.scandir(folder) as entries:
+            found = [(entry.name, entry.is_file(follow_symlinks=False)) for entry in entries]
+    except OSError:
+        return []
+    for name, is_file in sorted(found):
+        match = _TEMP_NAME.fullmatch(name)
+        if not is_file or match is None or not is_target(match["name"]):
+            continue
+        pid = int(match["pid"])
+        if pid > _PID_MAX or _running(pid):
+            continue
+        path = folder / name
+        try:
+            path.unlink()
+        except OSError:  # gone meanwhile, or a folder that is not writable
+            continue
+        removed.append(path)
+    return removed
 
 
 PIPE_WAIT: Final = 0.05

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import socket
 import time
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager, nullcontext
@@ -26,7 +27,7 @@ import attrs
 import httpx2
 
 from .. import __version__
-from .._outputs import write_atomically, write_remedy
+from .._outputs import remove_left_temp_files, write_atomically, write_remedy
 from .._urls import safe_url
 from ..agent import AgentAction, ZorkAgent
 from ..config import McpConfig
@@ -59,7 +60,7 @@ from ..llm._urls import is_openrouter
 from ..mcp import EpisodeServers, McpManager, ModelSampler, ZygoteGroup, build_server_env, open_zygotes
 from ..observability import EventRecorder, open_tracer
 from ._results import read_episode_file
-from ._spec import arm_setup, setup_clash
+from ._spec import _RUN_FILES, arm_setup, setup_clash
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Collection, Iterable, Iterator
@@ -86,6 +87,7 @@ __all__ = [
     "play_episodes",
     "read_arm_configs",
     "read_episode",
+    "remove_left_writes",
     "run_eval",
     "write_episode",
 ]
@@ -959,6 +961,37 @@ def files_outside(plan: EvalPlan) -> list[Path]:
     except OSError:
         return []
     return [path for path in found if not _of_the_plan(path, arms, seeds)]
+
+
+_EPISODE_NAME: Final = re.compile(r"seed-(0|[1-9][0-9]*)\.(json|events\.jsonl)")
+"""The name of an episode's file (:func:`episode_paths`), of any seed."""
+
+
+def remove_left_writes(run_dir: Path) -> list[Path]:
+    """Remove what a run killed while it wrote a file (``kill -9``) left in the folder: its temporary file.
+
+    A file of the run is written through ``.NAME.PID.tmp`` beside it, renamed when whole
+    (:func:`~zorkmcp._outputs.write_atomically`): a run killed in between leaves that file. Only
+    those of the run's own files (``episodes/<arm>/.seed-N.json.PID.tmp``,
+    ``.seed-N.events.jsonl.PID.tmp``, and ``.summary.json.PID.tmp``, ``.summary.csv.PID.tmp``,
+    ``.report.html.PID.tmp`` at the top) whose process no longer runs are removed: a running one
+    may be writing it (``zorkmcp report`` drawing the page). Call it while holding the folder
+    (:func:`~zorkmcp.eval._spec.claim_run_folder`), so that no run of it is writing.
+
+    Returns:
+        The files removed (the top's first, then each arm's, sorted).
+    """
+    removed = remove_left_temp_files(run_dir, _RUN_FILES.__contains__)
+    try:
+        with os.scandir(run_dir / "episodes") as entries:
+            arms = sorted(entry.name for entry in entries if entry.is_dir(follow_symlinks=False))
+    except OSError:  # no episodes/ yet
+        return removed
+    for arm in arms:
+        removed += remove_left_temp_files(
+            run_dir / "episodes" / arm, lambda name: _EPISODE_NAME.fullmatch(name) is not None
+        )
+    return removed
 
 
 def _of_the_plan(path: Path, arms: Collection[str], seeds: range) -> bool:
