@@ -21,7 +21,6 @@ After a prewarmed turn the benchmark waits, unmeasured, for the next spare (a re
 from __future__ import annotations
 
 import sys
-import threading
 import time
 from contextlib import ExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -29,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 from _benchlib import MIN_ROUNDS, REPO, Report, Section, Stats, run_interleaved, setting
 
 from bridge import Bridge
-from zorkmcp._bridge import _Live
 from zorkmcp.config import McpConfig, ServerConfig, Settings
 from zorkmcp.llm import ScriptedModel
 from zorkmcp.orchestrator import GAME_SERVER_NAME, GameStatus, default_walkthrough, game_server_config
@@ -64,10 +62,11 @@ def _game_path() -> Path:
 
 
 class _BenchBridge(Bridge):
-    """``bridge.Bridge`` with the episode's ``prewarm`` chosen, and the episode kept for settling.
+    """``bridge.Bridge`` with the episode's ``prewarm`` chosen, and its episode reached for settling.
 
-    Only ``_episode`` differs from ``Bridge._episode`` (``prewarm=`` and ``self.episode``); turns
-    go through the real ``Bridge.get_action`` / ``Bridge.call_tool``.
+    The episode is opened by ``Bridge``'s own code (``Bridge._episode``, with ``Bridge._prewarm``
+    set here): the benchmark cannot fall behind it. Turns go through the real
+    ``Bridge.get_action`` / ``Bridge.call_tool``.
     """
 
     def __init__(
@@ -78,18 +77,16 @@ class _BenchBridge(Bridge):
             yield ScriptedModel(walkthrough)  # what open_chat_model gives without an API key
 
         super().__init__(settings, chat_model=scripted, **{"log_files": None, **options})
-        self.prewarm = prewarm
-        self.episode: EpisodeServers | None = None
+        self._prewarm = prewarm
 
-    @asynccontextmanager
-    async def _episode(self) -> Any:
-        setup, thread = self.setup, threading.get_ident()
-        assert setup.manager is not None
-        async with setup.chat_model() as opened:
-            with setup.metered(opened) as model:
-                async with setup.manager.open_episode(prewarm=self.prewarm) as episode:
-                    self.episode = episode
-                    yield _Live(model=opened, agent=setup.agent(model), episode=episode, thread=thread)
+    @property
+    def prewarm(self) -> bool:
+        return self._prewarm
+
+    @property
+    def episode(self) -> EpisodeServers | None:
+        """The open episode's ``per_episode`` servers (``None``: not open, or it has none)."""
+        return self._open_live("_BenchBridge.episode").episode
 
     def spares(self) -> list[Spare]:
         episode = self.episode

@@ -176,7 +176,8 @@ def test_quick_mode_lowers_the_defaults_not_what_is_set(
 
 
 def test_whole_turn_benchmark_opens_its_episode_like_bridge(benchlib: Any) -> None:
-    """``bench_play_turn._BenchBridge`` overrides ``Bridge._episode``: one turn through it still works."""
+    """``bench_play_turn._BenchBridge`` opens its episode through ``Bridge._episode`` (``_prewarm``
+    set): one turn through it still works."""
     from zorkmcp.config import McpConfig, ServerConfig, Settings
 
     bench = importlib.import_module("bench_play_turn")

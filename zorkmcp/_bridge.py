@@ -506,6 +506,11 @@ class Bridge:
     Args are those of :meth:`EpisodeSetup.create`.
     """
 
+    _prewarm: bool = True
+    """Whether the episode starts each ``per_turn`` server's next session ahead of its turn
+    (``McpManager.open_episode(prewarm=)``): always; ``benchmarks/bench_play_turn.py`` sets it false
+    on its own Bridges to measure a turn without it, through this very code."""
+
     def __init__(
         self,
         settings: Settings | None = None,
@@ -583,7 +588,7 @@ class Bridge:
         async with setup.chat_model() as opened:
             with setup.metered(opened) as model:
                 if setup.manager is not None:
-                    async with setup.manager.open_episode() as episode:
+                    async with setup.manager.open_episode(prewarm=self._prewarm) as episode:
                         yield _Live(model=opened, agent=setup.agent(model), episode=episode, thread=thread)
                 else:
                     yield _Live(model=opened, agent=setup.agent(model), episode=None, thread=thread)
