@@ -257,8 +257,8 @@ def test_help_says_what_the_commands_do(capsys: pytest.CaptureFixture[str]) -> N
     assert "or an output that cannot be written, 2 for a configuration error or JSON-ARGS" in call
     tools = _help("tools", capsys)
     assert (
-        "2 for a configuration error (a SERVER not in mcp_config.json too), 130 interrupted (Ctrl-C), 141 "
-        "when the reader of the output" in tools
+        "2 for a configuration error (a SERVER not in mcp_config.json, or disabled there, too), 130 "
+        "interrupted (Ctrl-C), 141 when the reader of the output" in tools
     )
     assert (
         "usage: zorkmcp tools [-h] [--config PATH] [--pyproject PATH] [--json] [--lint] [SERVER ...]" in tools

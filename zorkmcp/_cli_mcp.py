@@ -935,7 +935,7 @@ def add_mcp_subcommands(subparsers: argparse._SubParsersAction[argparse.Argument
         "left out, a description cut for the model, more tools than OpenAI's API takes) go to stderr. "
         "Exit 0, or 1 when a server did not start (reported on stderr; the tools of the others are "
         "listed all the same) or the output cannot be written, 2 for a configuration error (a SERVER "
-        "not in mcp_config.json too), 130 "
+        "not in mcp_config.json, or disabled there, too), 130 "
         "interrupted (Ctrl-C), 141 when the reader of the output went away (| head).",
     )
     tools.add_argument(
@@ -975,7 +975,9 @@ def add_mcp_subcommands(subparsers: argparse._SubParsersAction[argparse.Argument
         "JSON-ARGS that is not a JSON object, 130 interrupted (Ctrl-C), 141 when the reader of the "
         "output went away (| head).",
     )
-    call.add_argument("name", help="tool name, canonical (thinking.think) or wire (thinking__think)")
+    call.add_argument(
+        "name", metavar="NAME", help="tool name, canonical (thinking.think) or wire (thinking__think)"
+    )
     call.add_argument(
         "json_args",
         metavar="JSON-ARGS",
@@ -986,7 +988,8 @@ def add_mcp_subcommands(subparsers: argparse._SubParsersAction[argparse.Argument
     )
     # A JSON object the shell split into words (not quoted): said in words, not as argparse's
     # "unrecognized arguments" under the usage of the whole program.
-    call.add_argument("split_args", nargs="*", help=argparse.SUPPRESS)
+    # default=[]: not "required", so a call without NAME names only NAME as missing
+    call.add_argument("split_args", nargs="*", default=[], help=argparse.SUPPRESS)
     _common(call)
     call.add_argument(
         "--timeout",

@@ -51,7 +51,7 @@ _HELP: Final = (
     "\n"
     "options:\n"
     "  -h, --help  show this help and exit\n"
-    "  --sdk       serve the same tool with the MCP SDK's server (about a second slower to start)"
+    "  --sdk       serve the same tool with the MCP SDK's server (about half a second slower to start)"
 )
 
 
