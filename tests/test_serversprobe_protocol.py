@@ -70,7 +70,7 @@ and answers with the progress as JSON. Put it in an MCP client's configuration, 
 
 options:
   -h, --help  show this help and exit
-  --sdk       serve the same tool with the MCP SDK's server (about a second slower to start)
+  --sdk       serve the same tool with the MCP SDK's server (about half a second slower to start)
 """
 
 
