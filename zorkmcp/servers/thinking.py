@@ -111,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Args:
         argv: ``["--sdk"]`` serves the same tool with the MCP SDK's stdio server instead of the
-            standard-library loop (about a second slower to start; used by the benchmarks);
+            standard-library loop (about half a second slower to start; used by the benchmarks);
             ``["--help"]`` (or ``["-h"]``) prints the usage and exits.
 
     Returns:
