@@ -22,6 +22,7 @@ from play_support import INPROCESS_THINKING, events_of, read_events, write_proje
 from play_support import zork1_path as zork1
 from rich.console import Console
 from test_bridge import llm_in_thread
+from test_longgame_context import OPENAI_TOO_LONG
 
 from zorkmcp.cli import main
 from zorkmcp.errors import CassetteError
@@ -30,15 +31,6 @@ from zorkmcp.llm import ReplayModel
 if TYPE_CHECKING:
     from pathlib import Path
 
-OPENAI_TOO_LONG = {
-    "error": {
-        "message": "This model's maximum context length is 128000 tokens. However, your messages resulted in "
-        "130536 tokens. Please reduce the length of the messages.",
-        "type": "invalid_request_error",
-        "param": "messages",
-        "code": "context_length_exceeded",
-    }
-}
 LLAMA_CPP_TOO_LONG = {
     "error": {
         "code": 400,
