@@ -227,12 +227,14 @@ _pidfds.ensure_guard()
 env = {**os.environ, _pidfds.OWNER_ENV_VAR: _pidfds.owner_token()}
 pause = [sys.executable, "-c", "import signal; signal.pause()"]
 server = subprocess.Popen(pause, env=env, start_new_session=True)
+said, say = os.pipe()
 child = os.fork()
 if child == 0:  # a forked child (multiprocessing's default) that lives on: it must not hold the guard
-    print(_pidfds.owner_token() != env[_pidfds.OWNER_ENV_VAR], _pidfds.guard_pid(), flush=True)
+    os.write(say, f"{_pidfds.owner_token() != env[_pidfds.OWNER_ENV_VAR]} {_pidfds.guard_pid()}".encode())
     signal.pause()
-os.waitpid(child, os.WNOHANG)
-print(server.pid, child, flush=True)
+os.close(say)
+# one line, one writer: the child's words come through the owner (they once interleaved on stdout)
+print(server.pid, child, os.read(said, 100).decode(), flush=True)
 os.kill(os.getpid(), signal.SIGKILL)
 """
 
@@ -248,10 +250,10 @@ def test_a_child_forked_by_the_owner_does_not_keep_its_guard_waiting() -> None:
     )
     try:
         assert owner.stdout is not None
-        lines = sorted(owner.stdout.readline().split() for _ in range(2))  # in either order
+        said = owner.stdout.readline().split()
         assert owner.wait(timeout=GUARD) == -signal.SIGKILL
-        assert lines[1] == ["True", "None"]  # the child has a token of its own, and no guard yet
-        server = int(lines[0][0])
+        assert said[2:] == ["True", "None"]  # the child has a token of its own, and no guard yet
+        server = int(said[0])
         pidfd = os.pidfd_open(server)
         try:
             # real-time: the guard, a process of its own, kills the server; bounded by GONE_WITHIN
