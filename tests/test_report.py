@@ -201,7 +201,7 @@ def test_eval_page_lists_failed_episodes_escaped_and_cut(tmp_path: Path) -> None
         tmp_path,
         "no-mcp",
         2,
-        "LLMHTTPError: POST /v1/chat/completions: HTTP 502 Bad Gateway; body: " + gateway * 4,
+        "LLMHTTPError: POST /v1/chat/completions: HTTP 502 Bad Gateway; body: " + gateway * 12,
         3,
     )
     fail_episode(tmp_path, "no-mcp", 3, "MCPServerStartupError: Failed to start MCP server 'thinking'", 7)
@@ -211,11 +211,13 @@ def test_eval_page_lists_failed_episodes_escaped_and_cut(tmp_path: Path) -> None
     assert "<script>" not in html
     rows = [
         "<tr><td>no-mcp</td><td class=n>1</td><td class=n>0</td><td>" + REFUSED + "</td></tr>",
+        # cut at a word past 1000 characters: ten pages whole, the eleventh up to its last whole word
         "<tr><td>no-mcp</td><td class=n>2</td><td class=n>3</td><td>LLMHTTPError: POST /v1/chat/completions: "
-        "HTTP 502 Bad Gateway; body: &lt;html&gt; &lt;body&gt;upstream connect error or disconnect/reset "
-        "before headers&lt;/body&gt; &lt;/html&gt; &lt;html&gt; &lt;body&gt;upstream connect error or "
-        "disconnect/reset before headers&lt;/body&gt; &lt;/html&gt; &lt;html&gt; &lt;body&gt;upstream "
-        "connect error or disconnect/reset be…</td></tr>",
+        "HTTP 502 Bad Gateway; body: "
+        + "&lt;html&gt; &lt;body&gt;upstream connect error or disconnect/reset before headers&lt;/body&gt; "
+        "&lt;/html&gt; "
+        * 10
+        + "&lt;html&gt; &lt;body&gt;upstream connect error or disconnect/reset before…</td></tr>",
         "<tr><td>no-mcp</td><td class=n>3</td><td class=n>7</td><td>MCPServerStartupError: Failed to start "
         "MCP server &#x27;thinking&#x27;</td></tr>",
         "<tr><td>mcp</td><td class=n>2</td><td class=n>12</td><td>GameError: the story file stopped "

@@ -560,10 +560,9 @@ def json_quote(text: str) -> str:
     """``text`` on one line, as a JSON string, cut at a word past :data:`ERROR_CHARS` (with ``…``)."""
     import json
 
-    flat = " ".join(str(text).split())
-    if len(flat) > ERROR_CHARS:
-        flat = flat[:ERROR_CHARS].rsplit(" ", 1)[0] + "…"
-    return json.dumps(flat, ensure_ascii=False)
+    from .eval._stats import one_line
+
+    return json.dumps(one_line(text, ERROR_CHARS), ensure_ascii=False)
 
 
 @attrs.define

@@ -34,7 +34,7 @@ from ._results import (
     replayed_from,
 )
 from ._spec import RUN_LOCK
-from ._stats import comparison_reading, group_by_arm, percent, summarize, write_summary_csv
+from ._stats import comparison_reading, group_by_arm, one_line, percent, summarize, write_summary_csv
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -637,16 +637,14 @@ def _figures(arms: dict[str, list[dict[str, Any]]], final_title: str) -> str:
 _FAILED_ROWS = 50
 """Failed episodes listed on the page; a run against a dead endpoint can fail hundreds alike."""
 
-_ERROR_CHARS = 300
-"""Longest error text shown; a traceback's tail can run to pages, and the record keeps it whole."""
+_ERROR_CHARS = 1000
+"""Longest error text shown (cut at a word: its end says what to do); a traceback's tail can run to
+pages, and the record keeps it whole."""
 
 
 def _error_text(error: Any) -> str:
     """An error as one escaped line: whitespace collapsed so a table row stays one readable block."""
-    text = " ".join(str(error).split())
-    if len(text) > _ERROR_CHARS:
-        text = text[: _ERROR_CHARS - 1].rstrip() + "…"
-    return escape(text)
+    return escape(one_line(str(error), _ERROR_CHARS))
 
 
 def _failed_section(arms: dict[str, list[dict[str, Any]]]) -> str:

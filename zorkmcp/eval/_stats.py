@@ -47,6 +47,7 @@ __all__ = [
     "is_int",
     "is_strings",
     "mean",
+    "one_line",
     "paired_interval",
     "percent",
     "standard_error",
@@ -105,6 +106,19 @@ def mean(values: Sequence[float]) -> float | None:
     if _whole(values):
         return sum(int(v) for v in values) / len(values)
     return math.fsum(values) / len(values)
+
+
+def one_line(text: str, limit: int) -> str:
+    """``text`` on one line (whitespace collapsed), cut at a word past ``limit`` characters, with ``…``.
+
+    For an episode's error where a run shows it (the per-episode line, the report): its end says what
+    to do, so it is not cut mid-word, and the record keeps it whole.
+    """
+    flat = " ".join(str(text).split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat[:limit].rsplit(" ", 1)[0] if " " in flat[:limit] else flat[: limit - 1]
+    return cut + "…"
 
 
 def percent(share: Any) -> str:
