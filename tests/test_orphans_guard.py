@@ -270,3 +270,31 @@ def test_a_child_forked_by_the_owner_does_not_keep_its_guard_waiting() -> None:
             os.close(pidfd)
         if owner.stdout is not None:
             owner.stdout.close()
+
+
+_NO_FILE_DESCRIPTORS = """
+import os, resource
+from zorkmcp import _pidfds
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+held = []
+try:
+    while True:
+        held.append(os.open(os.devnull, os.O_RDONLY))
+except OSError:
+    pass
+print(_pidfds.ensure_guard(), _pidfds.guard_pid())
+"""
+
+
+def test_a_guard_that_cannot_start_for_want_of_file_descriptors_is_no_error() -> None:
+    # Its pipe raised EMFILE out of the first server's spawn: a run out of open files ended in a
+    # traceback instead of its one line (tests/test_eval_open_files.py, now and then).
+    done = subprocess.run(
+        [sys.executable, "-c", _NO_FILE_DESCRIPTORS],
+        env=offline_env(),
+        capture_output=True,
+        text=True,
+        timeout=GUARD,
+        check=False,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "None None\n", "")

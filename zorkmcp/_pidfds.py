@@ -224,9 +224,13 @@ def ensure_guard() -> int | None:
             if _guard.poll() is None:
                 return _guard.pid
             _forget_guard()  # it died (killed by someone): start another
-        import subprocess  # only where a server starts: this module is imported early
+        try:
+            import subprocess  # only where a server starts: this module is imported early
 
-        read_end, write_end = os.pipe()  # both close-on-exec; the guard's end is dup'ed onto its stdin
+            read_end, write_end = os.pipe()  # both close-on-exec; the guard's end is dup'ed onto its stdin
+        except OSError as exc:  # out of file descriptors: the server's own spawn says so, in its words
+            _guard_not_started(exc)
+            return None
         env = {name: value for name, value in os.environ.items() if not name.startswith("ZORKMCP_")}
         command = [sys.executable, "-I", "-S", os.path.abspath(__file__), _owner_token, str(os.getsid(0))]
         try:
@@ -241,14 +245,20 @@ def ensure_guard() -> int | None:
             )
         except OSError as exc:
             os.close(write_end)
-            import logging
-
-            logging.getLogger("zorkmcp.mcp").debug("the guard of this process did not start: %s", exc)
+            _guard_not_started(exc)
             return None
         finally:
             os.close(read_end)
         _guard_end = write_end
         return _guard.pid
+
+
+def _guard_not_started(exc: OSError) -> None:
+    """Out of processes or file descriptors: the server starts unguarded (the next spawn tries again)."""
+    with contextlib.suppress(OSError):  # importing needs a file descriptor too
+        import logging
+
+        logging.getLogger("zorkmcp.mcp").debug("the guard of this process did not start: %s", exc)
 
 
 def _forget_guard() -> None:
