@@ -348,14 +348,6 @@ def _with_final_request(message: Mapping[str, Any], *texts: str) -> dict[str, An
     return None
 
 
-def _context_exceeded(error: LLMError) -> bool:
-    """Whether the endpoint refused a request for being too large (:func:`zorkmcp.llm._compat.too_large`):
-    for the model's context window (an HTTP 400, 413 or 422, or a provider error), or for the account's
-    tokens per minute (OpenAI's 429 ``Request too large … on tokens per min``, Groq's 413), which the
-    client does not retry. A shorter request may fit either."""
-    return too_large(error) is not None
-
-
 def _context_error(error: LLMError) -> LLMError:
     """The error of a request that was too large even without the turn's tool calls and tools: the
     endpoint's, with what to do (:data:`~zorkmcp.llm._compat.CONTEXT_REMEDY`, or for the account's
@@ -452,7 +444,7 @@ class _Loop:
             try:
                 response = await self._complete(tools=tools or None, tool_choice="auto" if tools else None)
             except LLMError as error:
-                if not _context_exceeded(error):
+                if too_large(error) is None:  # the context window, or tokens per minute
                     raise
                 if not (tools or len(self.messages) > len(self.opening)):
                     raise _context_error(error) from error  # nothing to leave out: the opening does not fit
@@ -569,7 +561,7 @@ class _Loop:
             response = await self._complete(response_format=self.options.final_response_format)
         except LLMError as error:
             # The history of a long tool loop no longer fits: once a turn, ask again without it.
-            if not _context_exceeded(error):
+            if too_large(error) is None:
                 raise
             if self.trimmed or before <= len(self.opening):
                 raise _context_error(error) from error
