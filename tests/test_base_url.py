@@ -27,7 +27,7 @@ PORT_RULE = (
 
 @pytest.fixture(autouse=True)
 def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "GAME"):
+    for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "GAME"):
         monkeypatch.delenv(name, raising=False)
 
 

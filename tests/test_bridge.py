@@ -805,7 +805,7 @@ def test_call_tool_of_a_per_turn_server_says_which_servers_it_reaches(tmp_path: 
 def test_the_offline_scripted_model_is_said_where_a_program_sees_it(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+    for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     with caplog.at_level("WARNING", logger="zorkmcp.bridge"):
         bridge.Bridge(Settings(), log_files=None)

@@ -73,7 +73,7 @@ def script(body: str) -> subprocess.CompletedProcess[str]:
         str(REPO / "tests"),
     ]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
-    for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+    for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY"):
         env.pop(name, None)
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(body)],
@@ -329,7 +329,7 @@ def test_a_callback_that_raises_still_ends_the_episode_with_a_summary(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, callback: str
 ) -> None:
     """``run()``: "every way out ends with episode_complete"; a live view that fails was no way out."""
-    for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "GAME", "ZORKMCP_GAME_SEED"):
+    for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "GAME", "ZORKMCP_GAME_SEED"):
         monkeypatch.delenv(name, raising=False)
     files = {
         "json_log_file": str(tmp_path / "logs" / "events.jsonl"),

@@ -164,7 +164,7 @@ def test_episode_id_must_be_a_str() -> None:
 
 
 def orchestrator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **options: Any) -> Orchestrator:
-    for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "GAME", "ZORKMCP_GAME_SEED"):
+    for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "GAME", "ZORKMCP_GAME_SEED"):
         monkeypatch.delenv(name, raising=False)
     files = {
         "json_log_file": str(tmp_path / "logs" / "events.jsonl"),

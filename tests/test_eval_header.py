@@ -28,7 +28,7 @@ def test_the_first_line_says_how_many_play_at_once(
     episodes: str, flags: list[str], at_once: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
-    for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "GAME", "ZORKMCP_GAME_SEED"):
+    for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "GAME", "ZORKMCP_GAME_SEED"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
     command = ["eval", "--game", str(zork1_path()), "--episodes", episodes, "--turns", "1", "--out", "run",

@@ -21,7 +21,7 @@ from zorkmcp.errors import ConfigError
 @pytest.fixture(autouse=True)
 def _here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "GAME"):
+    for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "GAME"):
         monkeypatch.delenv(name, raising=False)
 
 

@@ -50,7 +50,7 @@ FINAL_SCHEMA = {"type": "json_schema", "json_schema": {"name": "AgentResponse", 
 
 @pytest.fixture(autouse=True)
 def _no_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "MY_LLM_KEY"):
+    for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "MY_LLM_KEY"):
         monkeypatch.delenv(name, raising=False)
 
 
