@@ -109,6 +109,8 @@ def test_lint_lists_the_repairs_of_the_listing(
         "changes": [DROPPED],
         "excluded": None,
         "parameters": {"type": "object", "properties": {}},
+        "server": "q",
+        "wire_name": "q__out",
     }
     assert report["q.good"]["status"] == "ok"
     # `tools` itself still shows every warning, as zorkmcp play does

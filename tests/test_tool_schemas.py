@@ -103,6 +103,8 @@ def test_tools_lint_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
         "changes": TREE_CHANGES,
         "excluded": None,
         "parameters": TREE,
+        "server": "s",
+        "wire_name": "s__tree",
     }
 
 

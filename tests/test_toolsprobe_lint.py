@@ -80,8 +80,18 @@ def test_lint_json_lists_a_description_cut_for_the_model(
             "changes": [CUT_NOTE],
             "excluded": None,
             "parameters": OBJECT,
+            "server": "q",
+            "wire_name": "q__long",
         },
-        {"tool": "q.fits", "status": "ok", "changes": [], "excluded": None, "parameters": OBJECT},
+        {
+            "tool": "q.fits",
+            "status": "ok",
+            "changes": [],
+            "excluded": None,
+            "parameters": OBJECT,
+            "server": "q",
+            "wire_name": "q__fits",
+        },
     ]
     assert err == CUT_WARNING
 
@@ -121,6 +131,8 @@ def test_lint_json_lists_the_entries_left_out_of_a_listing(
             "changes": [],
             "excluded": "its inputSchema is a JSON array, not a schema object",
             "parameters": None,
+            "server": "q",
+            "wire_name": None,
         },
         {
             "tool": "q.#3",
@@ -128,6 +140,8 @@ def test_lint_json_lists_the_entries_left_out_of_a_listing(
             "changes": [],
             "excluded": "entry #3 of tools/list has no name",
             "parameters": None,
+            "server": "q",
+            "wire_name": None,
         },
     ]
 
@@ -169,7 +183,7 @@ def test_lint_json_tells_apart_two_tools_that_share_a_name(
     assert json.loads(capsys.readouterr().out) == [
         {"tool": "x.a.b", **entry, "server": "x", "wire_name": "x__a_b"},
         {"tool": "x.a.b", **entry, "server": "x.a", "wire_name": "x_a__b"},
-        {"tool": "x.a.c", **entry},
+        {"tool": "x.a.c", **entry, "server": "x.a", "wire_name": "x_a__c"},
     ]
 
 

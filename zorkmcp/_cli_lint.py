@@ -19,7 +19,7 @@ from .mcp._schema import translate_schema
 from .mcp._tools import MAX_DESCRIPTION_CHARS, offered_description, utf16_units
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Mapping, Sequence, Set
 
     _Tuple = tuple[str, Mapping[str, Any] | None] | tuple[str, Mapping[str, Any] | None, str | None]
 
@@ -74,12 +74,11 @@ def lint_report(tools: Sequence[LintTool | _Tuple]) -> list[dict[str, Any]]:
         ``"excluded"``), ``changes`` (the notes: first the repairs of its ``tools/list`` entry, each
         starting with ``dropped its``, then those of the input schema, each starting with its JSON
         path, then a cut description with ``description:``), ``excluded`` (why the tool is left out, or
-        ``None``) and ``parameters`` (the schema the LLM is offered, or ``None``). When two tools
-        share a canonical name, each of their entries also has ``server`` and ``wire_name`` (``None``
-        when the tool is not offered), which tell them apart.
+        ``None``), ``parameters`` (the schema the LLM is offered, or ``None``), ``server`` (its
+        server, ``None`` when not known) and ``wire_name`` (the name the model calls it by, ``None``
+        when the tool is not offered): every entry has every key, so a script reads them all alike.
     """
     listed = [tool if isinstance(tool, LintTool) else _from_tuple(tool) for tool in tools]
-    shared = {name for name, count in Counter(tool.name for tool in listed).items() if count > 1}
     report: list[dict[str, Any]] = []
     for tool in listed:
         changes: list[str] = list(tool.repairs)
@@ -100,10 +99,9 @@ def lint_report(tools: Sequence[LintTool | _Tuple]) -> list[dict[str, Any]]:
             "changes": changes,
             "excluded": excluded,
             "parameters": parameters if excluded is None else None,
+            "server": tool.server,
+            "wire_name": tool.wire_name if excluded is None else None,
         }
-        if tool.name in shared:
-            entry["server"] = tool.server
-            entry["wire_name"] = tool.wire_name if excluded is None else None
         report.append(entry)
     return report
 
@@ -113,10 +111,10 @@ def _from_tuple(tool: _Tuple) -> LintTool:
     return LintTool(name=name, schema=schema, left_out=left_out[0] if left_out else None)
 
 
-def _heading(entry: Mapping[str, Any]) -> str:
-    """The tool's name, and for a name two tools share, which of them this is."""
+def _heading(entry: Mapping[str, Any], shared: Set[str]) -> str:
+    """The tool's name, and for a name two tools share (one of ``shared``), which of them this is."""
     tool = visible_controls(entry["tool"], keep="")
-    if "server" not in entry:
+    if entry["tool"] not in shared:
         return tool
     which = [f"server '{visible_controls(str(entry['server']), keep='')}'"]
     if entry.get("wire_name") is not None:
@@ -131,10 +129,11 @@ def render_lint_report(report: Sequence[Mapping[str, Any]]) -> list[str]:
     """
     lines: list[str] = []
     counts = {"ok": 0, "changed": 0, "excluded": 0}
+    shared = {name for name, count in Counter(entry["tool"] for entry in report).items() if count > 1}
     for entry in report:
         status = entry["status"]
         counts[status] = counts.get(status, 0) + 1
-        tool = _heading(entry)
+        tool = _heading(entry, shared)
         if status == "excluded":
             lines.append(f"{tool}: LEFT OUT: {visible_controls(str(entry['excluded']), keep='')}")
         elif status == "changed":

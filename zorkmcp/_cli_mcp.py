@@ -957,7 +957,7 @@ def add_mcp_subcommands(subparsers: argparse._SubParsersAction[argparse.Argument
         action="store_true",
         help="per tool, what the engine changes before the LLM sees it (its input schema, a description "
         "longer than OpenAI's API takes) and which tools it leaves out, and why (with --json: a list of "
-        "{tool, status, changes, excluded, parameters})",
+        "{tool, status, changes, excluded, parameters, server, wire_name})",
     )
     tools.set_defaults(
         run=lambda args: cmd_tools(
