@@ -1263,9 +1263,19 @@ def _on_ray(ray: str | None) -> str:
     return f"; on the Ray cluster at {escape(ray)}"
 
 
+def _file_taken_by_ray(args: argparse.Namespace) -> None:
+    """``zorkmcp eval --ray eval.toml``: argparse gives ``--ray`` (whose address may be left out) the
+    eval file as its address; no Ray address ends in ``.toml``, so it is the file, on a runtime of the
+    run's own, as ``zorkmcp eval eval.toml --ray`` says. (It played the default arm instead, the file
+    unread, then stopped at the cluster's "address" r.toml.)"""
+    if args.file is None and isinstance(args.ray, str) and args.ray.lower().endswith(".toml"):
+        args.file, args.ray = args.ray, "local"
+
+
 def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
     from .config import Settings, check_settings_file
 
+    _file_taken_by_ray(args)
     pyproject = Path(args.pyproject) if args.pyproject else None
     if pyproject is not None:
         check_settings_file(pyproject)

@@ -439,7 +439,18 @@ def load_eval_file(path: Path) -> EvalFile:
     except UnicodeDecodeError as exc:
         raise ConfigError(_not_utf8(path, exc)) from None
     except tomllib.TOMLDecodeError as exc:
+        if path.suffix.lower() == ".json":  # an mcp_config.json given where the eval file goes
+            raise ConfigError(
+                f"the eval file {path} is JSON, not TOML: an eval file is TOML, with [eval] and [[arms]] "
+                "tables; an mcp_config.json is named by an arm's mcp_config key (or [tool.zorkgpt.mcp] "
+                "config_file)"
+            ) from exc
         raise ConfigError(f"invalid TOML in the eval file {path}: {exc}") from exc
+    if "tool" in data and not {"eval", "arms"} & data.keys():  # a pyproject.toml: its settings
+        raise ConfigError(
+            f"{path} holds [tool…] tables and no [eval] or [[arms]]: it is a settings file, not an eval "
+            f"file; pass it as --pyproject {path} (an eval file holds [eval] and [[arms]] tables)"
+        )
     _check_tables(path, data)
     try:
         parsed = _CONVERTER.structure(data, EvalFile)
@@ -531,16 +542,34 @@ def _shown(value: object) -> str:
     return text if len(text) <= 40 else text[:39] + "…"
 
 
-def _absolute(parsed: EvalFile, base: Path) -> EvalFile:
-    def resolve(value: str | None) -> str | None:
-        if value is None:
-            return None
-        candidate = Path(value).expanduser()
-        if candidate.is_absolute() or (candidate.suffix == "" and "/" not in value):
-            return str(candidate) if candidate.is_absolute() else value  # a game's name, e.g. zork1
-        return str(base / candidate)
+def _game(value: str | None, base: Path) -> str | None:
+    """``[eval] game`` as ``--game`` would take it, with the eval file's folder for the working folder.
 
-    table = attrs.evolve(parsed.eval, game=resolve(parsed.eval.game))
+    A path with a folder in it is relative to the eval file's folder. A bare name is a file there
+    when there is one, else a game's name (``zork1``), or a story file's (``zork1.z3``), looked up in
+    the games folders as ``--game zork1.z3`` is: the same file plays wherever the run is started
+    from (``game = "zork1.z3"`` played from the eval file's folder and from nowhere else).
+    """
+    if value is None:
+        return None
+    from ..game._paths import default_games_dirs
+
+    candidate = Path(value).expanduser()
+    if candidate.is_absolute():
+        return str(candidate)
+    here = base / candidate
+    if "/" in value or here.is_file():
+        return str(here)
+    if candidate.suffix == "":
+        return value  # a game's name, e.g. zork1 (or "": --game's message says it is empty)
+    for folder in default_games_dirs():
+        if (folder / value).is_file():
+            return str(folder / value)
+    return str(here)  # none: "game file not found: <the eval file's folder>/zork9.z5"
+
+
+def _absolute(parsed: EvalFile, base: Path) -> EvalFile:
+    table = attrs.evolve(parsed.eval, game=_game(parsed.eval.game, base))
     if table.out is not None and not Path(table.out).expanduser().is_absolute():
         table = attrs.evolve(table, out=str(base / table.out))
     arms = [
