@@ -198,6 +198,24 @@ def test_a_resume_without_the_api_key_says_so_rather_than_that_the_model_differs
     )
 
 
+def test_a_resume_with_an_api_key_set_since_says_so_rather_than_that_the_model_differs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Before: 'model is "scripted-walkthrough" but this run's arm no-mcp has "openai/gpt-4o-mini"
+    # (--model, or the arm's model)', to a user who had changed no model: a key had been set since
+    assert _resume("--out", "run", "--episodes", "1") == 0  # no key: the offline scripted model
+    capsys.readouterr()
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-set-since")
+    assert _resume("--out", "run", "--resume", "--episodes", "1") == 2
+    assert " ".join(capsys.readouterr().err.split()) == (
+        f"zorkmcp eval: ConfigError: {Path('run/episodes/no-mcp/seed-12.json')}: the episode played the "
+        "offline scripted model (no API key was set when it played), but this run's arm no-mcp would play "
+        'the model "openai/gpt-4o-mini" at https://openrouter.ai/api/v1 now, as OPENROUTER_API_KEY is set '
+        "(unset it to go on with that run's offline model); resume with the settings the run began with, "
+        "or pass a new --out"
+    )
+
+
 @pytest.mark.parametrize("flags", [("--ray",), ("--ray", "127.0.0.1:1"), ("--ray", "ray://127.0.0.1:1")])
 def test_ray_not_installed_is_said_before_the_cluster_s_address_is_looked_at(
     flags: tuple[str, ...],

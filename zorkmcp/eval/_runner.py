@@ -813,12 +813,16 @@ class _Planned:
         offline: why the offline scripted model would play the arm's episodes now (no API key for
             its endpoint), said when a kept record played a real model; ``None``: a real model plays
             (or, on a cluster, each worker decides).
+        online: the real model the arm's episodes would play now, and the variable whose key makes
+            it so, said when a kept record played the offline scripted model (no key was set then);
+            ``None``: the scripted model plays (or, on a cluster, each worker decides).
     """
 
     values: dict[str, tuple[Any, ...]]
     setup: dict[str, Any] | None
     source: Path | None
     offline: str | None = None
+    online: str | None = None
 
 
 def _planned(spec: EpisodeSpec, *, cluster: bool, game_md5: str | None) -> _Planned:
@@ -829,19 +833,25 @@ def _planned(spec: EpisodeSpec, *, cluster: bool, game_md5: str | None) -> _Plan
     model has no endpoint: its records' ``base_url`` is ``null``, which is never a clash.
     """
     choice = spec.model_choice()
-    offline = None
+    offline = online = None
     if cluster:
         model: tuple[Any, ...] = (choice.model, SCRIPTED_MODEL_NAME)
         scripted: tuple[Any, ...] = (False, True)
     else:
         model = (choice.plays,)
         scripted = (choice.scripted is not None,)
+        llm = spec.settings.llm
+        variable = key_variable(llm, choice.base_url)
         if choice.scripted is not None:
-            llm = spec.settings.llm
-            variable, hint = key_variable(llm, choice.base_url), key_hint(llm, choice.base_url, arm=True)
+            hint = key_hint(llm, choice.base_url, arm=True)
             offline = (
                 f"there is no API key for {choice.endpoint} now (set {variable}, or the arm's api_key_env)"
                 + (f"; {hint}" if hint else "")
+            )
+        else:
+            online = (
+                f"the model {json.dumps(choice.model)} at {choice.endpoint} now, as {variable} is set "
+                f"(unset it to go on with that run's offline model)"
             )
     values = {
         "model": model,
@@ -857,10 +867,10 @@ def _planned(spec: EpisodeSpec, *, cluster: bool, game_md5: str | None) -> _Plan
     try:
         reasoning = _reasoning(spec)
     except (ConfigError, OSError):  # not checked: every episode of the arm will record why
-        return _Planned(values, None, None, offline)
+        return _Planned(values, None, None, offline, online)
     values["servers"] = (_server_names(reasoning),)
     source = reasoning.source if reasoning is not None else None
-    return _Planned(values, arm_setup(spec.settings, reasoning), source, offline)
+    return _Planned(values, arm_setup(spec.settings, reasoning), source, offline, online)
 
 
 def _endpoint(url: Any) -> Any:
@@ -881,6 +891,11 @@ def _clash(record: dict[str, Any], planned: _Planned, arm: str, *, cluster: bool
         return (
             f"the episode played the model {json.dumps(record.get('model'))}, but this run's arm {arm} "
             f"would play the offline scripted model: {planned.offline}"
+        )
+    if planned.online is not None and record.get("scripted") is True:  # a key set since, not --model
+        return (
+            f"the episode played the offline scripted model (no API key was set when it played), but "
+            f"this run's arm {arm} would play {planned.online}"
         )
     for key, allowed in planned.values.items():
         value = _endpoint(record[key]) if key == "base_url" and key in record else record.get(key)
