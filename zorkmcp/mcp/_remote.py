@@ -37,7 +37,10 @@ What the SDK (mcp 2.3) does, which the error messages decode:
   ``"SSE stream ended and reconnection attempts were exhausted"``): the SDK's stand-in, written into
   the session's read stream like a server's answer. -32000 is also the code servers send as their
   own error, so :func:`remote_stream_lost` reads the SDK's words.
-* SSE: the opening GET raises ``httpx2.HTTPStatusError`` with the status.
+* SSE: the opening GET raises ``httpx2.HTTPStatusError`` with the status. A message ``POST`` to the
+  endpoint the stream named that fails is only logged and its request never answered (the SDK's
+  client then sends nothing more): :class:`_SseAnswers` answers it as the Streamable HTTP client
+  would, and :attr:`RemoteStatus.message_endpoint` names that endpoint in the message.
 * Connection refused / unknown host: ``httpx2.ConnectError``, nested in exception groups.
 * Streamable HTTP, an answer that is not JSON-RPC (a web server's page, some other API's JSON):
   ``MCPError(-32600, "Unexpected content type: text/html")`` or ``MCPError(-32700, "Failed to parse
@@ -50,12 +53,13 @@ What the SDK (mcp 2.3) does, which the error messages decode:
 
 from __future__ import annotations
 
+import contextvars
 import json
 import re
 import urllib.request
 from contextlib import AsyncExitStack, asynccontextmanager
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Self
 
 import anyio.to_thread
 import httpx2
@@ -64,6 +68,7 @@ from attrs import define
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError as SdkMCPError
+from mcp.shared.message import SessionMessage
 
 from zorkmcp._netfail import environment_proxy, explain_connect
 from zorkmcp._urls import safe_url, split_url
@@ -76,7 +81,6 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterable, Mapping
 
     from mcp.client._transport import ReadStream, WriteStream
-    from mcp.shared.message import SessionMessage
 
     from zorkmcp.observability import EventSink
 
@@ -122,6 +126,9 @@ class RemoteStatus:
         url_credentials: the configured URL holds a user and password (sent as HTTP Basic).
         challenge: the ``WWW-Authenticate`` header of the most recent 401 or 403 (an OAuth-protected
             MCP server answers ``Bearer resource_metadata="…"``), or ``None``.
+        message_endpoint: an SSE server's message endpoint (the URL its stream named, as messages
+            show it) when a ``POST`` of a message there was answered with anything but 2xx, else
+            ``None``: the failure is that endpoint's, not the configured URL's.
     """
 
     header_names: tuple[str, ...] = ()
@@ -131,6 +138,7 @@ class RemoteStatus:
     session_expired: bool = False
     url_credentials: bool = False
     challenge: str | None = None
+    message_endpoint: str | None = None
 
     async def record(self, response: httpx2.Response) -> None:
         """The client's response hook: remember a failure's status."""
@@ -138,6 +146,8 @@ class RemoteStatus:
         if code < 400 or (code == 405 and response.request.method == "GET"):
             return
         self.last_error = code
+        if self.kind == "sse" and response.request.method == "POST":
+            self.message_endpoint = safe_url(str(response.request.url))
         if code in (401, 403):
             self.challenge = response.headers.get("www-authenticate")
         if "mcp-session-id" not in response.request.headers:
@@ -232,6 +242,96 @@ async def open_remote_pool() -> AsyncIterator[httpx2.AsyncBaseTransport]:
         yield _RemotePool(direct, proxied, proxies)
 
 
+_Received = tuple[SessionMessage | Exception, contextvars.Context | None]
+
+
+class _SseAnswers:
+    """An SSE session's read stream: the SDK's, plus an error answer to each request whose ``POST`` failed.
+
+    The SDK's SSE client (mcp 2.3) sends each message with a ``POST`` to the endpoint the stream
+    named and, when that is answered with anything but 2xx, logs the error and stops sending: the
+    request is never answered, so ``initialize`` or the tool call waits for its timeout ("no answer
+    within 10s") while the real cause (a reverse proxy's 404 for an endpoint named without its path
+    prefix, a 502, a 401) is known at once. :meth:`on_response`, a response hook of the session's
+    HTTP client, answers that request here with the SDK's own words for a failed HTTP answer
+    (``-32603 "Server returned an error response"``, or ``"Redirect to … not followed"``), which
+    :func:`remote_call_error` and :func:`remote_startup_error` read with :class:`RemoteStatus`.
+    """
+
+    def __init__(self, inner: ReadStream[SessionMessage | Exception]) -> None:
+        self._inner = inner
+        self._send, self._receive = anyio.create_memory_object_stream[_Received](0)
+        self.last_context: contextvars.Context | None = None
+
+    async def relay(self) -> None:
+        """Pass the SDK's messages on (with their sender's context) until its stream ends."""
+        async with self._send:
+            while True:
+                try:
+                    item = await self._inner.receive()
+                except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    return
+                context: contextvars.Context | None = getattr(self._inner, "last_context", None)
+                try:
+                    await self._send.send((item, context))
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    return
+
+    async def on_response(self, response: httpx2.Response) -> None:
+        """A response hook: a request's ``POST`` answered with anything but 2xx gets its error answer."""
+        if response.request.method != "POST" or response.is_success:
+            return
+        request_id = _request_id(response.request)
+        if request_id is None:  # a notification or an answer: nothing waits for it
+            return
+        location = response.headers.get("location") if response.is_redirect else None
+        if location:
+            message = f"Redirect to {response.request.url.join(location)} not followed"
+        else:
+            message = _SDK_STATUS_LOST
+        error = mcp_types.ErrorData(code=mcp_types.INTERNAL_ERROR, message=message)
+        answer = SessionMessage(mcp_types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
+        try:
+            await self._send.send((answer, None))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass  # the session is gone or closing: nobody waits for the answer
+
+    async def receive(self) -> SessionMessage | Exception:
+        item, self.last_context = await self._receive.receive()
+        return item
+
+    async def aclose(self) -> None:
+        await self._receive.aclose()
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+
+def _request_id(request: httpx2.Request) -> mcp_types.RequestId | None:
+    """The id of the JSON-RPC request a ``POST`` carried, or ``None`` (not a request, or unreadable)."""
+    try:
+        message = json.loads(request.content)
+    except (httpx2.RequestNotRead, ValueError):
+        return None
+    if not isinstance(message, dict) or not isinstance(message.get("method"), str):
+        return None
+    request_id = message.get("id")
+    return request_id if isinstance(request_id, str | int) and not isinstance(request_id, bool) else None
+
+
 def _session_client(
     pool: httpx2.AsyncBaseTransport, headers: Mapping[str, str], status: RemoteStatus, timeout: float
 ) -> httpx2.AsyncClient:
@@ -295,7 +395,14 @@ async def open_remote_transport(
         return client
 
     async with sse_client(url, httpx_client_factory=borrowed_client) as (read, write):
-        yield read, write, status
+        answers = _SseAnswers(read)
+        client.event_hooks["response"].append(answers.on_response)
+        async with anyio.create_task_group() as relay:
+            relay.start_soon(answers.relay)
+            try:
+                yield answers, write, status
+            finally:
+                relay.cancel_scope.cancel()
 
 
 def _status_text(code: int) -> str:
@@ -344,6 +451,19 @@ def _explain_auth(code: int, status: RemoteStatus) -> str:
     return f'the server {what} ({shown}); no headers were sent (add "headers" to the entry)'
 
 
+def _explain_message_endpoint(code: int, endpoint: str) -> str:
+    """An SSE server's message endpoint (named by its stream, not configured) failed a ``POST``."""
+    shown = _status_text(code)
+    failed = f"the server's message endpoint {endpoint}, which its SSE stream named, answered {shown}"
+    if code in (404, 405):
+        return (
+            f"{failed}: a server behind a reverse proxy that serves it under a path prefix names its "
+            "endpoint without the prefix (set the server's root path or public URL), or use the server's "
+            'Streamable HTTP endpoint, "type": "http"'
+        )
+    return failed
+
+
 def _explain_status(code: int, url: str, status: RemoteStatus) -> str:
     if code in (401, 403):
         return _explain_auth(code, status)
@@ -354,6 +474,8 @@ def _explain_status(code: int, url: str, status: RemoteStatus) -> str:
             f"{where} wants credentials ({_status_text(code)}): put them in the proxy's URL "
             "(HTTPS_PROXY=http://user:password@proxy:port)"
         )
+    if status.message_endpoint is not None and code not in (401, 403, 407):
+        return _explain_message_endpoint(code, status.message_endpoint)
     if code in (400, 404) and status.session_expired:
         return f"the server no longer knows the MCP session (HTTP {code} for its session id)"
     sse_path = split_url(url)[2].rstrip("/").endswith("/sse")
