@@ -36,7 +36,8 @@ if TYPE_CHECKING:
 __all__ = ["MAX_LOG_DATA_CHARS", "ServerNotifications"]
 
 MAX_LOG_DATA_CHARS: Final = 2000
-"""A server's log data longer than this (as JSON) is cut short in events and log lines."""
+"""A server's log data longer than this (as JSON), or a progress message, is cut short in events
+and log lines."""
 
 _EPISODE_LEVEL: Final = {
     "debug": "DEBUG",
@@ -117,7 +118,7 @@ class ServerNotifications:
                 tool=tool,
                 progress=progress,
                 total=total,
-                message=message,
+                message=message if message is None else _bounded(message),
             )
             await anyio.lowlevel.checkpoint()
 
