@@ -72,9 +72,17 @@ _no_nul = st.characters(exclude_characters="\0", exclude_categories=("Cs",))  # 
 _seconds = st.integers(min_value=1, max_value=604_800) | st.floats(
     min_value=0, max_value=604_800, exclude_min=True, allow_nan=False
 )
+
+
+def _names_a_file(path: str) -> bool:
+    """What ``config_file`` takes: not blank, no folder (``x/``, ``.``, ``..``), no ``$VAR``/``%VAR%``."""
+    last = path.rsplit("/", 1)[-1]
+    return bool(path.strip()) and last not in ("", ".", "..") and "$" not in path and "%" not in path
+
+
 MCP_VALUES: dict[str, st.SearchStrategy[Any]] = {
     "enabled": st.booleans(),
-    "config_file": st.text(_no_nul, min_size=1),
+    "config_file": st.text(_no_nul, min_size=1).filter(_names_a_file),
     "max_tool_iterations": st.integers(min_value=1, max_value=1000),
     "tool_call_timeout_seconds": _seconds,
     "server_startup_timeout_seconds": _seconds,
@@ -342,7 +350,14 @@ def test_variable_expansion_round_trips(
 
 
 @settings(max_examples=100)
-@given(st.lists(st.text(_no_nul, min_size=1).filter(str.strip), min_size=1, max_size=6, unique=True))
+@given(
+    st.lists(
+        st.text(_no_nul, min_size=1).filter(lambda s: s.strip() and "$" not in s),  # "${" is a reference
+        min_size=1,
+        max_size=6,
+        unique=True,
+    )
+)
 def test_server_order_and_names_are_preserved(names: list[str]) -> None:
     data = {"mcpServers": {name: {"command": "python3", "args": [name]} for name in names}}
     config = McpConfig.from_dict(data)

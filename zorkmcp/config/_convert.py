@@ -342,12 +342,28 @@ def summarize(problems: list[str], where: str) -> str:
     return f"{len(problems)} problems in {where}:\n{lines}"
 
 
-def structure(data: object, model: type[_T], *, where: str, style: Literal["json", "toml"]) -> _T:
-    """Structure ``data`` with the project converter; raise ConfigError with readable lines."""
+def structure(
+    data: object,
+    model: type[_T],
+    *,
+    where: str,
+    style: Literal["json", "toml"],
+    also: Iterable[str] = (),
+) -> _T:
+    """Structure ``data`` with the project converter; raise ConfigError with readable lines.
+
+    ``also``: problems the caller found in ``data`` (a key it took out, with what was meant), listed
+    after the converter's, so that one message holds every problem of the table.
+    """
+    also = list(also)
     try:
-        return _converter.structure(data, model)
+        result = _converter.structure(data, model)
     except (BaseValidationError, Problem) as exc:
         lines = transform_error(exc, path="$", format_exception=_format_exception)
+    else:
+        if not also:
+            return result
+        lines = []
     problems = []
     for line in lines:
         description, _, raw_path = line.rpartition(" @ $")
@@ -360,7 +376,7 @@ def structure(data: object, model: type[_T], *, where: str, style: Literal["json
             problems.append(f"{subject} {description}" if subject else description.removeprefix("has "))
         else:
             problems.append(f"{path} {description}" if path != "$" else f"the top level {description}")
-    raise ConfigError(summarize(problems, where))
+    raise ConfigError(summarize(problems + also, where))
 
 
 def fold_key(key: str) -> str:

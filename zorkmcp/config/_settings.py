@@ -6,6 +6,7 @@ Read synchronously: configuration is loaded before any event loop starts (seeds 
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import stat
@@ -63,12 +64,34 @@ _delay = in_range(0, MAX_SECONDS, low_open=False, what="one week")
 _unit = in_range(0, 1, low_open=False)
 
 
+def _file(example: str) -> Any:
+    """attrs validator: a path that names a file (``config_file``, the logs), as a string.
+
+    ``""`` and a blank one name no file; one ending in ``/`` (or ``.``, ``..``) names a folder, and
+    ``json_log_file = "logs/"`` would write the event log to a file called ``logs`` and then fail on
+    the episode log inside it, after the episode began.
+    """
+
+    def check(inst: object, attribute: attrs.Attribute[Any], value: str) -> None:
+        non_empty(inst, attribute, value)
+        if not value.strip():
+            raise Problem(f'must not be blank: name the file (e.g. "{example}")', key=attribute.name)
+        if value.endswith(("/", os.sep)) or os.path.basename(value) in (".", ".."):
+            raise Problem(
+                f"must name a file, not a folder, got {show(value)}: write the file's name too "
+                f'(e.g. "{example}")',
+                key=attribute.name,
+            )
+
+    return check
+
+
 @frozen(kw_only=True)
 class McpSettings:
     """``[tool.zorkgpt.mcp]`` (seeds 000 §Configuration; Requirement 13 defaults)."""
 
     enabled: bool = field(default=False, validator=boolean)
-    config_file: str = field(default="mcp_config.json", validator=non_empty)
+    config_file: str = field(default="mcp_config.json", validator=_file("mcp_config.json"))
     max_tool_iterations: int = field(default=20, validator=in_range(0, 1000, integer=True))
     tool_call_timeout_seconds: float = field(default=30, validator=_seconds)
     server_startup_timeout_seconds: float = field(default=10, validator=_seconds)
@@ -210,8 +233,12 @@ class FilesSettings:
         default=None,
         validator=_not_blank("give the story file", "to play the Zork I that ships with the package"),
     )
-    json_log_file: str = field(default="logs/zorkmcp_events.jsonl", converter=_home, validator=non_empty)
-    episode_log_file: str = field(default="logs/episode.log", converter=_home, validator=non_empty)
+    json_log_file: str = field(
+        default="logs/zorkmcp_events.jsonl", converter=_home, validator=_file("logs/zorkmcp_events.jsonl")
+    )
+    episode_log_file: str = field(
+        default="logs/episode.log", converter=_home, validator=_file("logs/episode.log")
+    )
 
 
 @frozen(kw_only=True)
@@ -276,6 +303,8 @@ class Settings:
         """
         file = Path("pyproject.toml" if path is None else path)
         document = _read_toml(file)
+        if document is not None and (problems := _misnamed_tables(document)):
+            raise ConfigError(summarize(problems, str(file)))
         if document is None or not _has_zorkgpt(document):
             return cls.embedded()
         return cls._from_document(document, file)
@@ -305,12 +334,18 @@ class Settings:
         """
         file = Path("pyproject.toml" if path is None else path)
         document = _read_toml(file)
+        if document is not None and (problems := _misnamed_tables(document)):
+            raise ConfigError(summarize(problems, str(file)))
         return cls() if document is None else cls._from_document(document, file)
 
     @classmethod
     def _from_document(cls, document: dict[str, Any], path: Path) -> Settings:
-        zorkgpt = document.get("tool", {})
-        zorkgpt = zorkgpt.get("zorkgpt", {}) if isinstance(zorkgpt, dict) else zorkgpt
+        tool = document.get("tool", {})
+        if not isinstance(tool, dict):
+            raise ConfigError(
+                f"tool must be a table ([tool.zorkgpt.mcp] and the like), got {show(tool)} ({path})"
+            )
+        zorkgpt = tool.get("zorkgpt", {})
         if not isinstance(zorkgpt, dict):
             raise ConfigError(f"[tool.zorkgpt] must be a table, got {show(zorkgpt)} ({path})")
         if problems := _stray_sections(zorkgpt):
@@ -320,15 +355,20 @@ class Settings:
             table = zorkgpt.get(name, {})
             if not isinstance(table, dict):
                 raise ConfigError(f"[tool.zorkgpt.{name}] must be a table, got {show(table)} ({path})")
+            where = f"{path} [tool.zorkgpt.{name}]"
             if not strict:
                 if problems := _slips(name, table):
-                    raise ConfigError(summarize(problems, f"{path} [tool.zorkgpt.{name}]"))
+                    raise ConfigError(summarize(problems, where))
                 known = _KEYS[name]
                 table = {k: v for k, v in table.items() if k in known}
+            slipped = _slipped_keys(name, table) if strict else {}
+            table = {k: v for k, v in table.items() if k not in slipped}
             try:
-                sections[name] = structure(table, model, where=f"{path} [tool.zorkgpt.{name}]", style="toml")
+                sections[name] = structure(table, model, where=where, style="toml", also=slipped.values())
             except RecursionError as exc:
                 raise ConfigError(f"[tool.zorkgpt.{name}] is nested too deeply ({path})") from exc
+            if problems := _unexpanded(name, zorkgpt.get(name, {})):
+                raise ConfigError(summarize(problems, where))
         return cls(**sections, source=path.absolute())
 
     def mcp_config_path(self) -> Path:
@@ -398,6 +438,97 @@ def _slips(section: str, table: dict[str, Any]) -> list[str]:
     return problems
 
 
+def _slipped_keys(section: str, table: dict[str, Any]) -> dict[str, str]:
+    """The unknown keys of a section that is zorkmcp's alone (``[tool.zorkgpt.mcp]``) whose meaning is plain.
+
+    A slip of one of its keys (``enable``, ``Enabled``, ``max-tool-iterations``, the start of one alone:
+    ``tool_call_timeout``; did you mean...?) or a key
+    of another section (``temperature``: move it there), each with its line; any other unknown key is
+    left to the converter, whose line lists the keys allowed.
+    """
+    known = _KEYS[section]
+    found: dict[str, str] = {}
+    for key in table:
+        if key in known:
+            continue
+        folded = fold_key(key)
+        longer = [k for k in known if len(folded) >= 6 and fold_key(k).startswith(folded)]
+        if (meant := near_miss(key, known) or (longer[0] if len(longer) == 1 else None)) is not None:
+            found[key] = f"unknown key {key!r}: did you mean {meant!r}?"
+        elif (home := _home_of(key, but=section)) is not None:
+            found[key] = f"{key} belongs in [tool.zorkgpt.{home}], not here: move it there"
+    return found
+
+
+_PATH_KEYS: Final[dict[str, tuple[str, ...]]] = {
+    "mcp": ("config_file",),
+    "files": ("game_file_path", "json_log_file", "episode_log_file"),
+}
+"""The settings that are paths."""
+
+_VARIABLE_REFERENCE: Final = re.compile(r"\$\{[^}]*\}?|\$[A-Za-z_][A-Za-z0-9_]*|%[A-Za-z_][A-Za-z0-9_]*%")
+
+
+def _unexpanded(section: str, table: dict[str, Any]) -> list[str]:
+    """The paths of ``section`` that hold an environment variable (``$HOME``, ``${HOME}``, ``%USERPROFILE%``).
+
+    pyproject.toml is read as written, as ZorkGPT reads it: ``json_log_file = "$HOME/logs/x.jsonl"``
+    would make a folder called ``$HOME`` in the current one, and ``config_file = "${CONFIG}/m.json"``
+    would be looked for in a folder of that name.
+    """
+    problems: list[str] = []
+    for key in _PATH_KEYS.get(section, ()):
+        value = table.get(key)
+        if isinstance(value, str) and (found := _VARIABLE_REFERENCE.search(value)) is not None:
+            problems.append(
+                f"{key} holds {found[0]}, but pyproject.toml's paths are taken as written (no environment "
+                f"variable is expanded, as in ZorkGPT): write the path itself (~/ is the home folder)"
+            )
+    return problems
+
+
+_TABLE_NAMES: Final = ("zorkgpt", "zorkmcp")
+"""What a table meant for zorkmcp may be called: ``zorkgpt``, or the package's own name."""
+
+
+def _misnamed_tables(document: dict[str, Any]) -> list[str]:
+    """Tables plainly meant for zorkmcp that it would not read, and silently play with other settings.
+
+    ``[tool.zorkmcp.mcp]`` (the package's name, not ZorkGPT's), ``[tool.zorkgtp]``, ``[tool.ZorkGPT]``,
+    ``[tools.zorkgpt.mcp]`` and ``[zorkgpt.mcp]`` (no ``tool.``): with no ``[tool.zorkgpt]``
+    ``zorkmcp play`` would use its embedded defaults, and beside one the table would be ignored.
+    """
+    problems: list[str] = []
+
+    def meant(table: str) -> bool:
+        return table != "zorkgpt" and (table == "zorkmcp" or near_miss(table, _TABLE_NAMES) is not None)
+
+    def rename(written: str, value: object) -> str:
+        inner = [k for k, v in value.items() if isinstance(v, dict)] if isinstance(value, dict) else []
+        sub = f".{inner[0]}" if inner else ""
+        example = f"[{written}{sub}] to [tool.zorkgpt{sub}]"
+        return (
+            f"[{written}] is not read: zorkmcp's settings are the [tool.zorkgpt.*] tables, as ZorkGPT's "
+            f"({', '.join(_KEYS)}): rename {example}"
+        )
+
+    for key, value in document.items():
+        if key == "tool":
+            if isinstance(value, dict):
+                problems += [
+                    rename(f"tool.{k}", v) for k, v in value.items() if isinstance(v, dict) and meant(k)
+                ]
+        elif isinstance(value, dict) and (key.casefold() == "zorkgpt" or meant(key)):
+            problems.append(rename(key, value))
+        elif isinstance(value, dict) and near_miss(key, ("tool",)) is not None:
+            problems += [
+                rename(f"{key}.{k}", v)
+                for k, v in value.items()
+                if isinstance(v, dict) and (k == "zorkgpt" or meant(k))
+            ]
+    return problems
+
+
 def _stray_sections(zorkgpt: dict[str, Any]) -> list[str]:
     """What in ``[tool.zorkgpt]`` itself looks meant for a section zorkmcp reads and would be ignored.
 
@@ -458,16 +589,20 @@ def _read_toml(path: Path) -> dict[str, Any] | None:
         raw = path.read_bytes()
     except FileNotFoundError:
         return None
+    except IsADirectoryError:
+        raise ConfigError(
+            f"{path} is a folder, not a settings file: give the pyproject.toml with --pyproject PATH"
+        ) from None
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
     try:
         text = raw.decode("utf-8-sig")  # a BOM (Notepad writes one) is no statement
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path} {not_utf8(raw, exc)}") from exc
+        raise ConfigError(f"{path} {not_utf8(raw, exc, located=True)}") from exc
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        hint = _json_instead(path, text) or _toml_hint(text, str(exc))
+        hint = _json_instead(path, text) or _toml_hint(text, str(exc)) or _twice_hint(text, str(exc))
         raise ConfigError(f"invalid TOML in {path}: {exc}{hint}") from exc
     except RecursionError as exc:
         raise ConfigError(f"invalid TOML in {path}: tables or arrays nested too deeply") from exc
@@ -475,18 +610,26 @@ def _read_toml(path: Path) -> dict[str, Any] | None:
         raise ConfigError(f"invalid TOML in {path}: {_too_long(exc)}") from exc
 
 
-def not_utf8(raw: bytes, exc: UnicodeDecodeError) -> str:
+def not_utf8(raw: bytes, exc: UnicodeDecodeError, *, located: bool = False) -> str:
     """The end of the sentence that names a file which is not UTF-8: where, and what to do.
 
     UTF-16 is named: Windows PowerShell 5's ``>`` and ``Out-File`` write it, so a file made there is
-    UTF-16 from its first byte.
+    UTF-16 from its first byte. ``located``: the line and column of the first bad byte, and the fix
+    (a Latin-1 ``é`` in a comment is found by its line, not by counting bytes).
     """
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
         return (
             "is UTF-16 (Windows PowerShell's > and Out-File write it), not UTF-8: save it as UTF-8 "
             "(Out-File -Encoding utf8, or your editor's encoding menu)"
         )
-    return f"is not valid UTF-8 (byte {exc.start})"
+    if not located:
+        return f"is not valid UTF-8 (byte {exc.start})"
+    before = raw[: exc.start]
+    line, column = before.count(b"\n") + 1, exc.start - (before.rfind(b"\n") + 1) + 1
+    return (
+        f"is not valid UTF-8 (byte {exc.start}) at line {line}, column {column} "
+        f"(0x{raw[exc.start]:02x}): save it as UTF-8 (your editor's encoding menu)"
+    )
 
 
 def _json_instead(path: Path, text: str) -> str:
@@ -530,6 +673,29 @@ def _toml_hint(text: str, message: str) -> str:
     if _looks_like_a_key(rest) or "key" in lines[line - 1][: column - 1].casefold():
         return " (a string needs quotes; the value is not shown)"
     return f' (a string needs quotes: "{rest}")'
+
+
+def _twice_hint(text: str, message: str) -> str:
+    """A key or a table written twice: which, and what to do (``""``: not that mistake)."""
+    match = _TOML_AT.search(message)
+    declared = re.match(r"Cannot declare \((.*)\) twice", message)
+    if match is not None and declared is not None:
+        try:
+            table = ".".join(ast.literal_eval(f"({declared[1]},)"))
+        except (ValueError, SyntaxError, TypeError):
+            return ""
+        return f" ([{table}] is written twice: merge the two into one)"
+    if match is None or not message.startswith("Cannot overwrite a value"):
+        return ""
+    lines = text.splitlines()
+    line = int(match[1])
+    if not 0 < line <= len(lines):
+        return ""
+    if lines[line - 1].lstrip().startswith("["):  # a table over a key already set: no one key to name
+        return ""
+    key = lines[line - 1].split("=", 1)[0].strip()
+    shown = key if _VARIABLE_NAME.fullmatch(key.replace("-", "_").replace(".", "_")) else "a key"
+    return f" ({shown} is set twice in one table: keep one)"
 
 
 def _too_long(exc: ValueError) -> str:
