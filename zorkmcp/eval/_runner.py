@@ -56,7 +56,7 @@ from ..llm._client import new_http_client
 from ..llm._metered import TOKEN_COUNTS
 from ..llm._scripted import SCRIPTED_MODEL_NAME
 from ..llm._select import key_hint, key_use
-from ..llm._urls import is_openrouter
+from ..llm._urls import is_local_base_url, is_openrouter
 from ..mcp import EpisodeServers, McpManager, ModelSampler, ZygoteGroup, build_server_env, open_zygotes
 from ..observability import EventRecorder, open_tracer
 from ._results import read_episode_file
@@ -848,7 +848,7 @@ def _planned(spec: EpisodeSpec, *, cluster: bool, game_md5: str | None) -> _Plan
                 f"there is no API key for {choice.endpoint} now (set {variable}, or the arm's api_key_env)"
                 + (f"; {hint}" if hint else "")
             )
-        else:
+        elif resolve_api_key(llm, choice.base_url)[0] is not None and not is_local_base_url(choice.base_url):
             online = (
                 f"the model {json.dumps(choice.model)} at {choice.endpoint} now, as {variable} is set "
                 f"(unset it to go on with that run's offline model)"
