@@ -61,6 +61,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CONTEXT_TRIMMED_MESSAGE",
     "FORCE_FINAL_MESSAGE",
+    "PER_MINUTE_TRIMMED_MESSAGE",
     "PREVIEW_CHARS",
     "SKIPPED_AFTER_TIMEOUT",
     "ToolCallRecord",
@@ -87,6 +88,15 @@ CONTEXT_TRIMMED_MESSAGE = (
 )
 """What the turn's user message says before :data:`FORCE_FINAL_MESSAGE` when the model's context window
 was exceeded and the final answer is asked for without the turn's tool calls (see :func:`run_turn`)."""
+
+PER_MINUTE_TRIMMED_MESSAGE = (
+    "Your tool calls of this turn and their results made the request larger than the endpoint accepts "
+    "in a minute (its tokens-per-minute limit), so they were left out, and no tools are offered for the "
+    "rest of this turn."
+)
+"""What the turn's user message says instead of :data:`CONTEXT_TRIMMED_MESSAGE` when the request was
+larger than the account's tokens-per-minute limit (OpenAI's 429, Groq's 413 ``Request too large … on
+tokens per min``), not the model's context window."""
 
 _FUNCTIONS_PREFIX = "functions."
 """The namespace gpt-oss-style models put before a tool's name (``functions.zork__inventory``)."""
@@ -408,7 +418,8 @@ class _Loop:
     trimmed: bool = False
     """The model's context window was exceeded and the final answer asked for with only :attr:`opening`."""
     note: tuple[str, ...] = ()
-    """What the forced final call tells the model before asking (:data:`CONTEXT_TRIMMED_MESSAGE`)."""
+    """What the forced final call tells the model before asking (:data:`CONTEXT_TRIMMED_MESSAGE` or
+    :data:`PER_MINUTE_TRIMMED_MESSAGE`)."""
 
     def __attrs_post_init__(self) -> None:
         self.opening = [dict(m) for m in self.messages]
@@ -516,9 +527,10 @@ class _Loop:
         dropped = kept - len(self.opening)
         self.messages[:] = [dict(m) for m in self.opening]
         self.trimmed = True
-        self.note = (CONTEXT_TRIMMED_MESSAGE,) if dropped else ()
-        said = error.provider_message or str(error)
         limit = too_large(error) or "context window"
+        trimmed = CONTEXT_TRIMMED_MESSAGE if limit == "context window" else PER_MINUTE_TRIMMED_MESSAGE
+        self.note = (trimmed,) if dropped else ()
+        said = error.provider_message or str(error)
         self.events.emit(
             "llm_context_exceeded",
             iteration=self.iterations,

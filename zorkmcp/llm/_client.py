@@ -2,8 +2,9 @@
 
 ``open_llm_client`` owns the HTTP client (``async with``), so connections are kept alive
 for as long as the caller's context lives. Requests are retried with exponential backoff
-on 429, 5xx and transport failures; the waits are ``anyio.sleep`` calls, so they run on
-the event loop's clock (trio's is virtual in tests) and a cancelled caller stops waiting at once.
+on 429, 5xx, an empty 200 (a server that failed after its headers), a streamed answer cut short,
+and transport failures; the waits are ``anyio.sleep`` calls, so they run on the event loop's clock
+(trio's is virtual in tests) and a cancelled caller stops waiting at once.
 The error's ``code`` and text overrule its status three times: OpenAI's 429 ``insufficient_quota`` is
 not retried (no wait brings credit back), nor is its 429 ``Request too large … on tokens per min``
 (one request larger than the per-minute limit never fits; the engine asks again without the turn's
@@ -46,6 +47,7 @@ from ._models import CompletionRequest, LLMResponse
 from ._parse import (
     GENERATION_FAILED,
     QUOTA_EXHAUSTED,
+    STREAM_CUT,
     KeyUse,
     Scrubber,
     error_codes,
@@ -374,7 +376,12 @@ class LLMClient:
                 kind = None  # an upstream's 429 Request too large … on tokens per min: no wait helps
             return _Failure(error, kind, refused=_refused(error, payload))
         except LLMResponseError as error:
-            return _Failure(error, None)
+            # an empty 200 is a server that failed after its headers (a crashed worker, a proxy that
+            # lost its upstream): retried as a 5xx; a stream cut short as a dropped connection; any
+            # other unreadable answer would come again
+            if not response.content.strip():
+                return _Failure(error, "server_error")
+            return _Failure(error, "transport" if str(error).endswith(STREAM_CUT) else None)
 
     async def _post(self, payload: dict[str, Any], headers: dict[str, str]) -> httpx2.Response | _Failure:
         timeout = self._retry.timeout_seconds

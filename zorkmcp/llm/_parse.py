@@ -27,6 +27,7 @@ __all__ = [
     "QUOTA_EXHAUSTED",
     "QUOTA_REMEDY",
     "REDACTED",
+    "STREAM_CUT",
     "TOO_LARGE_REMEDY",
     "KeyUse",
     "Scrubber",
@@ -58,6 +59,12 @@ TOO_LARGE_REMEDY = (
     "the request is larger than the endpoint, or a proxy in front of it, takes (nginx: 1 MiB unless "
     "client_max_body_size is raised); a smaller max_result_bytes in [tool.zorkgpt.mcp] keeps it smaller"
 )
+
+STREAM_CUT = (
+    "the event stream (text/event-stream) ended before its answer did: no finish_reason and no "
+    "data: [DONE] (the connection was closed early)"
+)
+"""What a streamed answer cut short says; the client retries it as a dropped connection."""
 
 Scrubber = Callable[[str], str]
 
@@ -159,7 +166,7 @@ def error_codes(body: bytes) -> frozenset[str]:
     a rate limit) or Groq's 400 ``tool_use_failed`` (the model wrote a tool call its parser could not
     read, unlike a request that is wrong).
     """
-    data = _loads(body)
+    data = _unwrapped(_loads(body))
     error = data.get("error") if isinstance(data, dict) else None
     if not isinstance(error, dict):
         return frozenset()
@@ -182,7 +189,16 @@ def _redirect_hint(location: str | None, url: str, base_url: str) -> str:
     return said
 
 
+def _unwrapped(data: Any) -> Any:
+    """An error body as one object: Gemini's OpenAI-compatible endpoint wraps its error in a list
+    (``[{"error": {"code": 400, "message": …, "status": "INVALID_ARGUMENT"}}]``); its first item is read."""
+    if isinstance(data, list) and data and isinstance(data[0], dict):
+        return data[0]
+    return data
+
+
 def _provider_message(data: Any) -> str | None:
+    data = _unwrapped(data)
     if not isinstance(data, dict):
         return None
     for key in ("error", "detail", "message"):
@@ -193,8 +209,8 @@ def _provider_message(data: Any) -> str | None:
 
 
 def provider_words(body: bytes, content_type: str, scrub: Scrubber) -> str | None:
-    """The provider's own words in an error body (OpenAI's, OpenRouter's, vLLM's shapes), scrubbed and
-    cut to :data:`EXCERPT_CHARS`; ``None`` for HTML or a body without them."""
+    """The provider's own words in an error body (OpenAI's, OpenRouter's, vLLM's, Gemini's shapes),
+    scrubbed and cut to :data:`EXCERPT_CHARS`; ``None`` for HTML or a body without them."""
     if _looks_like_html(body, content_type):
         return None
     words = _provider_message(_loads(body))
@@ -353,6 +369,16 @@ def _tool_calls(
     return tuple(calls) or None  # an empty list counts as none (property 12)
 
 
+def _is_legacy_call(function_call: Any) -> bool:
+    """Whether a message's ``function_call`` (OpenAI's single call before ``tool_calls``, which some
+    servers and proxies still answer with, ``finish_reason: "function_call"``) names a function."""
+    return (
+        isinstance(function_call, dict)
+        and isinstance(function_call.get("name"), str)
+        and bool(function_call["name"])
+    )
+
+
 def _is_event_stream(body: bytes, content_type: str) -> bool:
     return "text/event-stream" in content_type.lower() or body.lstrip()[:5] == b"data:"
 
@@ -378,12 +404,28 @@ _ASIDES = ("refusal", "reasoning_content", "reasoning")
 :attr:`~zorkmcp.llm.LLMResponse.reasoning`), joined over a stream's deltas like the content."""
 
 
+def _merge_legacy(piece: Any, legacy: dict[str, str]) -> None:
+    """A stream's ``function_call`` delta (the legacy single call): its name once, its arguments joined."""
+    if not isinstance(piece, dict):
+        return
+    name = piece.get("name")
+    if isinstance(name, str) and name and not legacy.get("name"):
+        legacy["name"] = name
+    arguments = piece.get("arguments")
+    if isinstance(arguments, str):
+        legacy["arguments"] = legacy.get("arguments", "") + arguments
+    elif arguments is not None:  # an object, whole
+        legacy["arguments"] = json.dumps(arguments)
+
+
 def _merge_delta(
     delta: dict[str, Any],
     text: list[str],
     calls: dict[int, dict[str, Any]],
     asides: dict[str, list[str]],
+    legacy: dict[str, str],
 ) -> None:
+    _merge_legacy(delta.get("function_call"), legacy)
     content = delta.get("content")
     if isinstance(content, str):
         text.append(content)
@@ -422,15 +464,20 @@ def _assembled(body: bytes, fail: Callable[[str], LLMResponseError]) -> dict[str
     The deltas of choice 0 are joined: content in order, tool calls by their ``index`` (id, type and
     name from their first chunk, the arguments' pieces joined). The model, the last ``usage`` and the
     last ``finish_reason`` are kept; ``data: [DONE]`` ends it. An ``error`` chunk becomes the body's
-    ``error``, so it is reported as a provider error like one inside a 200.
+    ``error``, so it is reported as a provider error like one inside a 200. A stream whose choice has
+    no ``finish_reason`` and that ends without ``data: [DONE]`` was cut short (:data:`STREAM_CUT`): its
+    text is not the whole answer.
     """
     text: list[str] = []
     calls: dict[int, dict[str, Any]] = {}
     asides: dict[str, list[str]] = {}
+    legacy: dict[str, str] = {}
     answer: dict[str, Any] = {}
     choice: dict[str, Any] | None = None
+    done = False
     for data in _event_data(body):
         if data.strip() == "[DONE]":
+            done = True
             break
         chunk = _loads(data.encode("utf-8", errors="replace"))
         if not isinstance(chunk, dict):
@@ -453,12 +500,16 @@ def _assembled(body: bytes, fail: Callable[[str], LLMResponseError]) -> dict[str
                 choice["finish_reason"] = part["finish_reason"]
             delta = part.get("delta", part.get("message"))
             if isinstance(delta, dict):
-                _merge_delta(delta, text, calls, asides)
+                _merge_delta(delta, text, calls, asides, legacy)
+    if choice is not None and choice["finish_reason"] is None and not done:
+        raise fail(STREAM_CUT)
     if choice is not None:
         message: dict[str, Any] = {"role": "assistant", "content": "".join(text) if text else None}
         message.update((key, "".join(pieces)) for key, pieces in asides.items())
         if calls:
             message["tool_calls"] = [calls[key] for key in sorted(calls)]
+        if legacy:
+            message["function_call"] = legacy
         choice["message"] = message
     answer["choices"] = [choice] if choice is not None else []
     return answer
@@ -485,6 +536,8 @@ def parse_completion(
     neither content nor tool calls (the engine's Requirement 5.10 handles it). A choice without a
     ``message`` that holds a ``delta`` (one stream chunk as the body) or a ``text`` string (a text
     completion's shape, which some proxies answer chat requests with) is read from that instead.
+    A message without tool calls whose legacy ``function_call`` names a function (OpenAI's single call
+    before ``tool_calls``, ``finish_reason: "function_call"``) holds that one call, under a fresh id.
     A tool call's arguments that are not JSON but a literal object in Python's or JavaScript's
     notation (``{'tag': 'map'}``, a trailing comma, ``None``) become that object's JSON text
     (:func:`~zorkmcp.llm._text.relaxed_json_object`); other text that is not JSON is kept as sent.
@@ -508,7 +561,8 @@ def parse_completion(
         The response; with tool calls its ``content`` is ``None``.
 
     Raises:
-        LLMResponseError: HTML, not JSON, no ``choices``, or a malformed message or stream chunk.
+        LLMResponseError: HTML, an empty body, not JSON (its excerpt quoted), no ``choices``, or a
+            malformed message or stream chunk.
         LLMProviderError: an ``error`` object inside the answer (OpenRouter does this, in a stream
             too); its ``status`` is the provider's numeric code when it gave one.
     """
@@ -527,8 +581,10 @@ def parse_completion(
         data = _assembled(body, fail)
     else:
         data = _loads(body)
+        if data is None and not body.strip():
+            raise fail("the body is empty")
         if data is None and body.strip() != b"null":
-            raise fail("the body is not JSON")
+            raise fail(f"the body is not JSON: {body_excerpt[:120]!r}")
     if not isinstance(data, dict):
         raise fail(f"the body is JSON {type(data).__name__}, not an object")
     if data.get("error") is not None:
@@ -550,7 +606,10 @@ def parse_completion(
             message = {"content": text_choice} if isinstance(text_choice, str) else {}
     if not isinstance(message, dict):
         raise fail(f"choices[0].message is {type(message).__name__}, not an object")
-    tool_calls = _tool_calls(message.get("tool_calls"), "choices[0].message", fail, id_prefix, taken_ids)
+    raw_calls = message.get("tool_calls")
+    if not raw_calls and _is_legacy_call(message.get("function_call")):
+        raw_calls = [{"type": "function", "function": message["function_call"]}]  # no id: a fresh one
+    tool_calls = _tool_calls(raw_calls, "choices[0].message", fail, id_prefix, taken_ids)
     text = _content_text(message.get("content"), "choices[0].message", fail)
     content = None if tool_calls else text
     beside = text if tool_calls and text and text.strip() else None
