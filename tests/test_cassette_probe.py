@@ -194,21 +194,33 @@ def test_files_that_are_not_cassettes_say_what_is_wrong_and_what_to_do(
 WEST = CompletionRequest([{"role": "user", "content": "West of House."}])
 
 
-async def test_a_named_pipe_is_recorded_into_only_while_a_process_reads_it(tmp_path: Path) -> None:
+def _pipe_refusal(pipe: Path) -> str:
+    return (
+        f"{pipe}: a named pipe that no process reads, so the recording would wait for one; start its "
+        f"reader first (cat {pipe} > cassette.jsonl &), or record to a file"
+    )
+
+
+def test_a_named_pipe_no_process_reads_is_refused_before_anything_starts(tmp_path: Path) -> None:
     pipe = tmp_path / "cassette.pipe"
     os.mkfifo(pipe)
     header = CassetteHeader(model="scripted-walkthrough")
     # No reader: opening the pipe used to wait for one in a worker thread, at the model's first
     # answer, where Ctrl-C could not stop it. It is refused when the recording claims it.
-    refusal = (
-        f"{pipe}: a named pipe that no process reads, so the recording would wait for one; start its "
-        f"reader first (cat {pipe} > cassette.jsonl &), or record to a file"
-    )
+    refusal = _pipe_refusal(pipe)
     with pytest.raises(CassetteError, match=f"^{re.escape(refusal)}$"):
         CassetteFile(pipe, header).claim()
     code, out, err = play(project(tmp_path / "play"), "--turns", "1", "--record", str(pipe))
     assert (code, out, err) == (2, "", f"zorkmcp play: cassette error: {refusal}")
     assert not (tmp_path / "play" / "logs").exists()  # nothing started
+
+
+async def test_a_named_pipe_is_recorded_into_only_while_a_process_reads_it(tmp_path: Path) -> None:
+    pipe = tmp_path / "cassette.pipe"
+    os.mkfifo(pipe)
+    header = CassetteHeader(model="scripted-walkthrough")
+    with pytest.raises(CassetteError, match=f"^{re.escape(_pipe_refusal(pipe))}$"):
+        CassetteFile(pipe, header).claim()
 
     # With a reader, the cassette goes through the pipe and replays.
     reader = os.open(pipe, os.O_RDONLY | os.O_NONBLOCK)

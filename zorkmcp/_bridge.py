@@ -140,15 +140,36 @@ def _loop_running_here() -> str | None:
     return "an asyncio event loop"
 
 
-def _refuse_inside_event_loop(what: str) -> None:
+_WORKER_THREAD: Final = (
+    "Call it from a worker thread (asyncio.to_thread, trio.to_thread.run_sync): "
+    "bridge.Bridge runs one trio loop in a background thread for a whole episode, so enter it and "
+    "call its get_action there; or await zorkmcp.ZorkAgent.generate_action directly from async code."
+)
+
+
+def _refuse_inside_event_loop(what: str, *, advice: str = _WORKER_THREAD) -> None:
     """Properties 39–40: no nested event loops. Fail loudly instead of deadlocking."""
     running = _loop_running_here()
     if running is not None:
         raise RuntimeError(
             f"{what} blocks and starts its own trio loop, but it was called while {running} is running in "
-            "this thread. Call it from a worker thread (asyncio.to_thread, trio.to_thread.run_sync): "
-            "bridge.Bridge runs one trio loop in a background thread for a whole episode, so enter it and "
-            "call its get_action there; or await zorkmcp.ZorkAgent.generate_action directly from async code."
+            f"this thread. {advice}"
+        )
+
+
+def check_walkthrough(value: object, *, what: str = "walkthrough") -> None:
+    """The offline scripted model's commands: a list (any sequence) of str, or ``None``.
+
+    Raises:
+        TypeError: a str (it would be played letter by letter), or not a sequence of str.
+    """
+    if value is None:
+        return
+    if isinstance(value, str):
+        raise TypeError(f"{what} must be a list of commands, got a str: write [{value!r}]")
+    if not isinstance(value, Sequence) or not all(isinstance(command, str) for command in value):
+        raise TypeError(
+            f"{what} must be a list of commands (str), such as ['north', 'open mailbox'], got {value!r:.80}"
         )
 
 
@@ -266,7 +287,8 @@ class EpisodeSetup:
                 cannot use (``localhost:8080/v1`` without ``http://``), with or without an API key.
             TypeError: ``settings`` is not a :class:`~zorkmcp.config.Settings` (a path goes in
                 ``pyproject``), ``servers`` not a :class:`~zorkmcp.config.McpConfig`, ``model``,
-                ``base_url`` or ``episode_id`` not a str.
+                ``base_url`` or ``episode_id`` not a str, ``walkthrough`` not a list of str (one str
+                would be played letter by letter).
         """
         if settings is not None and not isinstance(settings, Settings):
             raise TypeError(
@@ -275,6 +297,7 @@ class EpisodeSetup:
             )
         _check_arguments(servers, model, base_url)
         _check_text("episode_id", episode_id, optional=True)
+        check_walkthrough(walkthrough)
         settings = settings if settings is not None else Settings.from_pyproject(_settings_file(pyproject))
         if servers is None and settings.mcp.enabled:
             servers = McpConfig.from_file(settings.mcp_config_path())

@@ -358,6 +358,67 @@ def _missing_answer(result: TurnResult) -> str:
     return ""
 
 
+def _chat_model(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not callable(getattr(value, "complete", None)):
+        raise TypeError(
+            f"ZorkAgent: model must be a chat model (anything with model, scripted and async "
+            f"complete(request), such as what zorkmcp.open_llm_client yields), got {type(value).__name__}"
+        )
+
+
+def _mcp_settings(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    from .config import McpSettings, Settings
+
+    if isinstance(value, McpSettings):
+        return
+    hint = " (pass its .mcp, the [tool.zorkgpt.mcp] settings)" if isinstance(value, Settings) else ""
+    raise TypeError(f"ZorkAgent: settings must be a zorkmcp.McpSettings{hint}, got {type(value).__name__}")
+
+
+def _manager(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    from .mcp import McpManager
+
+    if value is not None and not isinstance(value, McpManager):
+        raise TypeError(
+            f"ZorkAgent: mcp must be a zorkmcp.McpManager or None, got {type(value).__name__} (build one "
+            "with McpManager(McpConfig(...), McpSettings(...)))"
+        )
+
+
+def _sampling(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, SamplingSettings):
+        raise TypeError(
+            f"ZorkAgent: sampling must be a zorkmcp.config.SamplingSettings, got {type(value).__name__}"
+        )
+
+
+def _prompt(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise TypeError(f"ZorkAgent: system_prompt must be a non-blank str, got {value!r:.60}")
+
+
+def _check_turn_arguments(
+    game_state_text: object, relevant_memories: object, episode: object, turn: object
+) -> None:
+    """The arguments of :meth:`ZorkAgent.generate_action`, before anything is sent."""
+    from .mcp import EpisodeServers
+
+    if not isinstance(game_state_text, str):
+        raise TypeError(f"game_state_text must be a str, got {type(game_state_text).__name__}")
+    if relevant_memories is not None and not isinstance(relevant_memories, str):
+        hint = " (join a list of notes into one str)" if isinstance(relevant_memories, (list, tuple)) else ""
+        raise TypeError(
+            f"relevant_memories must be a str or None{hint}, got {type(relevant_memories).__name__}"
+        )
+    if episode is not None and not isinstance(episode, EpisodeServers):
+        raise TypeError(
+            "episode must be the EpisodeServers that `async with manager.open_episode() as episode:` "
+            f"yields, or None, got {type(episode).__name__}"
+        )
+    if turn is not None and (isinstance(turn, bool) or not isinstance(turn, int) or turn < 0):
+        raise TypeError(f"turn must be an int >= 0 or None, got {turn!r:.40}")
+
+
 @attrs.define
 class ZorkAgent:
     """Chooses the next Zork command, using MCP tools when the model wants them.
@@ -372,15 +433,19 @@ class ZorkAgent:
         tracer: span factory.
         episode_id: added to events by the caller's recorder.
         system_prompt: replace the built-in prompt.
+
+    Raises:
+        TypeError: an argument of the wrong kind (``settings`` a whole ``Settings`` instead of its
+            ``.mcp``, ``model`` a model's name instead of a chat model).
     """
 
-    model: ChatModel
-    settings: McpSettings
-    mcp: McpManager | None = None
-    sampling: SamplingSettings = attrs.Factory(SamplingSettings)
+    model: ChatModel = attrs.field(validator=_chat_model)
+    settings: McpSettings = attrs.field(validator=_mcp_settings)
+    mcp: McpManager | None = attrs.field(default=None, validator=_manager)
+    sampling: SamplingSettings = attrs.field(factory=SamplingSettings, validator=_sampling)
     events: EventSink = attrs.Factory(NullSink)
     tracer: Tracer | None = None
-    system_prompt: str = SYSTEM_PROMPT
+    system_prompt: str = attrs.field(default=SYSTEM_PROMPT, validator=_prompt)
     turns: int = 0
 
     async def generate_action(
@@ -400,10 +465,13 @@ class ZorkAgent:
             turn: the turn number for logs (default: count calls).
 
         Raises:
+            TypeError: ``game_state_text`` is not a str, ``relevant_memories`` not a str or ``None``
+                (a list of notes is joined by the caller), ``turn`` not an int >= 0.
             MCPServerStartupError: a server failed on the first turn (Requirement 6.1).
             ModelCompatibilityError: tools are offered to a model that cannot call them.
             LLMError: the model endpoint failed beyond its retries.
         """
+        _check_turn_arguments(game_state_text, relevant_memories, episode, turn)
         self.turns += 1
         turn_number = turn if turn is not None else self.turns
         messages = build_messages(

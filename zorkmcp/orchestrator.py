@@ -13,13 +13,14 @@ current folder, as in ZorkGPT.
 
 from __future__ import annotations
 
+import os
 from contextlib import ExitStack, asynccontextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from ._bridge import Bridge, ChatModelFactory
+from ._bridge import Bridge, ChatModelFactory, _refuse_inside_event_loop, check_walkthrough
 from ._urls import safe_url
 from .config import McpConfig, SamplingSettings, Settings
 from .episode import (
@@ -57,6 +58,71 @@ __all__ = [
 ]
 
 
+MAX_TURNS: Final = 1_000_000
+"""The most turns an episode may be given (as ``max_turns_per_episode``)."""
+
+
+def _path(value: str | os.PathLike[str]) -> Path:
+    """A path argument given as a ``str`` or any path (``record="run.jsonl"``) is a :class:`Path`."""
+    if isinstance(value, (str, os.PathLike)) and not isinstance(value, bytes):
+        return Path(value)
+    raise TypeError(f"Orchestrator: expected a path (a str or pathlib.Path), got {type(value).__name__}")
+
+
+def _optional_path(value: str | os.PathLike[str] | None) -> Path | None:
+    return None if value is None else _path(value)
+
+
+def _settings(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, Settings):
+        raise TypeError(
+            f"Orchestrator: settings must be a zorkmcp.config.Settings, got {type(value).__name__} (read a "
+            "file with Settings.from_pyproject(path), or pass Settings() for the defaults)"
+        )
+
+
+def _optional(
+    kind: type, said: str, *, none: bool = True
+) -> Callable[[object, attrs.Attribute[Any], object], None]:
+    def check(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if (none and value is None) or (
+            isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
+        ):
+            return
+        allowed = f"{said} or None" if none else said
+        raise TypeError(f"Orchestrator: {attribute.name} must be {allowed}, got {type(value).__name__}")
+
+    return check
+
+
+def _integer(high: int | None) -> Callable[[object, attrs.Attribute[Any], object], None]:
+    """An optional whole number: any (a seed), or ``0..high`` (a turn limit)."""
+
+    def check(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if value is None:
+            return
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(
+                f"Orchestrator: {attribute.name} must be an int or None, got {type(value).__name__}"
+            )
+        if high is not None and not 0 <= value <= high:
+            raise ValueError(f"Orchestrator: {attribute.name} must be from 0 to {high}, got {value}")
+
+    return check
+
+
+def _commands(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """The scripted model's walkthrough: a list of commands (a str would be played letter by letter)."""
+    check_walkthrough(value, what=f"Orchestrator: {attribute.name}")
+
+
+def _callback(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and not callable(value):
+        raise TypeError(
+            f"Orchestrator: {attribute.name} must be a function or None, got {type(value).__name__}"
+        )
+
+
 @attrs.define
 class Orchestrator:
     """Plays one episode of a game with the agent (synchronous; Requirement 9, 10.2).
@@ -88,21 +154,29 @@ class Orchestrator:
             an ``episode_id`` its context holds is the episode's (the summary's too).
 
     :meth:`run` plays the episode once; a second call raises ``RuntimeError``.
+
+    Raises:
+        TypeError: an argument of the wrong type (``settings`` not a ``Settings``, ``max_turns="5"``,
+            a ``walkthrough`` given as one str); ``game_path``, ``record`` and ``replay`` take a str
+            or any path.
+        ValueError: ``max_turns`` outside ``0..1000000``.
     """
 
-    settings: Settings
-    game_path: Path
-    seed: int | None = None
-    max_turns: int | None = None
-    mcp_enabled: bool | None = None
-    model: str | None = None
-    base_url: str | None = None
-    walkthrough: Sequence[str] | None = None
-    record: Path | None = None
-    replay: Path | None = None
-    on_start: Callable[[str, bool], None] | None = None
-    on_turn: Callable[[TurnRecord], None] | None = None
-    recorder: EventRecorder = attrs.Factory(EventRecorder)
+    settings: Settings = attrs.field(validator=_settings)
+    game_path: Path = attrs.field(converter=_path)
+    seed: int | None = attrs.field(default=None, validator=_integer(None))
+    max_turns: int | None = attrs.field(default=None, validator=_integer(MAX_TURNS))
+    mcp_enabled: bool | None = attrs.field(default=None, validator=_optional(bool, "a bool"))
+    model: str | None = attrs.field(default=None, validator=_optional(str, "a str"))
+    base_url: str | None = attrs.field(default=None, validator=_optional(str, "a str"))
+    walkthrough: Sequence[str] | None = attrs.field(default=None, validator=_commands)
+    record: Path | None = attrs.field(default=None, converter=_optional_path)
+    replay: Path | None = attrs.field(default=None, converter=_optional_path)
+    on_start: Callable[[str, bool], None] | None = attrs.field(default=None, validator=_callback)
+    on_turn: Callable[[TurnRecord], None] | None = attrs.field(default=None, validator=_callback)
+    recorder: EventRecorder = attrs.field(
+        factory=EventRecorder, validator=_optional(EventRecorder, "a zorkmcp.EventRecorder", none=False)
+    )
     episode: Episode | None = None
     summary: EpisodeSummary | None = None
     """The summary, once the episode has ended (also when :meth:`run` raised)."""
@@ -310,8 +384,14 @@ class Orchestrator:
                 disk); the episode stopped at that turn, and each file keeps the whole lines it held.
             RuntimeError: ``run()`` was called before and started its episode: an Orchestrator plays
                 one episode (its recorder, its summary and a replayed cassette are that episode's);
-                create a new Orchestrator for the next.
+                create a new Orchestrator for the next. Or it was called while an event loop runs in
+                this thread (nothing has started then: call it from a worker thread).
         """
+        _refuse_inside_event_loop(
+            "Orchestrator.run()",
+            advice="Call it from a worker thread: await asyncio.to_thread(orchestrator.run), or "
+            "trio.to_thread.run_sync(orchestrator.run)",
+        )
         if self._played:
             raise RuntimeError(
                 "this Orchestrator has played its episode (run() was called before): an Orchestrator "
