@@ -248,8 +248,13 @@ def test_not_a_run_folder(tmp_path: Path) -> None:
     with pytest.raises(ReportInputError, match="not an eval run folder"):
         render_eval_report(tmp_path)
     (tmp_path / "episodes" / "mcp").mkdir(parents=True)
-    with pytest.raises(ReportInputError, match="no readable episodes"):
+    with pytest.raises(ReportInputError) as raised:
         render_eval_report(tmp_path)
+    assert str(raised.value) == (
+        f"{tmp_path / 'episodes'}: no readable episodes/<arm>/seed-<N>.json records; no episode of this "
+        f"run has finished yet: wait for one, or play them with the same zorkmcp eval command and "
+        f"--resume --out {tmp_path}"
+    )
 
 
 def report(*argv: str) -> int:

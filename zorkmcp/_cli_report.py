@@ -216,19 +216,99 @@ def _report(run: Path) -> str:
     return f"zorkmcp report {run}"
 
 
+_LISTED = 5
+"""Runs or logs of a folder that is neither that the line naming them lists; past them, how many more."""
+
+
+_PLACES = ("runs", "logs")
+"""Where a project keeps what the report draws: ``zorkmcp eval``'s runs (``runs/<UTC timestamp>``) and
+``zorkmcp play``'s event log (``logs/zorkmcp_events.jsonl``)."""
+
+
+def _not_a_run(folder: Path, episode: str | None) -> str | None:
+    """What to give instead of ``folder``, which has no ``episodes/``, when it holds eval runs (the
+    ``runs/`` that ``zorkmcp eval`` fills) or event logs (``zorkmcp play``'s ``logs/``), or its
+    ``runs/`` or ``logs/`` does (a project's folder): the most recent of them. ``None``: none. Each was
+    "not an eval run folder; run zorkmcp eval first" (with ``--episode``: "no episode"), to a reader
+    whose runs or logs were right there."""
+    try:
+        for place in (folder, *(folder / name for name in _PLACES)):
+            if not place.is_dir():
+                continue
+            entries = sorted(place.iterdir(), key=lambda entry: entry.name)
+            runs = [entry for entry in entries if (entry / "episodes").is_dir()]
+            logs = [entry for entry in entries if entry.name.endswith(".jsonl") and entry.is_file()]
+            found, what = (runs, "eval run(s)") if runs else (logs, "event log(s)")
+            if found:
+                break
+        else:
+            return None
+        # a run's episodes/ changes when the run starts its arms (its folder, also when a page is drawn)
+        latest = max(found, key=lambda entry: (entry / "episodes" if runs else entry).stat().st_mtime)
+    except OSError:  # a folder that cannot be listed, an entry gone meanwhile: said as before
+        return None
+    names = ", ".join(entry.relative_to(folder).as_posix() for entry in found[:_LISTED])
+    if len(found) > _LISTED:
+        names += f" and {len(found) - _LISTED} more"
+    picked = f" --episode {episode}" if episode is not None else ""
+    recent = " (the latest)" if len(found) > 1 else ""
+    return (
+        f"not an eval run folder (no episodes/ inside), but it holds {len(found)} {what}: {names}; give "
+        f"one: {_report(latest)}{picked}{recent}"
+    )
+
+
+def _check_output(output: Path) -> None:
+    """``--output`` names a file in a folder that is there: checked before the page is drawn.
+
+    Raises:
+        ReportInputError: it is a folder, or its folder is missing or a file.
+    """
+    from .eval._results import ReportInputError
+
+    nothing = "(nothing was written)"
+    if output.is_dir():
+        raise ReportInputError(
+            f"--output {output}: that is a folder; name the page's file: --output {output / 'report.html'} "
+            f"{nothing}"
+        )
+    folder = output.parent
+    if folder.exists() and not folder.is_dir():
+        raise ReportInputError(
+            f"--output {output}: {folder} is not a folder; pass another --output FILE.html {nothing}"
+        )
+    if not folder.exists():
+        raise ReportInputError(
+            f"--output {output}: its folder {folder} does not exist; create it (mkdir -p {folder}), or pass "
+            f"another --output FILE.html {nothing}"
+        )
+
+
 def _render(path: Path, output: Path | None, episode: str | None) -> Path:
-    from .eval._report import draw_episode, find_episode_events, page_inputs, render_eval_report
-    from .eval._results import ReportInputError, read_event_log
+    from .eval._report import (
+        draw_episode,
+        find_episode_events,
+        page_inputs,
+        pick_episode,
+        render_eval_report,
+    )
+    from .eval._results import ReportInputError, read_event_log, read_run
 
     instead = _part_of_a_run(path) if episode is None else None
     if instead is not None and path.is_dir():
         raise ReportInputError(f"{path}: {instead}")
+    if path.is_dir() and not (path / "episodes").is_dir():
+        other = _not_a_run(path, episode)
+        if other is not None and not (path / "summary.json").exists():  # else: a run stopped early
+            raise ReportInputError(f"{path}: {other}")
+        read_run(path)  # not a run folder, or a run stopped before any episode ended: said so
     if path.is_dir():
         if episode is None:
-            if (path / "episodes").is_dir():  # else: not a run folder, said so
-                _check_page(output, path / "report.html", page_inputs(run_dir=path))
-                if output is None:
-                    output = _default_page(path / "report.html")
+            _check_page(output, path / "report.html", page_inputs(run_dir=path))
+            if output is None:
+                output = _default_page(path / "report.html")
+            else:
+                _check_output(output)
             return render_eval_report(path, output)
         _check_episode(path, episode)
         events = find_episode_events(path, episode)
@@ -242,8 +322,10 @@ def _render(path: Path, output: Path | None, episode: str | None) -> Path:
     log = read_event_log(events)  # a missing file, no episode, an unknown one: said before any check
     if instead is not None and not log.episodes and not log.sessions:  # a log may have any name
         raise ReportInputError(f"{path}: {instead}")
-    chosen = log.pick(picked)
+    chosen = pick_episode(log, picked)
     _check_page(output, page, inputs)
+    if output is not None:
+        _check_output(output)
     return draw_episode(log, chosen, output or _default_page(page))
 
 

@@ -33,7 +33,7 @@ from ._results import (
     read_run,
     replayed_from,
 )
-from ._spec import RUN_LOCK
+from ._spec import _RUN_FILES, RUN_LOCK
 from ._stats import comparison_reading, group_by_arm, one_line, percent, summarize, write_summary_csv
 
 if TYPE_CHECKING:
@@ -46,6 +46,7 @@ __all__ = [
     "draw_episode",
     "find_episode_events",
     "page_inputs",
+    "pick_episode",
     "render_episode_report",
     "render_eval_report",
     "summarize",
@@ -729,7 +730,7 @@ def _seed_of(file: str) -> int | None:
     return int(digits) if digits.isdigit() else None
 
 
-def _eval_header(run_dir: Path, run: RunEpisodes, *, summarized: bool = True) -> str:
+def _eval_header(run_dir: Path, run: RunEpisodes, *, summarized: bool = True, foreign: bool = False) -> str:
     episodes = run.records
     models = sorted({str(r.get("model")) for r in episodes if r.get("model")})
     seeds = sorted({r["seed"] for r in episodes if isinstance(r.get("seed"), int)})
@@ -758,6 +759,13 @@ def _eval_header(run_dir: Path, run: RunEpisodes, *, summarized: bool = True) ->
         text += (
             f"<p class=note>{run.others} other episode file(s) in episodes/ are left out: summary.json "
             "does not cover them (seeds or arms of an earlier run in this folder).</p>"
+        )
+    if foreign:  # cut short, edited by hand, another program's: it says nothing of the run's episodes
+        text += (
+            "<p class=warn>summary.json in this folder is not one zorkmcp eval wrote (it does not parse, or "
+            "lacks the arms and comparisons), so it cannot say which episodes are the run's: the page draws "
+            "every episode file in episodes/. zorkmcp eval --resume does not replace such a file: move it "
+            "away, then resume with this folder as --out to write the run's summary again.</p>"
         )
     if not summarized:  # zorkmcp eval writes it when the run ends, also by Ctrl-C: going, or killed
         text += (
@@ -792,6 +800,8 @@ def render_eval_report(
     target = run_dir / "report.html" if out_path is None else Path(out_path)
     check_page(target, page_inputs(run_dir=run_dir), named=str(target), remedy=_ELSEWHERE)
     summarized = episodes is not None or (run_dir / "summary.json").exists()  # given: by the run itself
+    summary_file = run_dir / "summary.json"
+    foreign = episodes is None and summary_file.is_file() and not _RUN_FILES["summary.json"](summary_file)
     run = read_run(run_dir, episodes)
     episodes = run.records
     summary = summarize(episodes)
@@ -799,7 +809,7 @@ def render_eval_report(
     score_ceiling = summary["arms"][next(iter(arms))].get("game_max_score")
     final_title = "Final score per episode" + (f" (of {score_ceiling:.0f})" if score_ceiling else "")
     body = (
-        _eval_header(run_dir, run, summarized=summarized)
+        _eval_header(run_dir, run, summarized=summarized, foreign=foreign)
         + "<h2>Arms</h2>"
         + _arm_setup_table(summary)
         + _arm_table(summary)
@@ -1001,12 +1011,45 @@ def render_episode_report(events_path: Path, out_path: Path, episode_id: str | N
     """
     events_path, out_path = Path(events_path), Path(out_path)
     log = read_event_log(events_path)
-    episode = log.pick(episode_id)
+    episode = pick_episode(log, episode_id)
     check_page(out_path, page_inputs(events=events_path), named=str(out_path), remedy=_ELSEWHERE)
     return draw_episode(log, episode, out_path)
 
 
 _ELSEWHERE = "give another out_path (nothing was written)"
+
+_AN_EVENT_LOG = (
+    "give a JSON-lines event log (zorkmcp play's logs/zorkmcp_events.jsonl, an eval episode's "
+    "seed-<N>.events.jsonl) or an eval run's folder"
+)
+
+
+def pick_episode(log: EventLog, episode_id: str | None) -> EpisodeEvents:
+    """:meth:`EventLog.pick`, and for a log that holds no event of an episode or of ``bridge`` at all,
+    what it holds instead: nothing (an empty file), lines that are not JSON objects (a file of
+    another kind, or cut short), or other events; each with what to give.
+
+    Raises:
+        ReportInputError: as :meth:`EventLog.pick`.
+    """
+    if log.episodes or log.sessions:
+        return log.pick(episode_id)
+    try:
+        empty = log.path.is_file() and log.path.stat().st_size == 0
+    except OSError:
+        empty = False
+    if empty:
+        what = "the file is empty"
+    elif log.bad_lines:
+        bad = (
+            f"{log.bad_lines} lines are not JSON objects"
+            if log.bad_lines > 1
+            else "1 line is not a JSON object"
+        )
+        what = f"no line is an episode's event, and {bad} (a file of another kind, or one cut short)"
+    else:
+        what = "no line is an episode's event (episode_start, turn_complete)"
+    raise ReportInputError(f"{log.path}: no episode records: {what}; {_AN_EVENT_LOG}")
 
 
 def draw_episode(log: EventLog, episode: EpisodeEvents, out_path: Path) -> Path:

@@ -387,6 +387,11 @@ def read_run(run_dir: Path, episodes: list[dict[str, Any]] | None = None) -> Run
         if skipped:
             more = f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else ""
             text += f" ({skipped[0][0]}: {skipped[0][1]}{more}); play them again with zorkmcp eval --resume"
+        else:  # a run still starting, or one stopped before its first episode ended and its summary
+            text += (
+                f"; no episode of this run has finished yet: wait for one, or play them with the same "
+                f"zorkmcp eval command and --resume --out {run_dir}"
+            )
         raise ReportInputError(text)
     return RunEpisodes(records, skipped, others, outside, unsure, plan)
 
