@@ -143,6 +143,13 @@ def _call_line(turn: int, call: ToolCallRecord, width: int, encoding: str, *, cu
     if call.result_preview:
         line.append(f" → {_short(call.result_preview, room, encoding)}")
     line.append(f"  {call.duration:.2f}s {call.outcome}", style=style)
+    return _cut(line, width)
+
+
+def _cut(line: Text, width: int) -> Text:
+    """``line`` cut to ``width`` cells (``…`` marks a cut): a line of the tool calls' panel takes one
+    line, as its budget counted (``no tool calls yet`` took two in 20 columns, and the frame one
+    line more than the terminal had for it)."""
     line.truncate(width, overflow="ellipsis")
     return line
 
@@ -309,7 +316,7 @@ class LiveView:
         shown = [
             _call_line(turn, call, inner, encoding, current=turn == last.turn)
             for turn, call in calls[:call_lines]
-        ] or [Text("no tool calls yet", style="dim")]
+        ] or [_cut(Text("no tool calls yet", style="dim"), inner)]
         titles = (
             f"tool calls — turn {last.turn}: {last.tool_calls}",
             f"tool calls: {last.tool_calls}",
@@ -361,6 +368,12 @@ class TerminalLive(Live):
                     renderables = [Segments([Segment.line()]), *renderables]
             return super().process_renderables(renderables)
 
+    def erase_on_stop(self) -> None:
+        """Erase the last frame as the display stops, rather than leave it; not from the background,
+        where the shell's lines, not the frame, are above the cursor."""
+        if self._fd is None or not in_background(self._fd):
+            self.transient = True
+
     def _where(self, fd: int) -> str:
         """Where the next frame goes: ``"away"`` (in the background: not drawn), ``"afresh"`` (below
         what the shell printed: the command stopped on Ctrl-Z or ran in the background), or ``"here"``
@@ -390,7 +403,8 @@ class Progress:
     terminal although ``FORCE_COLOR`` (or ``TTY_COMPATIBLE=1``) says it takes colours: a CI log would
     get every frame, four times a second; ``TTY_INTERACTIVE=0`` asks for the lines on a terminal.
 
-    The live view's last frame stays on the screen when the episode ends (above the summary).
+    The live view's last frame stays on the screen when the episode ends (above the summary); a view
+    that never showed a turn (``waiting for the first turn…``) is erased instead.
     What is written to stderr meanwhile goes above it when stderr is that terminal, and to stderr
     otherwise (``2>debug.log``).
 
@@ -436,9 +450,13 @@ class Progress:
             self.console.file.flush()
 
     def stop(self) -> None:
-        """Stop drawing; the last frame stays."""
+        """Stop drawing; the last frame stays. A view that never showed a turn (the episode failed or
+        was interrupted before its first) is erased: its ``waiting for the first turn…`` stayed on the
+        screen between the error (or ``interrupted``) and the summary, as if the run still waited."""
         live, self.live = self.live, None
         if live is not None:
+            if self.view is not None and not self.view.records and isinstance(live, TerminalLive):
+                live.erase_on_stop()
             live.stop()
         self._terminal.close()
 
