@@ -77,7 +77,7 @@ from ._remote import (
     remote_startup_error,
     remote_stream_lost,
 )
-from ._stdio import ProcessInfo, open_stdio_transport
+from ._stdio import INVALID_ANSWER, ProcessInfo, open_stdio_transport, shown_command
 
 if TYPE_CHECKING:
     import contextvars
@@ -103,6 +103,7 @@ __all__ = [
     "Wire",
     "list_all_tools",
     "open_server_session",
+    "result_problems",
     "start_server",
 ]
 
@@ -171,6 +172,47 @@ def _validation_text(exc: ValidationError, *, limit: int = 3) -> str:
     errors = exc.errors(include_url=False)
     text = "; ".join(_error_text(error) for error in errors[:limit])
     return text + (f"; and {len(errors) - limit} more" if len(errors) > limit else "")
+
+
+def result_problems(exc: ValidationError, *, limit: int = 3) -> str:
+    """What is wrong with a result the SDK refused, in one line: ``content.0.text: Field required``.
+
+    A content block is one of several types, and pydantic reports the block against each of them;
+    the types whose ``type`` the block does not name say nothing about it and are left out. A block
+    of no type MCP knows says so, naming the types there are.
+    """
+    errors = exc.errors(include_url=False)
+    wrong: dict[tuple[Any, ...], list[Any]] = {}  # a union member's path: the literal errors about it
+    for error in errors:
+        loc = error["loc"]
+        if (
+            len(loc) >= 2
+            and loc[-1] == "type"
+            and error["type"] == "literal_error"
+            and isinstance(loc[-2], str)
+        ):
+            wrong.setdefault(loc[:-1], []).append(error)
+    kept = [error for error in errors if not any(error["loc"][: len(branch)] == branch for branch in wrong)]
+    texts = [  # without the union members' names (``TextContent``): the block's path, its field
+        _error_text(
+            {**error, "loc": tuple(p for p in error["loc"] if not (isinstance(p, str) and p[:1].isupper()))}
+        )
+        for error in kept
+    ]
+    if not texts:  # no member fits: a block of a type MCP does not have
+        parents: dict[tuple[Any, ...], list[Any]] = {}
+        for branch, literal in wrong.items():
+            parents.setdefault(branch[:-1], []).extend(literal)
+        for parent, literal in parents.items():
+            expected = ", ".join(
+                str(error.get("ctx", {}).get("expected", "")).strip("'") for error in literal
+            )
+            where = ".".join(str(part) for part in parent)
+            found = json.dumps(literal[0].get("input"), default=str)[:60]
+            texts.append(f"{where}: its type {found} is none of MCP's ({expected})")
+    if not texts:
+        return _validation_text(exc, limit=limit)
+    return "; ".join(texts[:limit]) + (f"; and {len(texts) - limit} more" if len(texts) > limit else "")
 
 
 def _problems(tool: dict[str, Any], version: str) -> dict[str, str]:
@@ -585,6 +627,8 @@ def _reason(exc: BaseException, server: ServerConfig, wire: Wire | None) -> str:
     if isinstance(leaf, SdkMCPError):
         if leaf.code == mcp_types.CONNECTION_CLOSED and (wire is None or wire.ended):
             return "the server closed the connection during startup"
+        if leaf.data == INVALID_ANSWER:  # the message says what the server answered
+            return leaf.message
         return f"the server answered with an error: {leaf.message} (code {leaf.code})"
     if isinstance(leaf, ValidationError):
         return f"the server sent an invalid {leaf.title}: {_validation_text(leaf)}"
@@ -594,6 +638,15 @@ def _reason(exc: BaseException, server: ServerConfig, wire: Wire | None) -> str:
         return (
             f"{type(leaf).__name__}: {leaf} (each server takes a few file descriptors: allow more open "
             "files, `ulimit -n`, or run fewer episodes at once, --concurrency)"
+        )
+    if isinstance(leaf, OSError) and leaf.errno == errno.E2BIG and server.type == "stdio":
+        longest = max(
+            len(arg.encode(errors="surrogateescape")) for arg in (server.command or "", *server.args)
+        )
+        return (
+            f"{type(leaf).__name__}: {leaf} (its longest argument has {longest} bytes; Linux takes at most "
+            "131072 in one argument, and about 2 MiB for all of them and the environment: pass a long "
+            "value in a file)"
         )
     if isinstance(leaf, OSError) and leaf.errno == errno.EAGAIN and server.type == "stdio":
         return (
@@ -657,7 +710,7 @@ def _startup_error(server: ServerConfig, info: ProcessInfo | None, reason: str) 
     elif info is not None:
         command = info.command_line
     else:
-        command = " ".join([server.command or "", *server.args])
+        command = shown_command([server.command or "", *server.args])
     exit_status = _chosen_status(info) if info is not None else None
     tail = info.stderr_tail if info is not None else ()
     lines = [f"Failed to start MCP server '{server.name}': {reason}", f"Command: {command}"]

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import json
 import logging
 import os
 import secrets
@@ -84,9 +85,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EOF_GRACE",
+    "INVALID_ANSWER",
     "KILL_GRACE",
     "MAX_LINE_BYTES",
     "SESSION_ENV_VAR",
+    "SHOWN_ARGUMENT_CHARS",
     "STDERR_LINE_BYTES",
     "STDERR_TAIL_LINES",
     "TERM_GRACE",
@@ -94,6 +97,7 @@ __all__ = [
     "NotJsonRpc",
     "ProcessInfo",
     "open_stdio_transport",
+    "shown_command",
 ]
 
 EOF_GRACE = 1.5
@@ -174,8 +178,8 @@ class ProcessInfo:
 
     @property
     def command_line(self) -> str:
-        """The command as a shell-quoted string (for messages)."""
-        return shlex.join(self.command)
+        """The command as a shell-quoted string (for messages; see :func:`shown_command`)."""
+        return shown_command(self.command)
 
     @property
     def stderr_tail(self) -> tuple[str, ...]:
@@ -270,6 +274,81 @@ JSON-RPC: a ``per_turn`` server with a banner would otherwise warn on stderr eve
 episode. Each session's own records (:class:`NotJsonRpc`) still say it once per process."""
 
 
+SHOWN_ARGUMENT_CHARS = 1000
+"""The most of one argument a message shows of a command (an argument of 600 KB was shown whole)."""
+
+
+def shown_command(argv: Sequence[str]) -> str:
+    """A command as messages show it: shell-quoted, each argument past :data:`SHOWN_ARGUMENT_CHARS`
+    cut, with how many characters more it had."""
+    return shlex.join(
+        arg if len(arg) <= SHOWN_ARGUMENT_CHARS else f"{arg[:SHOWN_ARGUMENT_CHARS]}…({len(arg)} characters)"
+        for arg in argv
+    )
+
+
+INVALID_ANSWER = "zorkmcp: invalid answer"
+"""The ``data`` of the JSON-RPC error a stdio transport hands the session in place of an answer that is
+not valid JSON-RPC (:func:`_invalid_answer`): its message says what is wrong, and is the whole reason."""
+
+_JSON_KINDS = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "a number"}
+
+
+def _kind(value: object) -> str:
+    """``value``'s JSON type with its article: ``a string``, ``null``."""
+    if value is None:
+        return "null"
+    return next((name for kind, name in _JSON_KINDS.items() if isinstance(value, kind)), "a number")
+
+
+def _answer_problem(data: dict[str, Any]) -> str | None:
+    """What makes ``data``, a JSON-RPC answer the SDK refused, invalid; ``None`` when it is not one."""
+    if data.get("jsonrpc") != "2.0":
+        found = "is missing" if "jsonrpc" not in data else f"is {json.dumps(data['jsonrpc'])[:40]}"
+        return f'its "jsonrpc" {found}, where JSON-RPC 2.0 needs "jsonrpc": "2.0"'
+    if "result" in data and not isinstance(data["result"], dict):
+        return f'its "result" is {_kind(data["result"])}, where an MCP result is an object'
+    if "error" in data:
+        return 'its "error" is not a JSON-RPC error object ({"code": integer, "message": string})'
+    return None
+
+
+def _invalid_answer(text: bytes, shown: str) -> SessionMessage | None:
+    """An answer to one of our requests that is not valid JSON-RPC, as an error for that request.
+
+    A server that answers a request with a malformed response (``"result": null``, no ``"jsonrpc"``)
+    has answered all the same: left as a line that is not JSON-RPC, its request would wait for its
+    timeout (a tool call's timeout aborts the rest of its batch; ``initialize``'s fails the start-up
+    as "no answer"). Its request fails at once instead, saying what is wrong with the answer. An
+    error object without a valid ``code`` that still has a ``message`` gives that message.
+    """
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or "method" in data or not ("result" in data or "error" in data):
+        return None
+    ident = data.get("id")
+    if isinstance(ident, bool) or not isinstance(ident, int | str):
+        return None
+    error = data.get("error")
+    if data.get("jsonrpc") == "2.0" and "result" not in data and isinstance(error, dict):
+        if isinstance(message := error.get("message"), str):  # its code is missing or not an integer
+            code = error.get("code")
+            code = code if isinstance(code, int) and not isinstance(code, bool) else mcp_types.INTERNAL_ERROR
+            return SessionMessage(
+                mcp_types.JSONRPCError(
+                    jsonrpc="2.0", id=ident, error=mcp_types.ErrorData(code=code, message=message)
+                )
+            )
+    problem = _answer_problem(data)
+    if problem is None:
+        return None
+    reason = f"the server answered with something that is not a valid JSON-RPC response ({problem}): {shown}"
+    error_data = mcp_types.ErrorData(code=mcp_types.INTERNAL_ERROR, message=reason, data=INVALID_ANSWER)
+    return SessionMessage(mcp_types.JSONRPCError(jsonrpc="2.0", id=ident, error=error_data))
+
+
 def _parse_line(line: bytes, info: ProcessInfo) -> SessionMessage | Exception | None:
     text = line.strip()
     if not text:
@@ -278,6 +357,9 @@ def _parse_line(line: bytes, info: ProcessInfo) -> SessionMessage | Exception | 
         message = mcp_types.jsonrpc_message_adapter.validate_json(text, by_name=False)
     except ValueError:
         shown = text[: 4 * NOT_JSON_SHOWN].decode("utf-8", "replace")[:NOT_JSON_SHOWN]  # characters
+        if (answer := _invalid_answer(text, shown)) is not None:
+            info.note(f"[stdout, not a valid JSON-RPC answer] {shown}")
+            return answer
         info.note(f"[stdout, not JSON-RPC] {shown}")
         info.non_json_lines += 1
         first = info.command_line not in _NOISY_COMMANDS

@@ -13,6 +13,7 @@ wire-safe name (see :mod:`._names`); the canonical ``server.tool`` is what logs,
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -24,7 +25,7 @@ import anyio.to_thread
 import mcp_types
 from attrs import frozen
 from mcp.shared.exceptions import MCPError as SdkMCPError
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, ValidationError
 
 from zorkmcp.observability import EventSink, NullSink
 
@@ -34,7 +35,7 @@ from ._names import assign_wire_names, canonical_name
 from ._remote import remote_call_error
 from ._results import ToolCallResult, convert_call_result
 from ._schema import translate_schema
-from ._session import list_all_tools, report_repairs
+from ._session import list_all_tools, report_repairs, result_problems
 
 if TYPE_CHECKING:
     from mcp.client.session import ClientSession
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEATH_REPORT_GRACE",
+    "MAX_AVAILABLE_CHARS",
     "MAX_DESCRIPTION_CHARS",
     "MISMATCH_CHARS",
     "ToolInfo",
@@ -64,6 +66,8 @@ MAX_DESCRIPTION_CHARS = 1024
 """The longest tool description OpenAI's API takes: a longer one fails every request of the turn with
 HTTP 400 ``Invalid 'tools[0].function.description': string too long. Expected a string with maximum
 length 1024`` (``@modelcontextprotocol/server-sequential-thinking``'s has 2781 characters)."""
+MAX_AVAILABLE_CHARS = 2000
+"""How much of the list of tools an unknown tool's error names (a list of hundreds is cut, and counted)."""
 _DESCRIPTION_NOTE = "\x00description"
 """Appended to a server's name (which holds no NUL) in ``reported``: a cut description already said."""
 _MISMATCH_NOTE = "\x00outputSchema"
@@ -497,10 +501,29 @@ class Toolbox:
         return self._table.resolve(name)
 
     def _unknown(self, name: str) -> ToolCallResult:
-        available = ", ".join(info.name for info in self.tools) or "none"
+        names = [info.name for info in self.tools]
+        available = ", ".join(names) or "none"
+        if len(available) > MAX_AVAILABLE_CHARS:  # hundreds of tools: the start of the list, and a count
+            cut = available[:MAX_AVAILABLE_CHARS].rsplit(", ", 1)[0]
+            available = f"{cut}, … and {len(names) - cut.count(', ') - 1} more"
+        guess = self._guess(name)
+        meant = f" Did you mean {guess}?" if guess else ""
         return ToolCallResult(
-            content=None, is_error=True, error_message=f"Unknown tool '{name}'. Available tools: {available}"
+            content=None,
+            is_error=True,
+            error_message=f"Unknown tool '{name}'.{meant} Available tools: {available}",
         )
+
+    def _guess(self, name: str) -> str:
+        """The tools ``name`` probably means, by wire name: another case, a tool's own name without its
+        server (``echo`` for ``m.echo``), or a close spelling; ``""`` when none is close."""
+        folded = name.casefold()
+        found = [info for info in self.tools if folded in (info.wire_name.casefold(), info.name.casefold())]
+        found = found or [info for info in self.tools if info.tool.casefold() == folded]
+        if not found:
+            close = difflib.get_close_matches(name, [info.wire_name for info in self.tools], n=3, cutoff=0.8)
+            found = [info for info in self.tools if info.wire_name in close]
+        return " or ".join(f"'{info.wire_name}'" for info in found[:3])
 
     async def call_tool(
         self,
@@ -569,20 +592,35 @@ class Toolbox:
                 message = session.describe_death()
             else:
                 message = remote_call_error(exc, session.remote)
-            return ToolCallResult(content=None, is_error=True, error_message=f"Tool call failed: {message}")
+            return self._failed(message)
+        except ValidationError as exc:  # the SDK refused the result: one line, not pydantic's report
+            return self._failed(f"the server's result is not a valid MCP tool result: {result_problems(exc)}")
         except Exception as exc:  # noqa: BLE001
             # Anything else the SDK raises for this call (invalid result, schema mismatch...) is a
             # tool error for the LLM, not a reason to end the turn (seeds 000 §Error Handling);
             # the engine reports it (mcp_tool_error).
-            return ToolCallResult(
-                content=None, is_error=True, error_message=f"Tool call failed: {type(exc).__name__}: {exc}"
-            )
+            return self._failed(f"{type(exc).__name__}: {exc}")
         await self._checked(session, info, raw)
         return convert_call_result(
             raw,
             max_bytes=self._settings.max_result_bytes,
             output_schema=self._output_schemas.get((info.server, info.tool)),
         )
+
+    def _failed(self, message: str) -> ToolCallResult:
+        """A failed call's error result, within ``max_result_bytes`` as any error result is.
+
+        The message holds what the server said (a JSON-RPC error's message, any length, media
+        included): it is shown as a tool's error text would be, base64 media as placeholders and cut
+        to ``max_result_bytes`` with the usual marker.
+        """
+        prefix = "Tool call failed: "
+        result = mcp_types.CallToolResult(
+            content=[mcp_types.TextContent(type="text", text=message)], is_error=True
+        )
+        room = max(0, self._settings.max_result_bytes - len(prefix))
+        said = convert_call_result(result, max_bytes=room).error_message
+        return ToolCallResult(content=None, is_error=True, error_message=f"{prefix}{said}")
 
     async def _checked(self, session: ServerSession, info: ToolInfo, raw: mcp_types.CallToolResult) -> None:
         """Check a result against its tool's ``outputSchema``; say once per tool and episode when it does not.
