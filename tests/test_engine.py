@@ -130,7 +130,7 @@ async def test_non_timeout_error_continues_batch(llm_server: LLMServer) -> None:
 
 @pytest.mark.parametrize(
     ("raw", "why"),
-    [("{not json", "Invalid tool arguments"), ("[1, 2]", "expected a JSON object, got list")],
+    [("{not json", "Invalid tool arguments"), ("[1, 2]", "expected a JSON object, got an array")],
 )
 async def test_invalid_arguments_become_error_result(llm_server: LLMServer, raw: str, why: str) -> None:
     llm_server.script(
@@ -142,6 +142,24 @@ async def test_invalid_arguments_become_error_result(llm_server: LLMServer, raw:
     assert why in json.loads(answered[0]["content"])["error"]
     assert json.loads(answered[1]["content"]) == {"content": 1}
     assert [c.outcome for c in result.tool_calls] == ["invalid_arguments", "ok"]
+
+
+async def test_null_arguments_are_no_arguments_and_a_number_is_named_in_json_s_words(
+    llm_server: LLMServer,
+) -> None:
+    # Before: "null" was "expected a JSON object, got NoneType" (and 7 "got int"): Python's words
+    llm_server.script(
+        tool_call_reply(tool_call("tools__counter", "null", id="n"), tool_call("tools__echo", "7", id="s")),
+        content_reply("fine"),
+    )
+    result = await turn(llm_server, manager())
+    answered = tool_messages(llm_server.bodies[1])
+    assert json.loads(answered[0]["content"]) == {"content": 1}
+    assert json.loads(answered[1]["content"]) == {
+        "error": "Invalid tool arguments for tools.echo: expected a JSON object, got a number",
+        "content": None,
+    }
+    assert [c.outcome for c in result.tool_calls] == ["ok", "invalid_arguments"]
 
 
 async def test_unknown_tool_lists_available_tools(llm_server: LLMServer) -> None:

@@ -306,6 +306,6 @@ async def test_arguments_encoded_twice_are_decoded_once_more(llm_server: LLMServ
     answered = [json.loads(m["content"]) for m in tool_messages(llm_server.bodies[1])]
     assert answered[:2] == [{"content": "twice"}, {"content": 1}]
     assert answered[2] == {
-        "error": "Invalid tool arguments for tools.echo: expected a JSON object, got str",
+        "error": "Invalid tool arguments for tools.echo: expected a JSON object, got a string",
         "content": None,
     }

@@ -39,7 +39,7 @@ import json
 import math
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager, nullcontext
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 import anyio
 import attrs
@@ -302,6 +302,23 @@ _QUOTED_ARGUMENTS = 200
 """How much of arguments that are not JSON the call's error result quotes (the history holds ``{}``)."""
 
 
+WARNED_ERROR_CHARS = 1000
+"""The most of a failed call's error its warning line shows (the event and the model's result hold up
+to ``max_result_bytes`` of it)."""
+
+
+def _warned(error: str) -> str:
+    """A failed call's error as its warning shows it: without a second ``Tool call failed:`` (the line
+    says it once), cut at :data:`WARNED_ERROR_CHARS` with how much more there was."""
+    error = error.removeprefix("Tool call failed: ")
+    if len(error) <= WARNED_ERROR_CHARS:
+        return error
+    return f"{error[:WARNED_ERROR_CHARS]}… ({len(error) - WARNED_ERROR_CHARS} more characters)"
+
+
+_JSON_TYPES: Final = {type(None): "null", list: "an array", str: "a string", bool: "a boolean"}
+
+
 def _parse_arguments(raw: str) -> dict[str, Any]:
     """Requirement 5.3: the JSON arguments are parsed before execution (see :func:`_decode_arguments`).
 
@@ -309,8 +326,10 @@ def _parse_arguments(raw: str) -> dict[str, Any]:
         ValueError: not JSON, or not a JSON object.
     """
     arguments, _ = _decode_arguments(raw)
+    if arguments is None:  # "null": no arguments, as an empty string is
+        return {}
     if not isinstance(arguments, dict):
-        raise ValueError(f"expected a JSON object, got {type(arguments).__name__}")
+        raise ValueError(f"expected a JSON object, got {_JSON_TYPES.get(type(arguments), 'a number')}")
     return arguments
 
 
@@ -713,9 +732,8 @@ class _Loop:
             self.events.emit("mcp_tool_error", **where, error=result.error_message)
             cut = call.outcome == "invalid_arguments" and call.cut
             said = f" ({finish_reason_said('length', self.options.sampling.max_tokens)})" if cut else ""
-            self.events.log(
-                "WARNING", f"{self.prefix}: Tool call failed: {call.canonical} - {result.error_message}{said}"
-            )
+            error = _warned(result.error_message or "")
+            self.events.log("WARNING", f"{self.prefix}: Tool call failed: {call.canonical} - {error}{said}")
         if call.outcome in ("ok", "error", "timeout"):
             self.events.emit(
                 "mcp_tool_result",

@@ -5,7 +5,9 @@ canonical name (seeds 000 §Tool name format, property 34) cannot go on the wire
 deterministic wire name ``server__tool`` with other characters replaced by ``_``; when that is longer
 than 64 characters, or when two tools would share it, the name is cut and given a stable short hash
 of the canonical name. Routing always goes through the table built here, never through splitting a
-name (a server or tool name may itself contain dots or double underscores).
+name (a server or tool name may itself contain dots or double underscores). A name that would start
+with a digit or ``-`` (a server called ``1password``) starts with ``_``: Gemini's API refuses a
+function name that does not start with a letter or an underscore, on every request that offers it.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ __all__ = [
 ]
 
 MAX_WIRE_NAME_LENGTH = 64
-WIRE_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+WIRE_NAME_PATTERN = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$")
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
 _HASH_LENGTH = 8
 
@@ -38,8 +40,10 @@ def canonical_name(server: str, tool: str) -> str:
 
 
 def base_wire_name(server: str, tool: str) -> str:
-    """``server__tool`` with every character outside ``[a-zA-Z0-9_-]`` replaced by ``_`` (uncut)."""
-    return _UNSAFE.sub("_", f"{server}__{tool}")
+    """``server__tool`` with every character outside ``[a-zA-Z0-9_-]`` replaced by ``_`` (uncut), and
+    ``_`` before it when it would start with a digit or ``-`` (``_1password__get_item``)."""
+    name = _UNSAFE.sub("_", f"{server}__{tool}")
+    return name if name[:1].isalpha() or name[:1] == "_" else f"_{name}"
 
 
 def _hashed(base: str, server: str, tool: str, salt: int) -> str:
