@@ -78,7 +78,7 @@ def test_asyncio_engine_example_runs(tmp_path: Path) -> None:
     ) as server:
         done = run_example(example, server, tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "{'summary': 'food, blanket, park'} 2 TurnTimings(" in done.stdout
+    assert '{"summary": "food, blanket, park"} 2 TurnTimings(' in done.stdout
     assert re.search(r"^thinking\.think ok \d+\.\d ms$", done.stdout, re.MULTILINE), done.stdout
     first = server.requests[0].json
     assert [t["function"]["name"] for t in first["tools"]] == ["thinking__think"]
