@@ -463,6 +463,19 @@ async def test_retry_after_seconds_is_honoured(llm_server: LLMServer, autojump_c
     assert _waits(llm_server) == [7.0]
 
 
+async def test_gemini_s_retry_delay_in_the_body_is_honoured(
+    llm_server: LLMServer, autojump_clock: Any
+) -> None:
+    # Gemini's OpenAI-compatible endpoint says how long to wait in its 429's body, not in a header:
+    # before, the backoff's 1 s was waited, and the request came too early
+    info = {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "13s"}
+    error = {"code": 429, "message": "Resource has been exhausted", "status": "RESOURCE_EXHAUSTED"}
+    llm_server.script(json_reply([{"error": {**error, "details": [info]}}], status=429), content_reply("ok"))
+    async with _client(llm_server) as client:
+        assert (await client.complete(CompletionRequest(USER))).content == "ok"
+    assert _waits(llm_server) == [13.0]
+
+
 async def test_retry_after_http_date_is_measured_from_the_server_date(
     llm_server: LLMServer, autojump_clock: Any
 ) -> None:

@@ -55,7 +55,7 @@ from ._parse import (
     make_scrubber,
     parse_completion,
 )
-from ._retry import backoff_delay, default_rng, parse_retry_after
+from ._retry import backoff_delay, body_retry_delay, default_rng, parse_retry_after
 from ._urls import chat_completions_url, is_local_base_url, is_openrouter
 
 if TYPE_CHECKING:
@@ -424,6 +424,8 @@ class LLMClient:
             retry_after = parse_retry_after(
                 response.headers.get("retry-after"), date=response.headers.get("date")
             )
+            if retry_after is None:  # Gemini says it in the body (RetryInfo), not in a header
+                retry_after = body_retry_delay(response.content)
         error = http_error(
             status=response.status_code,
             reason=response.reason_phrase or httpx2.codes.get_reason_phrase(response.status_code),
