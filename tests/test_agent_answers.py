@@ -99,6 +99,17 @@ async def test_a_refusal_is_quoted_in_the_parse_error(llm_server: LLMServer) -> 
     assert f'{warning}; it refused: "{REFUSAL}"' in events.lines
 
 
+async def test_an_answer_of_only_reasoning_says_so_in_its_warning(llm_server: LLMServer) -> None:
+    # Before: "LLM returned no content and no tool_calls, finish_reason=stop", not a word of the
+    # reasoning the endpoint did send (vLLM's and DeepSeek's reasoning_content)
+    thinking = "The house is west. I should go west. But first"
+    only = json_reply(completion({"role": "assistant", "content": None, "reasoning_content": thinking}))
+    llm_server.script(only, only)
+    _, events = await act(llm_server)
+    warning = "[WARNING] Turn 1 Iteration 1: LLM returned no content and no tool_calls, finish_reason=stop"
+    assert f"{warning}; it sent only its reasoning (46 characters): '{thinking}'" in events.lines
+
+
 async def test_a_streamed_refusal_is_quoted_in_the_parse_error(llm_server: LLMServer) -> None:
     def streamed() -> Any:
         return sse_reply(

@@ -526,6 +526,11 @@ class _Loop:
             "mcp_unexpected_state", finish_reason=response.finish_reason, iteration=self.iterations
         )
         refused = f"; it refused: {quoted_excerpt(response.refusal)}" if response.refusal else ""
+        if not refused and response.reasoning:  # a reasoning model that did not get to its answer
+            refused = (
+                f"; it sent only its reasoning ({len(response.reasoning)} characters): "
+                f"{quoted_excerpt(response.reasoning)}"
+            )
         reason = response.finish_reason
         meant = ""
         if reason is not None and reason != "stop":
