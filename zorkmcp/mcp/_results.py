@@ -59,7 +59,9 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import re
+from decimal import Decimal
 from typing import Any
 
 import mcp_types
@@ -251,9 +253,31 @@ MAX_JSON_DEPTH = 512
 Python runs, nor hand on a value deeper than the code after it (events, caps) can walk."""
 
 
+class _Inexact(ValueError):
+    """A number in the text that a Python float would change (:func:`_exact_float`)."""
+
+
+def _exact_float(text: str) -> float:
+    """``json.loads``'s ``parse_float``: the number, unless as a float it would say something else.
+
+    ``1e400`` would become ``Infinity`` (not JSON) and ``12345678901234567890.12`` lose its last
+    digits: sent back to the model as JSON, the tool's result would not be what the server said, so
+    such text stays text.
+    """
+    value = float(text)
+    if not math.isfinite(value) or Decimal(text) != Decimal(repr(value)):
+        raise _Inexact(text)
+    return value
+
+
+def _not_json(name: str) -> Any:
+    """``json.loads``'s ``parse_constant``: ``NaN`` and ``Infinity`` are Python's, not JSON's."""
+    raise _Inexact(name)
+
+
 def _parse_json(text: str) -> Any:
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_float=_exact_float, parse_constant=_not_json)
     except (ValueError, RecursionError):
         return _NOTHING
     return _NOTHING if _deeper_than(value, MAX_JSON_DEPTH) else value
