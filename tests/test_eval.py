@@ -1202,6 +1202,38 @@ def test_the_bars_of_a_stopped_run_say_stopped_not_running(tmp_path: Path) -> No
     assert "running" not in last
 
 
+def test_a_long_arm_name_in_a_narrow_terminal_puts_its_figures_under_it(tmp_path: Path) -> None:
+    # Before, in 40 columns the name took 30 cells and left 5 for the figures: "2", "st…", "me…",
+    # "sc…" down a column of cut words, 6 to 9 lines an arm
+    import re
+    from io import StringIO
+
+    from rich.console import Console
+
+    from zorkmcp._cli_eval import LiveProgress
+    from zorkmcp.eval import ArmSpec, EvalPlan
+
+    plan = EvalPlan(
+        arms=(ArmSpec(name="mcp"), ArmSpec(name="a2-with-a-rather-long-arm-name")), episodes=12, seed=12,
+        max_turns=5, concurrency=2, game_path=zork1_path(), out=tmp_path / "run", settings=Settings(),
+    )  # fmt: skip
+    out = StringIO()
+    terminal = Console(file=out, force_terminal=True, width=40, color_system=None)
+    with LiveProgress(terminal, plan, quiet=False, clock=lambda: 0.0) as progress:
+        for spec in plan.specs()[:4]:
+            progress.started(spec)
+        for tally in progress.arms.values():
+            tally.done, tally.score = 3, 30
+            progress._show(tally)
+    frame = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue()).rsplit("\r", 1)[-1]
+    assert [line.rstrip() for line in frame.splitlines()[-4:]] == [
+        "mcp  3/12",
+        "  2 stopped  mean score 10.0",
+        "a2-with-a-rather-long-arm-name  3/12",
+        "  2 stopped  mean score 10.0",
+    ]
+
+
 def test_the_comparison_line_gives_the_paired_interval_when_the_arms_share_seeds() -> None:
     from zorkmcp._cli_eval import comparison_line
     from zorkmcp.eval import summarize

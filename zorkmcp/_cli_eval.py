@@ -589,6 +589,8 @@ _ELAPSED = 7
 """``0:01:23``, the time elapsed."""
 _BAR_MIN = 5
 """The narrowest bar drawn: below it, the figures go one under the other instead."""
+_INDENT = "  "
+"""Before each line of an arm's figures when they go under its name."""
 
 
 RETRY_LINE_SECONDS = 60.0
@@ -644,6 +646,8 @@ class LiveProgress:
         self.bar: Progress | None = None
         self.figures_width: int | None = None
         """The cells an arm's figures may take on a line: set when the terminal is too narrow for a bar."""
+        self.stacked = False
+        """Each arm's figures go on lines of their own under its name (no room beside it)."""
         self._terminal = ExitStack()
 
     def __enter__(self) -> LiveProgress:
@@ -667,11 +671,18 @@ class LiveProgress:
         Where an arm's figures fit on its line beside a bar of at least :data:`_BAR_MIN` cells (80
         columns, short arm names), one line per arm with the widest bar that fits (at most 40);
         else no bar, and the figures on as many lines as they need, a part never split (the time
-        elapsed beside them once it fits too).
+        elapsed beside them once it fits too). Where not even one part of them fits beside the
+        longest arm's name (a long name in a narrow terminal), each arm's figures go under its
+        name, indented, as wide as the terminal (:attr:`stacked`).
         """
         arm = max(len(name) for name in self.arms)
         done = len(f"{max(t.total for t in self.arms.values())}") * 2 + 1  # 12/12
         room = self.console.width - (arm + 1 + done + 1)  # for the figures, the bar and the time
+        if room < _PART_WIDTH:
+            self.stacked = True
+            self.figures_width = max(self.console.width - len(_INDENT), 1)
+            line = "[bold]{task.fields[arm]}[/]  {task.completed}/{task.total}\n{task.fields[stats]}"
+            return [TextColumn(line, table_column=Column(overflow="fold"))]
         columns: list[ProgressColumn] = [
             TextColumn("[bold]{task.fields[arm]}", table_column=Column(no_wrap=True, min_width=arm)),
         ]
@@ -795,6 +806,8 @@ class LiveProgress:
     def _show(self, tally: ArmTally) -> None:
         if self.bar is not None and tally.task is not None:
             stats = arm_stats(tally, time.monotonic() - self.started_at, width=self.figures_width)
+            if self.stacked:
+                stats = _INDENT + stats.replace("\n", "\n" + _INDENT)
             self.bar.update(tally.task, completed=tally.done, stats=stats)
 
 
