@@ -652,9 +652,9 @@ def test_a_reader_that_goes_away_stops_play_as_ctrl_c_does(tmp_path: Path) -> No
     assert events_of(events, "episode_complete")[0]["stopped"] == "interrupted"
 
 
-def test_sigterm_keeps_its_default_where_sigint_is_ignored(tmp_path: Path) -> None:
-    # A job in the background of a non-interactive shell ignores SIGINT: raising SIGINT on SIGTERM
-    # there would do nothing, and the process could not be stopped. SIGTERM then ends it, as always.
+def test_sigterm_with_sigint_ignored_takes_the_ctrl_c_path(tmp_path: Path) -> None:
+    # A job in the background of a non-interactive shell ignores SIGINT: SIGTERM there takes the
+    # Ctrl-C path all the same (the summary, exit status 143), and its servers end before it.
     write_project(tmp_path, mcp_config=PER_TURN_THINKING)
     process = _play(tmp_path, preexec=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     try:
@@ -664,12 +664,13 @@ def test_sigterm_keeps_its_default_where_sigint_is_ignored(tmp_path: Path) -> No
                 break
         children = descendants(process.pid)
         process.send_signal(signal.SIGTERM)
-        process.communicate(timeout=SAFETY_TIMEOUT)
+        out, _ = process.communicate(timeout=SAFETY_TIMEOUT)
     finally:
         if process.returncode is None:
             process.kill()
             process.wait()
-    assert process.returncode == -signal.SIGTERM
+    assert process.returncode == 143
+    assert b"Episode summary" in out
     assert any("zorkmcp.game.server" in cmd for _, cmd in children.values())
     for pid, (start, _) in children.items():  # its servers end all the same, before it
         try:

@@ -378,12 +378,12 @@ def test_a_terminal_made_narrower_shows_the_next_frame_alone(
     pane.wait("Logs:")
 
 
-def test_a_run_that_sigterm_ends_on_the_spot_gives_the_terminal_back(
+def test_a_run_that_sigterm_stops_in_the_background_gives_the_terminal_back(
     tmp_path: Path, pane: _Pane, model: tuple[str, threading.Semaphore]
 ) -> None:
-    """Started with ``&`` in a script, the run ignores SIGINT, and SIGTERM ends it on the spot (its
-    servers first): the live view had turned the terminal's echo off and hidden the cursor, and the
-    shell was left with neither (``-echo``, what was typed unseen)."""
+    """Started with ``&`` in a script, the run ignores SIGINT, and SIGTERM stops it (the Ctrl-C path;
+    before, on the spot): the live view had turned the terminal's echo off and hidden the cursor, and
+    the shell was left with neither (``-echo``, what was typed unseen)."""
     url, gate = model
     pidfile = tmp_path / "pid"
     script = tmp_path / "background.sh"

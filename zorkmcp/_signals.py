@@ -20,14 +20,30 @@ group, no summary) :func:`reader_gone` points that output at ``/dev/null`` and r
 exit status is 141 (128 + SIGPIPE, what a shell reports for a writer that SIGPIPE ended).
 
 Only where it is safe to take over: in the main thread, with the signal at its default (``nohup``
-ignores SIGHUP: it stays ignored), and SIGINT at Python's own handler (a job started in the
-background of a non-interactive shell ignores SIGINT; raising it there would leave the signal with
-no effect at all).
+ignores SIGHUP: it stays ignored), and SIGINT at Python's own handler or ignored.
 
-Where SIGINT is ignored, SIGTERM and SIGHUP keep ending the command on the spot, but not alone: the
-servers it started end first (:func:`_end_with_servers`). An idle server would end anyway, as its
-pipes close; one busy in a call, or one that ignores the end of its input, would outlive the command
-(``zorkmcp call`` started with ``&`` in a script, then ``kill``: the server ran on under PID 1).
+A job started in the background of a non-interactive shell (``cmd &`` in a script, ``bash -c``, a
+CI step; ``timeout``, Slurm and systemd then stop it with SIGTERM) has SIGINT ignored: the shell asks
+that a Ctrl-C in its terminal stop the script, not the job. trio puts in its own SIGINT handler
+(which delivers ``KeyboardInterrupt`` at a checkpoint) only where Python's is in place as
+``trio.run`` starts, so with SIGINT ignored the Ctrl-C path could not be reached. There, while the
+process runs one thread (``/proc/self/task``), SIGINT is blocked (``pthread_sigmask``) and Python's
+handler is put back: a real SIGINT stays pending, never delivered, in this thread and in every
+thread started after (a thread starts with the mask of the one that starts it), while trio, and
+:func:`held_ctrl_c`, put in their handlers as under a terminal. SIGTERM and SIGHUP then call the
+SIGINT handler in place, as the signal would have called it (in the main thread; from another,
+``_thread.interrupt_main``), without the signal: the same Ctrl-C path, exit status 143 or 129. Once
+the block ends, SIGINT is ignored again (a SIGINT held meanwhile is dropped) and unblocked. Nothing
+of trio's private machinery is used: only its documented rule for when it puts in its handler
+(``tests/test_sigprobe_background.py`` fails if that changes). A process started meanwhile (a
+server) inherits SIGINT blocked instead of ignored, and at its default: a SIGINT sent to it waits
+unseen until it unblocks the signal (Python never does by itself). Each server runs in a session of
+its own, where a terminal's Ctrl-C does not reach anyway.
+
+Where SIGINT is ignored and cannot be held so (another thread already runs, or ``/proc`` cannot
+tell), SIGTERM and SIGHUP keep ending the command on the spot, but not alone: the servers it started
+end first (:func:`_end_with_servers`). An idle server would end anyway, as its pipes close; one busy
+in a call, or one that ignores the end of its input, would outlive the command (it ran on under PID 1).
 And the terminal is put back first (:func:`on_sudden_end`): a live view had turned its echo off and
 hidden its cursor, and the shell was left with neither. SIGKILL (``kill -9``, the OOM killer) cannot
 be handled at all: then the command's guard (:mod:`zorkmcp._pidfds`) ends its servers.
@@ -45,6 +61,7 @@ and a command may count it as a press.
 
 from __future__ import annotations
 
+import _thread
 import os
 import signal
 import sys
@@ -74,6 +91,8 @@ _STOPS: Final = (signal.SIGTERM, signal.SIGHUP)
 _received: list[signal.Signals] = []
 _armed: list[bool] = []
 """Non-empty while :func:`stops_as_ctrl_c` has taken over: SIGINT then stops the command."""
+_blocked: list[bool] = []
+"""Non-empty while :func:`stops_as_ctrl_c` keeps an ignored SIGINT blocked, Python's handler back."""
 _in_finalizers: list[bool] = []
 """A ``True`` per Ctrl-C raised in a finalizer, where Python drops it (:func:`_ctrl_c_in_a_finalizer`)."""
 _insisting: list[CtrlCHold] = []
@@ -102,10 +121,18 @@ def stops_as_ctrl_c() -> Iterator[None]:
     _received.clear()
     _in_finalizers.clear()
     with ExitStack() as handlers:
-        if (
-            threading.current_thread() is threading.main_thread()
-            and signal.getsignal(signal.SIGINT) is signal.default_int_handler
-        ):
+        main = threading.current_thread() is threading.main_thread()
+        if main and signal.getsignal(signal.SIGINT) is signal.SIG_IGN and _the_only_thread():
+            # SIGINT ignored (a job in the background of a script): it stays so for the kernel (blocked,
+            # in this thread and every thread and process started from it), while Python's handler is
+            # back, for trio and the Ctrl-C path that SIGTERM and SIGHUP take (see the module docstring)
+            unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            handlers.callback(signal.pthread_sigmask, signal.SIG_SETMASK, unblocked)
+            handlers.callback(signal.signal, signal.SIGINT, signal.SIG_IGN)  # first: drops a SIGINT held
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            _blocked.append(True)
+            handlers.callback(_blocked.clear)
+        if main and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
             for stop in _STOPS:
                 if signal.getsignal(stop) is signal.SIG_DFL:
                     handlers.callback(signal.signal, stop, signal.signal(stop, _as_ctrl_c))
@@ -114,7 +141,7 @@ def stops_as_ctrl_c() -> Iterator[None]:
             handlers.callback(_armed.clear)
             handlers.callback(setattr, sys, "unraisablehook", sys.unraisablehook)
             sys.unraisablehook = partial(_ctrl_c_in_a_finalizer, sys.unraisablehook)
-        elif threading.current_thread() is threading.main_thread():
+        elif main:
             for stop in _STOPS:
                 if signal.getsignal(stop) is signal.SIG_DFL:
                     handlers.callback(signal.signal, stop, signal.signal(stop, _end_with_servers))
@@ -170,7 +197,9 @@ class CtrlCHold:
 
         SIGTERM, SIGHUP and a reader gone take the same path (:func:`stops_as_ctrl_c`). Nothing
         changes outside the main thread, or where Ctrl-C is not Python's own
-        (``signal.default_int_handler``): ignored, say, in a job in the background of a script.
+        (``signal.default_int_handler``). In a job in the background of a script, where the shell
+        ignores SIGINT, :func:`stops_as_ctrl_c` holds real presses back (blocked) and puts Python's
+        handler back: then the hold counts SIGTERM and SIGHUP, each a press.
 
         Args:
             pressed: presses already seen (``1``: the command caught one and says so itself), so the
@@ -287,11 +316,10 @@ def held_ctrl_c(notice: str) -> Iterator[CtrlCHold]:
 
 
 def _as_ctrl_c(signum: int, frame: Any) -> None:
-    del frame
     stop = signal.Signals(signum)
     if stop == signal.SIGHUP:
         _to_null(_terminal)  # the terminal hung up
-    _stop(stop)
+    _stop(stop, frame)
 
 
 def reader_gone(fd: int) -> bool:
@@ -303,7 +331,7 @@ def reader_gone(fd: int) -> bool:
     _to_null([fd])
     if not _armed:
         return False
-    _stop(signal.SIGPIPE)
+    _stop(signal.SIGPIPE, sys._getframe(1))
     return True
 
 
@@ -374,11 +402,34 @@ def _descendants(root: int) -> list[int]:
     return found
 
 
-def _stop(cause: signal.Signals) -> None:
-    """Take the Ctrl-C path, remembering the first cause (for :func:`interruption` and the exit status)."""
+def _stop(cause: signal.Signals, frame: Any) -> None:
+    """Take the Ctrl-C path, remembering the first cause (for :func:`interruption` and the exit status).
+
+    ``frame``: what runs in the main thread (where a signal handler was called, else the caller's).
+    Where SIGINT is blocked (:func:`stops_as_ctrl_c`), raising it would leave it pending: Python's
+    handler is called instead, as the signal would have called it, here in the main thread, else in
+    the main thread at once (``_thread.interrupt_main``, which simulates a SIGINT there).
+    """
     if not _received:
         _received.append(cause)
-    signal.raise_signal(signal.SIGINT)
+    if not _blocked:
+        signal.raise_signal(signal.SIGINT)
+    elif threading.current_thread() is not threading.main_thread():
+        _thread.interrupt_main(signal.SIGINT)
+    elif callable(handler := signal.getsignal(signal.SIGINT)):
+        handler(signal.SIGINT, frame)
+
+
+def _the_only_thread() -> bool:
+    """Whether this process runs one thread (any, Python's or a library's: ``/proc/self/task``).
+
+    A signal mask is a thread's own: SIGINT blocked in this thread alone would reach another one,
+    and Python would run its handler all the same. Where ``/proc`` cannot tell, ``False``.
+    """
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return False
 
 
 def _to_null(fds: list[int]) -> None:
