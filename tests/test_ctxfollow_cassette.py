@@ -222,7 +222,7 @@ def test_a_cassette_cut_after_an_error_the_engine_went_on_from_replays_the_turns
         (
             {"type": "KeyError", "message": "x"},
             'its error\'s type is "KeyError", not one of LLMError, LLMHTTPError, LLMResponseError, '
-            "LLMProviderError, LLMTransportError",
+            "LLMProviderError, LLMTransportError, ModelCompatibilityError",
         ),
         ({"type": "LLMHTTPError", "message": 5}, "its error's message is 5, not text"),
         (

@@ -25,10 +25,13 @@ does not hold the process through the exporter's retries.
 from __future__ import annotations
 
 import atexit
+import contextlib
+import fcntl
 import json
 import logging
 import os
 import re
+import stat
 import threading
 import time
 from collections import deque
@@ -39,7 +42,7 @@ import attrs
 from ._outputs import append_whole, write_error
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Iterator, Mapping
     from contextlib import AbstractContextManager
     from pathlib import Path
     from types import TracebackType
@@ -88,6 +91,14 @@ class NullSink:
 DEFAULT_EVENT_LIMIT = 5000
 """How many events (and, separately, episode-log lines) an :class:`EventRecorder` holds at most."""
 
+_BOOTTIME = getattr(time, "CLOCK_BOOTTIME", None)
+
+
+def _monotonic() -> float:
+    """Seconds of a clock that never goes back: ``CLOCK_BOOTTIME`` (a suspend counts), else monotonic."""
+    return time.monotonic() if _BOOTTIME is None else time.clock_gettime(_BOOTTIME)
+
+
 _CONTEXT_FIELDS = frozenset({"episode_id", "turn"})
 """Fields an event leaves out when it sets them to ``None`` (also any other field of the context)."""
 
@@ -107,6 +118,12 @@ class EventRecorder:
     When nobody drains, the oldest pending records are dropped past ``limit`` and :attr:`dropped`
     counts them, so a long episode holds flat memory.
 
+    Every event's ``timestamp`` is in seconds since the Unix epoch (a float), and never less than the
+    one of the event recorded before it: it is read from a monotonic clock (Linux's ``CLOCK_BOOTTIME``,
+    which counts a suspend too), set to the wall clock when the recorder was made, while the record
+    is stored. A wall clock set back (NTP, by hand) or two threads that report at once cannot put the
+    events out of order.
+
     ``context`` fields (``episode_id``, ``turn``) are added to every event that does not set them;
     an event that sets one to ``None`` goes without it (a prewarmed server's start belongs to no
     turn). In the episode log, lines start with the episode id (see :meth:`drain`). Thread-safe: a
@@ -122,6 +139,8 @@ class EventRecorder:
     _recent: deque[dict[str, Any]] = attrs.field(init=False)
     _lock: threading.Lock = attrs.field(factory=threading.Lock, repr=False, eq=False, init=False)
     _listeners: list[EventSink] = attrs.field(factory=list, repr=False, eq=False, init=False)
+    _epoch: float = attrs.field(init=False, repr=False, eq=False)
+    """The wall-clock time at which the monotonic clock read 0 (timestamps are this plus its reading)."""
 
     def add_listener(self, listener: EventSink) -> None:
         """Also pass every event and line to ``listener`` as it happens (a live view, a terminal).
@@ -140,6 +159,7 @@ class EventRecorder:
         self._events = deque(maxlen=self.limit)
         self._lines = deque(maxlen=self.limit)
         self._recent = deque(maxlen=self.limit)
+        self._epoch = time.time() - _monotonic()
 
     def set_context(self, **fields: Any) -> None:
         """Set context fields (e.g. ``turn``) for the events that follow."""
@@ -147,8 +167,8 @@ class EventRecorder:
             self.context.update(fields)
 
     def emit(self, event_type: str, /, **fields: Any) -> None:
-        record: dict[str, Any] = {"timestamp": time.time(), "event_type": event_type}
-        with self._lock:
+        with self._lock:  # the clock is read under the lock: the events' order is the timestamps'
+            record: dict[str, Any] = {"timestamp": self._epoch + _monotonic(), "event_type": event_type}
             record.update(self.context)
             record.update(fields)
             for key in _CONTEXT_FIELDS | self.context.keys():
@@ -248,6 +268,13 @@ class LogFiles:
     held stays valid. The lines it could not take are held and go first into the next write of that
     log (one that fits leaves no gap), at most ``limit`` of them (past that the oldest are dropped and
     counted in :attr:`dropped`).
+
+    A log whose last line has no line break (a process killed with ``kill -9`` in the middle of its
+    write, a log a program or an editor left so) never gets the next line glued to it: the event
+    log's torn line, which is not JSON, is cut off (said once, as a warning of the
+    ``zorkmcp.observability`` logger); a whole one, and the episode log's, is ended with a line break
+    first. Appends to a regular file hold an exclusive ``flock`` on it, so that zorkmcp processes
+    sharing a log never cut what another is writing.
     """
 
     json_log: Path | None
@@ -264,7 +291,9 @@ class LogFiles:
 
         Event lines are ASCII JSON: no character inside a string (U+2028, a lone surrogate echoed
         from a model) can split a line or fail to encode. A message that contains line breaks (a
-        tool's error text, say) stays one episode-log entry: its breaks are written as ``\\n``.
+        tool's error text, say) stays one episode-log entry: its breaks are written as ``\\n``, and
+        its other control characters (a server's ANSI colours, a NUL) as ``\\x1b``, ``\\x00``…, so
+        that ``tail -f`` shows no terminal's commands and ``grep`` takes the log for text.
 
         Raises:
             RunWriteError: a log cannot be written (a full disk, a folder gone); the message names the
@@ -275,7 +304,7 @@ class LogFiles:
             failure
             for failure in (
                 self._append("json", self.json_log, [json.dumps(e, default=str) + "\n" for e in events]),
-                self._append("episode", self.episode_log, ["\\n".join(x.splitlines()) + "\n" for x in lines]),
+                self._append("episode", self.episode_log, [_one_line(x) + "\n" for x in lines]),
             )
             if failure is not None
         ]
@@ -292,7 +321,11 @@ class LogFiles:
             return None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            append_whole(path, "".join(held).encode("utf-8", errors="backslashreplace"))
+            data = "".join(held).encode("utf-8", errors="backslashreplace")
+            with _held_for_append(path) as log:
+                if log is not None:
+                    data = _mend_last_line(log, path, json_lines=which == "json") + data
+                append_whole(path, data)
         except OSError as exc:
             excess = len(held) - self.limit
             if excess > 0:
@@ -301,6 +334,74 @@ class LogFiles:
             return write_error(path, exc)
         held.clear()
         return None
+
+
+_CONTROL = re.compile("[\x00-\x08\x0e-\x1b\x1f\x7f-\x9f]")
+"""Control characters other than the tab and those :meth:`str.splitlines` takes as line breaks."""
+
+
+def _one_line(message: str) -> str:
+    """``message`` as one episode-log entry: line breaks as ``\\n``, other control characters escaped."""
+    return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", "\\n".join(message.splitlines()))
+
+
+@contextlib.contextmanager
+def _held_for_append(path: Path) -> Iterator[int | None]:
+    """An exclusive ``flock`` on the regular file at ``path`` for one append, and a descriptor to read
+    its end with; ``None`` when it is no regular file (a terminal, a pipe, ``/dev/null``), is not there
+    yet, cannot be read, or its file system does not lock (the append goes on as before)."""
+    fd: int | None = None
+    with contextlib.suppress(OSError):
+        if stat.S_ISREG(os.stat(path).st_mode):
+            fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+    if fd is None:
+        yield None
+        return
+    try:
+        with contextlib.suppress(OSError):  # no locks on this file system (ENOLCK): mend without one
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield fd
+    finally:
+        os.close(fd)  # lets the lock go
+
+
+_TAIL_CHUNK = 65536
+_TAIL_LIMIT = 64 << 20
+"""A last line longer than this (64 MiB) is not read (no event is that long): it is kept, and ended."""
+
+
+def _mend_last_line(fd: int, path: Path, *, json_lines: bool) -> bytes:
+    """Mend a log whose last line has no line break, before the next append.
+
+    The event log's last line when it is not JSON (a write cut in the middle) is cut off; any other
+    such line (the episode log's, one longer than :data:`_TAIL_LIMIT`) is kept. Returns what the
+    next append starts with: ``b"\\n"`` when the kept last line needs one, else ``b""``.
+    """
+    size = os.fstat(fd).st_size
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return b""
+    start = size
+    while start > 0:  # the start of the last line: after the line break before it, or 0
+        begin = max(start - _TAIL_CHUNK, 0)
+        found = os.pread(fd, start - begin, begin).rfind(b"\n")
+        if found >= 0:
+            start = begin + found + 1
+            break
+        start = begin
+    if json_lines and size - start <= _TAIL_LIMIT:
+        tail = os.pread(fd, size - start, start)
+        try:
+            json.loads(tail)
+        except ValueError:  # (a UnicodeDecodeError too)
+            os.ftruncate(fd, start)
+            _log.warning(
+                "%s: its last line was cut short (%d bytes, not JSON: a process stopped in the "
+                "middle of writing it, such as by kill -9); it was removed before the next events",
+                path,
+                size - start,
+            )
+            return b""
+    return b"\n"
 
 
 class Span(Protocol):

@@ -6,9 +6,10 @@ then one line per chat completion — the request the engine sent (messages, too
 (``{"request": …, "error": {"type", "message", "status", "provider_message", "body_excerpt"}}``: a
 :class:`~zorkmcp.errors.LLMError` after its retries, such as a request that did not fit the model's
 context window, which the engine answers by asking again without the turn's tool calls, or the error
-that ended the episode). Neither API keys nor HTTP headers are ever written: a
-:class:`~zorkmcp.llm.CompletionRequest` carries no key, and its ``extra_headers`` are left out (an
-error's text is the client's, which never holds the key).
+that ended the episode, a :class:`~zorkmcp.errors.ModelCompatibilityError` too: an endpoint that
+refused the request's tools, with the fields of the endpoint's error). Neither API keys nor HTTP
+headers are ever written: a :class:`~zorkmcp.llm.CompletionRequest` carries no key, and its
+``extra_headers`` are left out (an error's text is the client's, which never holds the key).
 
 * :class:`RecordingModel` wraps any :class:`~zorkmcp.llm.ChatModel` and appends each exchange as it
   happens (so an interrupted episode keeps what it recorded);
@@ -67,6 +68,7 @@ from ..errors import (
     LLMProviderError,
     LLMResponseError,
     LLMTransportError,
+    ModelCompatibilityError,
 )
 from ._compat import too_large
 from ._models import FunctionCall, LLMResponse, ToolCall
@@ -153,34 +155,59 @@ def _response_of(data: Mapping[str, Any]) -> LLMResponse:
     )
 
 
-_ERRORS: dict[str, type[LLMError]] = {
+ModelError = LLMError | ModelCompatibilityError
+"""What a model raises that a cassette records (and a replay raises again at the same request)."""
+
+_ERRORS: dict[str, type[ModelError]] = {
     kind.__name__: kind
-    for kind in (LLMError, LLMHTTPError, LLMResponseError, LLMProviderError, LLMTransportError)
+    for kind in (
+        LLMError,
+        LLMHTTPError,
+        LLMResponseError,
+        LLMProviderError,
+        LLMTransportError,
+        ModelCompatibilityError,
+    )
 }
 """The errors a cassette records, by the name its ``error.type`` gives."""
 
 
-def _error_json(error: LLMError) -> dict[str, Any]:
+def _error_json(error: ModelError) -> dict[str, Any]:
     """The recorded form of a model's error: its type (the nearest of :data:`_ERRORS`), its message
-    and its fields."""
+    and its fields (for a :class:`~zorkmcp.errors.ModelCompatibilityError`, those of the endpoint's
+    error it was raised from)."""
     kind = next(k for k in type(error).__mro__ if _ERRORS.get(k.__name__) is k)
+    fields = error if isinstance(error, LLMError) else error.__cause__
+    if not isinstance(fields, LLMError):
+        fields = LLMError("")
     return {
         "type": kind.__name__,
         "message": str(error),
-        "status": error.status,
-        "provider_message": error.provider_message,
-        "body_excerpt": error.body_excerpt,
+        "status": fields.status,
+        "provider_message": fields.provider_message,
+        "body_excerpt": fields.body_excerpt,
     }
 
 
-def _error_of(data: Mapping[str, Any]) -> LLMError:
-    """The recorded error, as the model raised it (its type, message and fields)."""
-    return _ERRORS[str(data["type"])](
-        str(data["message"]),
-        status=data.get("status"),
-        provider_message=data.get("provider_message"),
-        body_excerpt=str(data.get("body_excerpt") or ""),
-    )
+def _error_of(data: Mapping[str, Any]) -> ModelError:
+    """The recorded error, as the model raised it (its type, message and fields).
+
+    A :class:`~zorkmcp.errors.ModelCompatibilityError` carries the message alone, and the endpoint's
+    error (its status, provider message and body excerpt) as its ``__cause__``, as the client raises it.
+    """
+    kind = _ERRORS[str(data["type"])]
+    status = data.get("status")
+    fields: dict[str, Any] = {
+        "status": status,
+        "provider_message": data.get("provider_message"),
+        "body_excerpt": str(data.get("body_excerpt") or ""),
+    }
+    if issubclass(kind, LLMError):
+        return kind(str(data["message"]), **fields)
+    error = kind(str(data["message"]))
+    cause = LLMHTTPError if status is not None else LLMError
+    error.__cause__ = cause(str(fields["provider_message"] or fields["body_excerpt"]), **fields)
+    return error
 
 
 def _normalized(value: Any) -> Any:
@@ -428,8 +455,10 @@ class RecordingModel:
         An :class:`~zorkmcp.errors.LLMError` the inner model raises is recorded too (``"error"`` in
         place of ``"response"``), then raised, so a replay raises it at the same request: the engine
         goes on as it did (a request too large asked again without the turn's tool calls) or the
-        episode ends with the same error. Errors before the model's first answer are held back and
-        written with it: an episode that ends before the model answers writes nothing.
+        episode ends with the same error. So is a :class:`~zorkmcp.errors.ModelCompatibilityError`
+        (an endpoint that refused the request's tools: a replay ends there as the episode did, not as
+        a recording cut short). Errors before the model's first answer are held back and written
+        with it: an episode that ends before the model answers writes nothing.
 
         Raises:
             CassetteError: the first request, and another recording holds the cassette (the inner
@@ -445,7 +474,7 @@ class RecordingModel:
             response = await self._inner.complete(request)
         except CassetteMismatchError:
             raise
-        except LLMError as error:
+        except (LLMError, ModelCompatibilityError) as error:
             failed = json.dumps({"request": recorded, "error": _error_json(error)}, default=str)
             self._held_back.append((failed, opens))
             if self._file.started:
@@ -769,7 +798,7 @@ def _opens_turn(request: Mapping[str, Any]) -> bool:
     return isinstance(last, dict) and last.get("role") == "user" and not _asks_for_the_final_answer(last)
 
 
-def _asked_again(request: Mapping[str, Any], error: LLMError) -> bool:
+def _asked_again(request: Mapping[str, Any], error: ModelError) -> bool:
     """Whether the engine asks again in the same turn after a request that failed with ``error``.
 
     It does only when the request was too large (:func:`~zorkmcp.llm._compat.too_large`: the model's
@@ -779,7 +808,7 @@ def _asked_again(request: Mapping[str, Any], error: LLMError) -> bool:
     messages, or the final call already asked without the turn's tool calls) ends the turn, and the
     episode, as every other error does (see :meth:`zorkmcp.engine._Loop.run`).
     """
-    if too_large(error) is None:
+    if not isinstance(error, LLMError) or too_large(error) is None:
         return False
     messages = request["messages"]
     last = messages[-1]
@@ -1015,6 +1044,7 @@ class ReplayModel:
             CassetteMismatchError: the request is not the one recorded next, or the cassette has no more.
             LLMError: the model raised this error there when the episode was recorded (the same type,
                 message, status, provider message and body excerpt).
+            ModelCompatibilityError: the endpoint refused the request's tools there (the same message).
         """
         await anyio.lowlevel.checkpoint()
         sent = _normalized(request_json(request))
