@@ -52,7 +52,14 @@ import attrs
 from .._pidfds import wait_for_pidfds
 from ..errors import ConfigError, RunStopped, exception_leaves
 from ..mcp._sweep import EPISODE_ENV_VAR, kill_session_processes
-from ._runner import EpisodeResult, endpoint_of, open_http_pools, play_episode, write_episode
+from ._runner import (
+    EpisodeResult,
+    endpoint_of,
+    open_http_pools,
+    play_episode,
+    unreported_record,
+    write_episode,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterable, Iterator
@@ -680,7 +687,7 @@ def _drive(
     """
     watch = watch if watch is not None else _Watch(address=LOCAL, gcs=None)
     queue = list(reversed(specs))
-    in_flight: dict[Any, tuple[EpisodeSpec, str]] = {}
+    in_flight: dict[Any, tuple[EpisodeSpec, str, float]] = {}  # and when it was submitted
     node_died: Any = getattr(ray.exceptions, "NodeDiedError", ())
     taken_back: set[tuple[str, int]] = set()  # episodes whose node died under them once
     try:
@@ -691,7 +698,7 @@ def _drive(
                     on_start(spec)
                 marker = secrets.token_hex(16)
                 unfinished.add(marker)
-                in_flight[task.remote(spec, marker)] = (spec, marker)
+                in_flight[task.remote(spec, marker)] = (spec, marker, time.monotonic())
             if not in_flight:  # every episode was taken back while the GCS does not answer
                 time.sleep(WATCH_SECONDS)
                 watch.answers()
@@ -703,7 +710,7 @@ def _drive(
             if not ready:
                 watch.answers()
                 continue
-            spec, marker = in_flight.pop(ready[0])
+            spec, marker, submitted = in_flight.pop(ready[0])
             try:
                 record, events = ray.get(ready[0])
             except ray.exceptions.RayError as exc:  # the worker died: the episode failed, the run goes on
@@ -717,7 +724,7 @@ def _drive(
                     unfinished.discard(marker)
                     queue.append(spec)
                     continue
-                record, events = _failed(spec, exc), []
+                record, events = _failed(spec, exc, wall=time.monotonic() - submitted), []
             except ConnectionError as exc:
                 raise watch.lost(f"{type(exc).__name__}: {exc}") from exc
             unfinished.discard(marker)
@@ -768,19 +775,11 @@ def _sweep_episodes(markers: Collection[str]) -> int:
     return len(pidfds)
 
 
-def _failed(spec: EpisodeSpec, exc: BaseException) -> dict[str, Any]:
-    """The record of an episode whose Ray task failed before it could report.
+def _failed(spec: EpisodeSpec, exc: BaseException, *, wall: float = 0.0) -> dict[str, Any]:
+    """The record of an episode whose Ray task failed before it could report (its worker died).
 
-    Its model is the one this machine would play, as a resume checks it (an empty name would stop
-    ``--resume``: a model that is not the arm's).
+    The keys of a played episode's record (:func:`~zorkmcp.eval._runner.unreported_record`): what
+    the driver knows, ``wall`` the seconds it was in flight; the tokens and the worker unknown.
     """
     first = (str(exc).strip().splitlines() or [""])[-1][:500]
-    choice = spec.model_choice()
-    return {
-        "arm": spec.arm, "seed": spec.seed, "score": 0, "max_score": None, "moves": 0, "turns": 0,
-        "victory": False, "game_over": False, "deaths": 0, "tool_calls": 0, "tool_errors": 0,
-        "tool_timeouts": 0, "llm_requests": 0, "prompt_tokens": 0, "completion_tokens": 0,
-        "wall_seconds": 0.0, "scores": [], "runner": "ray", "pid": None, "host": None,
-        "model": choice.plays, "scripted": choice.scripted is not None, "mcp": spec.settings.mcp.enabled,
-        "max_turns": spec.max_turns, "stopped": "error", "error": f"{type(exc).__name__}: {first}",
-    }  # fmt: skip
+    return unreported_record(spec, f"{type(exc).__name__}: {first}", runner="ray", wall=wall)

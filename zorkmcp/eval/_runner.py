@@ -20,6 +20,7 @@ import socket
 import time
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager, nullcontext
 from functools import partial
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 import anyio
@@ -518,6 +519,42 @@ def _record(spec: EpisodeSpec, summary: Any, tally: _Tally, *, runner: Runner, w
     }
     if summary.error is not None:
         record["error"] = summary.error
+    return record
+
+
+def unreported_record(spec: EpisodeSpec, error: str, *, runner: Runner, wall: float) -> dict[str, Any]:
+    """The record of an episode that failed where it played and reported nothing (its Ray worker died).
+
+    It has every key of a played episode's record (:func:`_record`), so that the summary, the report
+    and ``--resume`` read it as they read the others: what this machine knows of the episode (its
+    model and endpoint, its arm's servers and setup, the story file's md5, ``wall``: how long it was
+    in flight) is said; what only its player knew is not made up: the tokens it spent are ``null``
+    (unknown, as for an endpoint that reports none), ``pid``, ``host``, ``max_score`` and
+    ``start_seconds`` are ``null``; the turns, requests, tool calls and disabled servers it had
+    before it died are not known here, and not counted (these fields hold counts, never ``null``).
+
+    Its model is the one this machine would play, as a resume checks it (an empty name would stop
+    ``--resume``: a model that is not the arm's).
+    """
+    tally = _Tally(game_md5=_story_md5(spec.game_path))
+    try:
+        reasoning = _reasoning(spec)
+    except (ConfigError, OSError):  # as a played episode's: no servers or setup said
+        pass
+    else:
+        tally.servers, tally.setup = _server_names(reasoning), arm_setup(spec.settings, reasoning)
+    choice = spec.model_choice()
+    tally.base_url = None if choice.scripted is not None else safe_url(choice.base_url)
+    summary = SimpleNamespace(
+        score=0, max_score=None, moves=0, turns=0, victory=False, game_over=False, tool_calls=0,
+        model=choice.plays, scripted=choice.scripted is not None, stopped="error", error=error,
+    )  # fmt: skip
+    unknown = dict.fromkeys(("pid", "host", *TOKEN_COUNTS))  # what only its player knew
+    record: dict[str, Any] = {}
+    for key, value in _record(spec, summary, tally, runner=runner, wall=wall).items():
+        record[key] = unknown.get(key, value)
+        if key == "servers":  # none it is known to have disabled (the count is no null, as turns)
+            record["servers_disabled"] = []
     return record
 
 
