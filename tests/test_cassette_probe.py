@@ -236,3 +236,17 @@ async def test_a_named_pipe_is_recorded_into_only_while_a_process_reads_it(tmp_p
     assert (replay.turns, replay.remaining) == (1, 1)
     answer = await replay.complete(WEST)
     assert json.loads(answer.content or "{}")["action"] == "north"
+
+
+def test_the_offline_models_notice_of_a_recording_belongs_to_its_episode(tmp_path: Path) -> None:
+    # Before: with --record the notice was given before the episode had its id: the event log's
+    # llm_offline_model had no episode_id, and its episode-log line no id before it
+    code, _, _ = play(project(tmp_path), "--turns", "1", "--record", str(tmp_path / "c.jsonl"))
+    assert code == 0
+    lines = [json.loads(line) for line in (tmp_path / "logs" / "events.jsonl").read_text().splitlines()]
+    (notice,) = [e for e in lines if e["event_type"] == "llm_offline_model"]
+    (start,) = [e for e in lines if e["event_type"] == "episode_start"]
+    assert notice["episode_id"] == start["episode_id"]
+    episode_log = (tmp_path / "logs" / "episode.log").read_text(encoding="utf-8")
+    (said,) = [line for line in episode_log.splitlines() if "No API key for" in line]
+    assert f"{start['episode_id']} " in said

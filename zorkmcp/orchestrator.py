@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from ._bridge import Bridge, ChatModelFactory, _refuse_inside_event_loop, check_walkthrough
+from ._bridge import Bridge, ChatModelFactory, _episode_id, _refuse_inside_event_loop, check_walkthrough
 from ._urls import safe_url
 from .config import McpConfig, SamplingSettings, Settings
 from .episode import (
@@ -347,6 +347,7 @@ class Orchestrator:
             },
         )
         self._recording = cassette = CassetteFile(self.record, header)  # held by run()
+        _episode_id(None, self.recorder)  # the notice is the episode's: the Bridge takes the same id
         choice.announce(self.recorder)
         recorder = self.recorder
 
