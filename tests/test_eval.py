@@ -1202,6 +1202,43 @@ def test_the_bars_of_a_stopped_run_say_stopped_not_running(tmp_path: Path) -> No
     assert "running" not in last
 
 
+@pytest.mark.parametrize(
+    ("seeds", "said"),
+    [
+        (
+            [12, 13],
+            "zorkmcp eval: interrupted after every episode was played; the summary covers them all",
+        ),
+        (
+            [12],
+            "zorkmcp eval: interrupted; the summary covers the finished episodes; to play the rest, run "
+            "the same command with --resume --out runs/x",
+        ),
+    ],
+)
+def test_a_run_stopped_as_its_last_episode_ended_does_not_say_to_play_the_rest(
+    seeds: list[int], said: str
+) -> None:
+    # Before: a Ctrl-C right after the last episode said "to play the rest, run … --resume", with
+    # nothing left to play
+    from io import StringIO
+
+    from rich.console import Console
+
+    from zorkmcp._cli_eval import _tell_outcome
+    from zorkmcp.eval import EvalOutcome
+
+    episodes = [{"arm": "a", "seed": seed, "score": 0, "turns": 1, "moves": 1} for seed in seeds]
+    plan = {"arms": ["a"], "first_seed": 12, "last_seed": 13}
+    outcome = EvalOutcome(
+        run_dir=Path("runs/x"), episodes=episodes, played=len(seeds), resumed=0, interrupted=True,
+        summary={"arms": {}, "comparisons": [], "plan": plan},
+    )  # fmt: skip
+    err = StringIO()
+    assert _tell_outcome(Console(file=StringIO()), Console(file=err, width=300), outcome) == 130
+    assert err.getvalue() == said + "\n"
+
+
 def test_a_long_arm_name_in_a_narrow_terminal_puts_its_figures_under_it(tmp_path: Path) -> None:
     # Before, in 40 columns the name took 30 cells and left 5 for the figures: "2", "st…", "me…",
     # "sc…" down a column of cut words, 6 to 9 lines an arm

@@ -1674,6 +1674,18 @@ def _summarize_again(plan: EvalPlan, kept: list[dict[str, Any]], progress: LiveP
     )
 
 
+def _all_played(outcome: EvalOutcome) -> bool:
+    """Whether every episode of the run's plan (``summary.json``'s ``plan``) has its record."""
+    plan = outcome.summary.get("plan")
+    if not isinstance(plan, dict):
+        return False
+    try:
+        total = int(len(plan["arms"]) * (plan["last_seed"] - plan["first_seed"] + 1))
+    except (KeyError, TypeError, ValueError):
+        return False
+    return len(outcome.episodes) >= total
+
+
 def _tell_outcome(console: Console, err: Console, outcome: EvalOutcome) -> int:
     """Print the outcome (the table, the comparisons, the last line); the exit status."""
     print_outcome(console, outcome)
@@ -1688,12 +1700,13 @@ def _tell_outcome(console: Console, err: Console, outcome: EvalOutcome) -> int:
         )
         return EXIT_FAILED
     if outcome.interrupted:
-        err.print(
+        said = (
             "zorkmcp eval: interrupted; the summary covers the finished episodes; to play the rest, run "
-            f"the same command with --resume --out {escape(str(outcome.run_dir))}",
-            highlight=False,
-            soft_wrap=True,  # one line, however long: the terminal wraps it
+            f"the same command with --resume --out {escape(str(outcome.run_dir))}"
         )
+        if _all_played(outcome):  # stopped as the last one ended: no rest to play
+            said = "zorkmcp eval: interrupted after every episode was played; the summary covers them all"
+        err.print(said, highlight=False, soft_wrap=True)  # one line, however long: the terminal wraps it
         return EXIT_INTERRUPTED
     if failed:
         err.print(failed_line(failed, outcome.run_dir), highlight=False, soft_wrap=True)
