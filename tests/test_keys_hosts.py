@@ -266,7 +266,7 @@ def test_play_talks_to_openai_base_url_with_the_openai_key_and_says_where(
     ]
     assert out.splitlines()[0] == (
         f"zorkmcp play: zork1.z3, seed 5, model m at {llm.base_url} (from OPENAI_BASE_URL), MCP off "
-        "(no tools), up to 1 turns"
+        "(no tools), up to 1 turn"
     )
     logs = (tmp_path / "logs" / "events.jsonl").read_text() + (tmp_path / "logs" / "ep.log").read_text()
     assert OA_KEY not in out + err + logs

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["MAX_SEED", "game_seed", "http_url", "non_negative_int", "positive_int"]
+__all__ = ["MAX_SEED", "file_path", "game_seed", "http_url", "non_negative_int", "positive_int", "turn_limit"]
 
 
 MAX_SEED = 2**31 - 1
@@ -20,6 +20,18 @@ def game_seed(text: str) -> int:
     return value
 
 
+def file_path(text: str) -> str:
+    """``text`` as the path of a file, not empty (argparse ``type=``).
+
+    An empty path was the flag left out: ``zorkmcp play --summary-json "$OUT"`` with ``OUT`` unset
+    wrote no summary, ``--replay ""`` played a new episode with the model of the settings, and
+    ``--pyproject ""`` read ``./pyproject.toml``, each saying nothing and exiting 0.
+    """
+    if not text:
+        raise argparse.ArgumentTypeError("must be the path of a file, got an empty one ('')")
+    return text
+
+
 def positive_int(text: str) -> int:
     """``text`` as an integer ≥ 1 (argparse ``type=``)."""
     try:
@@ -28,6 +40,19 @@ def positive_int(text: str) -> int:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
+def turn_limit(text: str) -> int:
+    """``text`` as a turn limit, 1 to :data:`~zorkmcp.orchestrator.MAX_TURNS` (argparse ``type=``), as
+    ``zorkmcp eval --turns`` takes it: ``play --turns 10000000`` was a ``ValueError`` traceback."""
+    from .orchestrator import MAX_TURNS
+
+    value = positive_int(text)
+    if value > MAX_TURNS:
+        raise argparse.ArgumentTypeError(
+            f"must be at most {MAX_TURNS}, as max_turns_per_episode, got {text!r}"
+        )
     return value
 
 

@@ -9,14 +9,17 @@ import json
 import logging
 import os
 import sys
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.markup import escape
+from rich.segment import Segment
 from rich.table import Table
+from rich.text import Text
 
 from . import __version__
-from ._argtypes import game_seed, http_url, positive_int
+from ._argtypes import file_path, game_seed, http_url, turn_limit
 from ._console import OutputConsole, TerminalConsole
 from ._live import Progress as _Progress
 from ._live import progress_line
@@ -32,9 +35,9 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
 
-    from rich.console import Console
+    from rich.console import Console, ConsoleOptions, RenderableType
 
     from .config import Settings
     from .orchestrator import EpisodeSummary, Orchestrator
@@ -63,7 +66,7 @@ its last frame stays above the summary. When stdout is not a terminal, or is a d
 one line per turn instead, e.g.
   turn=3 score=0/350 moves=3 tool_calls=0 location="North of House" action="n"
 --quiet prints neither (only the banner and the summary). Control characters in the model's, the
-tools' or the game's text are shown as escapes (\\x1b), never sent to the terminal.
+tools' or the game's text are shown\xa0as\xa0escapes\xa0(\\x1b), never sent to the terminal.
 
 logs: the JSON-lines event log and the episode log go to [tool.zorkgpt.files] json_log_file and
 episode_log_file (default logs/zorkmcp_events.jsonl and logs/episode.log); they are appended to.
@@ -82,13 +85,52 @@ that is another of them or a file play reads (checked before the episode starts)
 SIGHUP (a terminal that closed); 141 when the reader of the output went away (| head)."""
 
 
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """``--help`` wrapped to the terminal between words.
+
+    The description and the epilog are written as paragraphs (a blank line between two) whose lines
+    are joined and wrapped again to the width; a line that starts with a space (an example) is kept
+    as it is, on a line of its own; words joined by a no-break space stay on one line (``shown as
+    escapes (\\x1b)``). Written out at 100 columns, the text was cut mid-word by an
+    80-column terminal. The options' help is not broken at a hyphen either (``--no-`` / ``mcp``).
+    """
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        paragraphs = []
+        for paragraph in text.split("\n\n"):
+            lines: list[str] = []
+            words: list[str] = []
+            for line in [*paragraph.splitlines(), None]:
+                if line is not None and not line.startswith(" "):
+                    words.append(line)
+                    continue
+                if words:
+                    lines += self._wrapped(" ".join(words), width, indent)
+                    words = []
+                if line is not None:
+                    lines.append(indent + line)
+            paragraphs.append("\n".join(lines))
+        return "\n\n".join(paragraphs)
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return self._wrapped(" ".join(text.split()), width, "")
+
+    @staticmethod
+    def _wrapped(text: str, width: int, indent: str) -> list[str]:
+        """``text`` wrapped to ``width``; a no-break space (``\\xa0``) keeps its words on one line."""
+        lines = textwrap.wrap(
+            text, max(width, 11), initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False
+        )
+        return [line.replace("\xa0", " ") for line in lines]
+
+
 def _play_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "play",
         help="play Zork I with the agent",
         description=PLAY_HELP,
         epilog=PLAY_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=_HelpFormatter,
     )
     p.add_argument(
         "--game",
@@ -99,7 +141,7 @@ def _play_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     )
     p.add_argument(
         "--turns",
-        type=positive_int,
+        type=turn_limit,
         metavar="N",
         help="stop after N turns (default: with --replay, the recorded episode's; else "
         "[tool.zorkgpt.orchestrator] max_turns_per_episode, 500)",
@@ -124,16 +166,20 @@ def _play_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         action="store_true",
         help="no reasoning servers and no tools for the agent (like [tool.zorkgpt.mcp] enabled = false)",
     )
-    p.add_argument("--summary-json", metavar="PATH", help="write the episode summary as JSON to PATH")
+    p.add_argument(
+        "--summary-json", type=file_path, metavar="PATH", help="write the episode summary as JSON to PATH"
+    )
     cassette = p.add_mutually_exclusive_group()
     cassette.add_argument(
         "--record",
+        type=file_path,
         metavar="FILE",
         help="write every request sent to the model and its reply to FILE (a cassette; no key or header); "
         "the run holds FILE until it ends: a second recording of it stops before anything starts",
     )
     cassette.add_argument(
         "--replay",
+        type=file_path,
         metavar="FILE",
         help="play a recorded episode again with no model and no network (seed, turn limit and MCP on or "
         "off from the cassette unless --seed / --turns / --no-mcp is given; max_tool_iterations and the "
@@ -144,6 +190,7 @@ def _play_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     )
     p.add_argument(
         "--pyproject",
+        type=file_path,
         metavar="PATH",
         help="settings file (default: ./pyproject.toml); without a [tool.zorkgpt] table in it, the embedded "
         "defaults apply: MCP on with the embedded think server, per turn",
@@ -171,6 +218,45 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # -- display -----------------------------------------------------------------------------------------
+
+
+def _say(console: Console, markup: str, *, style: str = "", wrapped: bool = False) -> None:
+    """``markup`` printed as a line of words: a terminal breaks it between words, elsewhere it is one line.
+
+    On a terminal the line is wrapped to its width between words, with no space left at the ends of
+    the lines: written as one soft-wrapped line, a 40-column terminal cut it mid-word (``model s`` /
+    ``cripted-walkthrough``). When the output is not a terminal (a pipe, a file) it stays one line
+    however long, for ``grep``, unless ``wrapped`` (a paragraph, such as the offline model's notice):
+    then it is wrapped to the console's width the same way (rich's own wrapping left the space that
+    ended each line: ``playing with `` / ``the offline``). A word longer than the width is folded.
+    """
+    if not console.is_terminal and not wrapped:
+        console.print(markup, style=style, highlight=False, soft_wrap=True)
+        return
+    lines = console.render_str(markup, style=style, highlight=False).wrap(
+        console, console.width, overflow="fold"
+    )
+    for line in lines:
+        line.rstrip()
+    console.print(Text("\n").join(lines), soft_wrap=True)
+
+
+class _Trimmed:
+    """A renderable's lines with no space at their ends: the summary table's title, centred, was
+    padded with spaces to the table's width (in a file, ``Episode summary`` and 26 spaces)."""
+
+    def __init__(self, renderable: RenderableType) -> None:
+        self.renderable = renderable
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Segment]:
+        for line in console.render_lines(self.renderable, options, pad=False):
+            while line and not line[-1].control and not line[-1].text.rstrip():
+                line.pop()
+            if line and not line[-1].control:
+                last = line.pop()
+                line.append(Segment(last.text.rstrip(), last.style))
+            yield from line
+            yield Segment.line()
 
 
 def _summary_table(summary: EpisodeSummary, *, replay: str | None = None) -> Table:
@@ -228,7 +314,7 @@ class _TerminalNotices:
     def log(self, level: str, message: str, /) -> None:
         if level in ("WARNING", "ERROR") and (level, message) not in self._told:
             self._told.add((level, message))
-            self.err.print(f"[yellow]{level.lower()}:[/] {escape(message)}", highlight=False, soft_wrap=True)
+            _say(self.err, f"[yellow]{level.lower()}:[/] {escape(message)}")
 
 
 # -- play --------------------------------------------------------------------------------------------
@@ -396,9 +482,9 @@ def _banner(
 
     where = ""
     if args.replay:
-        console.print(f"[bold]Replaying[/] {escape(args.replay)}: no model is called.", highlight=False)
+        _say(console, f"[bold]Replaying[/] {escape(args.replay)}: no model is called.")
     elif scripted:
-        console.print(_offline_banner(orchestrator.settings, args.base_url), highlight=False)
+        _say(console, _offline_banner(orchestrator.settings, args.base_url), wrapped=True)
     else:  # an endpoint the command line and the settings do not name is said: OPENAI_BASE_URL's
         url, source = pick_base_url(orchestrator.settings.llm, args.base_url)
         where = f" at {shown_endpoint(url, source)}" if source == BASE_URL_ENV else ""
@@ -409,13 +495,12 @@ def _banner(
         if replayed is not None and args.turns is None and replayed.turns < limit
         else ""
     )
-    console.print(
+    _say(
+        console,
         f"[bold]zorkmcp play[/]: {escape(orchestrator.game_path.name)}, seed {orchestrator.seed}, "
-        f"model {escape(model)}{escape(where)}, {mcp}, up to {limit} turns{held}",
-        highlight=False,
-        soft_wrap=True,  # one line, however long: the terminal wraps it
+        f"model {escape(model)}{escape(where)}, {mcp}, up to {limit} turn{'' if limit == 1 else 's'}{held}",
     )
-    console.print(f"settings: {escape(origin)}", highlight=False, soft_wrap=True)
+    _say(console, f"settings: {escape(origin)}")
 
 
 def _finish(
@@ -437,21 +522,19 @@ def _finish(
     """
     from ._outputs import write_atomically
 
-    console.print(_summary_table(summary, replay=args.replay))
+    console.print(_Trimmed(_summary_table(summary, replay=args.replay)))
     files = settings.files
-    console.print(
-        f"Logs: {files.json_log_file} (events), {files.episode_log_file} (episode)",
+    _say(
+        console,
+        f"Logs: {escape(files.json_log_file)} (events), {escape(files.episode_log_file)} (episode)",
         style="dim",
-        highlight=False,
-        soft_wrap=True,
     )
     if unrecorded:
         kept = " (the file that was there is left as it was)" if os.path.isfile(args.record) else ""
-        err.print(
+        _say(
+            err,
             f"[yellow]warning:[/] --record {escape(args.record)}: nothing was recorded, as the episode "
-            f"ended before the model answered a request; the cassette was not written{kept}",
-            highlight=False,
-            soft_wrap=True,
+            f"ended before the model answered a request; the cassette was not written{escape(kept)}",
         )
     if args.summary_json:
         path = Path(args.summary_json)
@@ -459,11 +542,10 @@ def _finish(
             path.parent.mkdir(parents=True, exist_ok=True)
             write_atomically(path, json.dumps(summary.as_json(), indent=2) + "\n")
         except OSError as exc:  # a full disk: the summary above is what is left
-            err.print(
+            _say(
+                err,
                 f"[bold red]zorkmcp play: --summary-json {escape(str(path))}: cannot be written[/] "
                 f"({escape(exc.strerror or str(exc))})",
-                highlight=False,
-                soft_wrap=True,
             )
             return EXIT_FAILED
     if summary.interrupted:
@@ -476,11 +558,8 @@ def _finish(
         said = said.splitlines()[0] if said else said
         if isinstance(stopped_by, RunWriteError):  # what to mend: the file and the reason are in `said`
             said += f"; what it held stays valid; {stopped_by.remedy}"
-        err.print(  # its first line: the whole of it is in the table above, and was told as it came
-            f"[bold red]zorkmcp play: {kind}:[/] {escape(said)}",
-            highlight=False,
-            soft_wrap=True,
-        )
+        # its first line: the whole of it is in the table above, and was told as it came
+        _say(err, f"[bold red]zorkmcp play: {kind}:[/] {escape(said)}")
         return code
     return EXIT_OK
 
@@ -579,7 +658,7 @@ def _main_play(args: argparse.Namespace, console: Console | None, err: Console |
         return _cmd_play(args, console, err)
     except (GameError, CassetteError, MCPError, LLMError, RunWriteError) as exc:  # before the episode started
         kind, code = _failure(exc)
-        err.print(f"[bold red]zorkmcp play: {kind}:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        _say(err, f"[bold red]zorkmcp play: {kind}:[/] {escape(str(exc))}")
         return code
     except KeyboardInterrupt:  # before the episode started (reading settings, finding the game)
         err.print("zorkmcp play: interrupted")
