@@ -3,8 +3,19 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
-__all__ = ["MAX_SEED", "file_path", "game_seed", "http_url", "non_negative_int", "positive_int", "turn_limit"]
+__all__ = [
+    "MAX_SEED",
+    "file_path",
+    "file_path_object",
+    "folder_path",
+    "game_seed",
+    "http_url",
+    "non_negative_int",
+    "positive_int",
+    "turn_limit",
+]
 
 
 MAX_SEED = 2**31 - 1
@@ -30,6 +41,19 @@ def file_path(text: str) -> str:
     if not text:
         raise argparse.ArgumentTypeError("must be the path of a file, got an empty one ('')")
     return text
+
+
+def folder_path(text: str) -> str:
+    """``text`` as the path of a folder, not empty (argparse ``type=``): ``--out ""`` (a variable left
+    unset) was the flag left out, and the run went to a new ``runs/<timestamp>``."""
+    if not text:
+        raise argparse.ArgumentTypeError("must be the path of a folder, got an empty one ('')")
+    return text
+
+
+def file_path_object(text: str) -> Path:
+    """:func:`file_path`, as a :class:`~pathlib.Path` (``Path("")`` is ``.``, the current folder)."""
+    return Path(file_path(text))
 
 
 def positive_int(text: str) -> int:

@@ -45,7 +45,7 @@ from rich.progress import (
 from rich.table import Column, Table
 from rich.text import Text
 
-from ._argtypes import MAX_SEED, game_seed, http_url, positive_int
+from ._argtypes import MAX_SEED, file_path, folder_path, game_seed, http_url, positive_int
 from ._console import OutputConsole, TerminalConsole, keys_not_echoed, same_terminal
 from ._controls import visible_controls
 from ._live import redraws
@@ -125,7 +125,9 @@ def add_eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         epilog=EVAL_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("file", nargs="?", metavar="FILE.toml", help="the eval file ([eval] and [[arms]])")
+    p.add_argument(
+        "file", nargs="?", type=file_path, metavar="FILE.toml", help="the eval file ([eval] and [[arms]])"
+    )
     p.add_argument(
         "--episodes",
         type=positive_int,
@@ -157,7 +159,10 @@ def add_eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--no-mcp", action="store_true", help="no tools for any arm")
     p.add_argument("--compare-mcp", action="store_true", help='two arms: "mcp" (tools) and "no-mcp"')
     p.add_argument(
-        "--out", metavar="DIR", help="the run's folder (default runs/<UTC timestamp>, or with -2… if taken)"
+        "--out",
+        type=folder_path,
+        metavar="DIR",
+        help="the run's folder (default runs/<UTC timestamp>, or with -2… if taken)",
     )
     p.add_argument("--resume", action="store_true", help="skip episodes already finished in --out")
     p.add_argument(
@@ -175,7 +180,9 @@ def add_eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument(
         "--quiet", action="store_true", help="no live progress: the settings, then the summary only"
     )
-    p.add_argument("--pyproject", metavar="PATH", help="settings file (default ./pyproject.toml)")
+    p.add_argument(
+        "--pyproject", type=file_path, metavar="PATH", help="settings file (default ./pyproject.toml)"
+    )
     p.set_defaults(run=cmd_eval)
 
 

@@ -30,14 +30,15 @@ import math
 import re
 import sys
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._argtypes import file_path_object
 from ._stdout import OutputError, output_failed, print_line
 from .errors import ConfigError, MCPServerStartupError
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Sequence
+    from pathlib import Path
 
     from ._cli_lint import LintTool
     from .config import McpConfig, McpSettings, ServerConfig, Settings
@@ -903,7 +904,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--config",
         metavar="PATH",
-        type=Path,
+        type=file_path_object,
         default=None,
         help="mcp_config.json to use (default: [tool.zorkgpt.mcp] config_file; with no "
         "[tool.zorkgpt] in the settings file, zorkmcp play's embedded think server)",
@@ -911,7 +912,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--pyproject",
         metavar="PATH",
-        type=Path,
+        type=file_path_object,
         default=None,
         help="settings file (default: ./pyproject.toml)",
     )
