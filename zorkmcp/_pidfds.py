@@ -40,11 +40,20 @@ it starts; the zygote carries it too (the servers it forks show its environment 
 the pipe ends without a word, our process has died, however: the guard stops (SIGSTOP) every
 process that carries the token, pinned by a pidfd and checked again first, so none forks any more
 and none of their sessions can end while it looks; then every other process of those sessions (a
-child that emptied its environment, ``env -i``), then kills them all (SIGKILL), walks again for what
-forked meanwhile, waits for them to be gone (at most :data:`GUARD_KILL_GRACE`) and exits. A process
-that ends normally says so first (an exit hook, which runs after the one that kills servers whose
-teardown was cut short) and reaps its guard: nothing is walked. A guard that died is started again
-by the next spawn (a ``waitpid`` per spawn finds out).
+child that emptied its environment, ``env -i``), and every process below a stopped one (a child that
+left its session *and* emptied or overwrote its environment: a sandbox started with ``env={}`` and
+``start_new_session=True``, ``setproctitle``; a stopped parent cannot lose it), walks again for
+what forked meanwhile, then kills them all (SIGKILL), waits for them to be gone (at most
+:data:`GUARD_KILL_GRACE`) and exits. A process that ends normally says so first (an exit hook, which
+runs after the one that kills servers whose teardown was cut short) and reaps its guard: nothing is
+walked. A guard that died (someone killed it) is started again at once by a thread of ours asleep
+on its pidfd (:func:`_watch_guard`), and by the next spawn (a ``waitpid`` per spawn finds out).
+
+What no guard can find: a process that left its server's session, has neither the token nor the
+session to be found by, and whose parent is gone (a double fork with ``env -i``, or the child of a
+server that exited at the end of its input before the guard looked: measured, a server that exits
+at once on EOF won that race in about half the runs). The walks find processes by what they carry;
+only a cgroup holds a process whatever it does.
 """
 
 from __future__ import annotations
@@ -179,6 +188,8 @@ _guard_lock = threading.Lock()
 _guard: subprocess.Popen[bytes] | None = None
 _guard_end: int | None = None
 """Our (write) end of the guard's pipe; closing it without a word tells the guard we died."""
+_watcher: threading.Thread | None = None
+"""The thread that starts the guard again as soon as it dies while we run (:func:`_watch_guard`)."""
 _owner_token = os.urandom(16).hex()
 
 
@@ -250,7 +261,51 @@ def ensure_guard() -> int | None:
         finally:
             os.close(read_end)
         _guard_end = write_end
+        _start_watcher()
         return _guard.pid
+
+
+def _start_watcher() -> None:
+    """Start :func:`_watch_guard` unless it runs (called with ``_guard_lock`` held)."""
+    global _watcher
+    if _watcher is not None and _watcher.is_alive():
+        return
+    watcher = threading.Thread(target=_watch_guard, name="zorkmcp-guard-watcher", daemon=True)
+    try:
+        watcher.start()
+    except RuntimeError:  # out of threads: the next spawn starts a guard that died, as before
+        return
+    _watcher = watcher
+
+
+def _watch_guard() -> None:
+    """Start the guard again the moment it dies while we run (someone killed it), not at the next spawn.
+
+    A process whose servers are all started (``zorkmcp call`` in a long call, an episode whose
+    servers are all forked by its zygote) spawns nothing more: killed after its guard, it left every
+    server that was busy or ignored the end of its input, and all they started, running for good.
+    One daemon thread, asleep in ``poll`` on the guard's pidfd; it ends when the guard is dismissed.
+    """
+    while True:
+        with _guard_lock:
+            guard = _guard
+            if guard is None or guard.returncode is not None:
+                return  # dismissed at exit (or about to be started again by a spawn, which watches it)
+            try:
+                pidfd = os.pidfd_open(guard.pid)  # unreaped while we hold the lock: the PID is its own
+            except OSError:
+                return  # out of file descriptors: the next spawn starts it again if it dies
+        try:
+            waiting = select.poll()
+            waiting.register(pidfd, select.POLLIN)
+            waiting.poll()
+        finally:
+            os.close(pidfd)
+        with _guard_lock:
+            if _guard is not guard:
+                continue  # replaced or dismissed meanwhile: watch what is there now
+        if ensure_guard() is None:
+            return  # not started (out of processes): the next spawn tries again
 
 
 def _guard_not_started(exc: OSError) -> None:
@@ -283,8 +338,9 @@ def _dismiss_guard() -> None:
 
 def _forget_guard_in_child() -> None:
     """After ``fork``: the parent's guard is not the child's; it gets its own, with its own token."""
-    global _guard_lock, _guard, _guard_end, _owner_token
+    global _guard_lock, _guard, _guard_end, _owner_token, _watcher
     _guard_lock = threading.Lock()  # another thread of the parent may have held it: none runs here
+    _watcher = None  # the parent's thread: not running here
     if _guard_end is not None:
         with contextlib.suppress(OSError):
             os.close(_guard_end)  # else the parent's guard would wait for us as well
@@ -351,6 +407,46 @@ def _stop_sessions(sessions: set[int], pinned: dict[int, int]) -> None:
         pinned[pid] = pidfd
 
 
+def _parent_of(pid: int) -> int | None:
+    """The PPID of process ``pid`` (``None``: it is gone, or ``/proc`` cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(b")") + 2 :].split()  # the command name may hold spaces and parentheses
+    return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else None
+
+
+def _stop_descendants(pinned: dict[int, int]) -> None:
+    """SIGSTOP every process below a pinned one not pinned yet (a stopped parent keeps its children).
+
+    Finds what neither the token nor a session does: a child that left its server's session *and*
+    emptied its environment (``subprocess.Popen(..., env={}, start_new_session=True)``: a sandbox
+    a code-running server starts) or wrote over it (``setproctitle``). One walk reads each
+    process's parent; the tree below the pinned processes is then followed in memory.
+    """
+    children: dict[int, list[int]] = {}
+    for pid in _processes():
+        if pid not in pinned and (parent := _parent_of(pid)) is not None:
+            children.setdefault(parent, []).append(pid)
+    below = list(pinned)
+    while below:
+        for pid in children.pop(below.pop(), ()):
+            pidfd = _pin(pid)
+            if pidfd is None:
+                continue
+            try:
+                if _parent_of(pid) not in pinned:  # a new process that took the PID
+                    raise ProcessLookupError
+                signal.pidfd_send_signal(pidfd, signal.SIGSTOP)
+            except OSError:
+                os.close(pidfd)
+                continue
+            pinned[pid] = pidfd
+            below.append(pid)
+
+
 def _end_owned(token: str, spared: Iterable[int]) -> int:
     """Stop, then kill, every process of a dead owner (see the module docstring); how many."""
     pinned: dict[int, int] = {}
@@ -359,6 +455,7 @@ def _end_owned(token: str, spared: Iterable[int]) -> int:
         for _ in range(_GUARD_PASSES):
             before = len(pinned)
             _stop_sessions(_stop_marked(token, pinned, spared), pinned)
+            _stop_descendants(pinned)
             if len(pinned) == before:
                 break
         for pidfd in pinned.values():
