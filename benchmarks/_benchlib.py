@@ -81,7 +81,7 @@ _FLAGS = ("ZORKMCP_BENCH_NPX", "ZORKMCP_BENCH_QUICK")
 
 
 def quick() -> bool:
-    """``ZORKMCP_BENCH_QUICK=1``: every count's quick default (about a minute in all; rough figures)."""
+    """``ZORKMCP_BENCH_QUICK=1``: every count's quick default (about 1½ minutes in all; rough figures)."""
     return os.environ.get("ZORKMCP_BENCH_QUICK", "").strip() == "1"
 
 
