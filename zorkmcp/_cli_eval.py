@@ -46,7 +46,15 @@ from rich.table import Column, Table
 from rich.text import Text
 
 from ._argtypes import MAX_SEED, file_path, folder_path, game_seed, http_url, positive_int
-from ._console import OutputConsole, TerminalConsole, keys_not_echoed, same_terminal
+from ._console import (
+    OutputConsole,
+    TerminalConsole,
+    Trimmed,
+    WrappingHelpFormatter,
+    keys_not_echoed,
+    same_terminal,
+    say,
+)
 from ._controls import visible_controls
 from ._live import redraws
 from ._signals import ctrl_c_again_later, ctrl_c_in_finalizers, held_ctrl_c
@@ -123,7 +131,7 @@ def add_eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="evaluate the agent over many seeded episodes (arms side by side)",
         description=EVAL_HELP,
         epilog=EVAL_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=WrappingHelpFormatter,
     )
     p.add_argument(
         "file", nargs="?", type=file_path, metavar="FILE.toml", help="the eval file ([eval] and [[arms]])"
@@ -1112,7 +1120,7 @@ def print_outcome(console: Console, outcome: EvalOutcome) -> None:
     """The summary table, the arms' turns that played the fallback action and MCP servers their
     episodes disabled, the comparisons, and the files the run left (only those it wrote)."""
     if outcome.summary.get("arms"):
-        console.print(summary_table(outcome.summary, width=console.width))
+        console.print(Trimmed(summary_table(outcome.summary, width=console.width)))
         for line in [
             *fallback_lines(outcome.summary),
             *context_lines(outcome.summary),
@@ -1347,7 +1355,10 @@ def _play_plan(
         err.print(f"[yellow]{escape(lowered)}[/]", highlight=False, soft_wrap=True)
     cluster = args.ray not in (None, "local")  # the workers' environment and network decide there
     for line in arm_lines(plan, cluster=cluster):
-        console.print(line, highlight=False, soft_wrap=not line.startswith("[bold yellow]"))  # not the notice
+        if line.startswith("[bold yellow]"):  # the notice: a paragraph, wrapped between words
+            say(console, line, wrapped=True)
+        else:
+            console.print(line, highlight=False, soft_wrap=True)
     resume = args.resume or args.retry_failed
     # a resume that would mix settings stops here, before anything starts
     kept = resumable_episodes(plan, retry_failed=args.retry_failed, cluster=cluster) if resume else []

@@ -11,10 +11,15 @@ output went away (``| head``, or ``-o /dev/stdout | true``), nothing more said.
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ._console import WrappingHelpFormatter
+
+if TYPE_CHECKING:
+    import argparse
 
 __all__ = ["REPORT_HELP", "add_report_parser", "run_report"]
 
@@ -46,7 +51,7 @@ def add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "report",
         help="draw an event log or an eval run as an HTML page",
         description=REPORT_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=WrappingHelpFormatter,
     )
     p.add_argument("path", metavar="PATH", help="an events .jsonl file or an eval run folder")
     p.add_argument(

@@ -22,16 +22,19 @@ counted from the wrong line, left pieces of earlier frames on the screen.
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import sys
 import termios
+import textwrap
 import threading
 from contextlib import ExitStack, contextmanager, suppress
 from typing import TYPE_CHECKING, Any, Final
 
 from rich.console import Console
 from rich.segment import Segment, Segments
+from rich.text import Text
 
 from ._controls import visible_controls
 from ._signals import on_sudden_end, reader_gone
@@ -39,16 +42,19 @@ from ._signals import on_sudden_end, reader_gone
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
 
-    from rich.text import Text
+    from rich.console import ConsoleOptions, RenderableType
 
 __all__ = [
     "OutputConsole",
     "TerminalConsole",
+    "Trimmed",
+    "WrappingHelpFormatter",
     "encodable",
     "in_background",
     "in_front",
     "keys_not_echoed",
     "same_terminal",
+    "say",
     "suspensions",
     "terminal_fd",
 ]
@@ -305,3 +311,81 @@ class _Echo:
         """``SIGCONT`` (``fg``, ``bg``): the terminal taken again when this process is in front."""
         del signum, frame
         self.take()
+
+
+class WrappingHelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """``--help`` wrapped to the terminal between words.
+
+    The description and the epilog are written as paragraphs (a blank line between two) whose lines
+    are joined and wrapped again to the width; a line that starts with a space (an example) is kept
+    as it is, on a line of its own; words joined by a no-break space stay on one line (``shown as
+    escapes (\\x1b)``). Written out at 100 columns, the text was cut mid-word by an
+    80-column terminal. The options' help is not broken at a hyphen either (``--no-`` / ``mcp``).
+    """
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        paragraphs = []
+        for paragraph in text.split("\n\n"):
+            lines: list[str] = []
+            words: list[str] = []
+            for line in [*paragraph.splitlines(), None]:
+                if line is not None and not line.startswith(" "):
+                    words.append(line)
+                    continue
+                if words:
+                    lines += self._wrapped(" ".join(words), width, indent)
+                    words = []
+                if line is not None:
+                    lines.append(indent + line)
+            paragraphs.append("\n".join(lines))
+        return "\n\n".join(paragraphs)
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return self._wrapped(" ".join(text.split()), width, "")
+
+    @staticmethod
+    def _wrapped(text: str, width: int, indent: str) -> list[str]:
+        """``text`` wrapped to ``width``; a no-break space (``\\xa0``) keeps its words on one line."""
+        lines = textwrap.wrap(
+            text, max(width, 11), initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False
+        )
+        return [line.replace("\xa0", " ") for line in lines]
+
+
+def say(console: Console, markup: str, *, style: str = "", wrapped: bool = False) -> None:
+    """``markup`` printed as a line of words: a terminal breaks it between words, elsewhere it is one line.
+
+    On a terminal the line is wrapped to its width between words, with no space left at the ends of
+    the lines: written as one soft-wrapped line, a 40-column terminal cut it mid-word (``model s`` /
+    ``cripted-walkthrough``). When the output is not a terminal (a pipe, a file) it stays one line
+    however long, for ``grep``, unless ``wrapped`` (a paragraph, such as the offline model's notice):
+    then it is wrapped to the console's width the same way (rich's own wrapping left the space that
+    ended each line: ``playing with `` / ``the offline``). A word longer than the width is folded.
+    """
+    if not console.is_terminal and not wrapped:
+        console.print(markup, style=style, highlight=False, soft_wrap=True)
+        return
+    lines = console.render_str(markup, style=style, highlight=False).wrap(
+        console, console.width, overflow="fold"
+    )
+    for line in lines:
+        line.rstrip()
+    console.print(Text("\n").join(lines), soft_wrap=True)
+
+
+class Trimmed:
+    """A renderable's lines with no space at their ends: the summary table's title, centred, was
+    padded with spaces to the table's width (in a file, ``Episode summary`` and 26 spaces)."""
+
+    def __init__(self, renderable: RenderableType) -> None:
+        self.renderable = renderable
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Segment]:
+        for line in console.render_lines(self.renderable, options, pad=False):
+            while line and not line[-1].control and not line[-1].text.rstrip():
+                line.pop()
+            if line and not line[-1].control:
+                last = line.pop()
+                line.append(Segment(last.text.rstrip(), last.style))
+            yield from line
+            yield Segment.line()

@@ -9,18 +9,15 @@ import json
 import logging
 import os
 import sys
-import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.markup import escape
-from rich.segment import Segment
 from rich.table import Table
-from rich.text import Text
 
 from . import __version__
 from ._argtypes import file_path, game_seed, http_url, turn_limit
-from ._console import OutputConsole, TerminalConsole
+from ._console import OutputConsole, TerminalConsole, Trimmed, WrappingHelpFormatter, say
 from ._live import Progress as _Progress
 from ._live import progress_line
 from ._signals import interruption, stopped_status, stops_as_ctrl_c
@@ -35,9 +32,9 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Sequence
 
-    from rich.console import Console, ConsoleOptions, RenderableType
+    from rich.console import Console
 
     from .config import Settings
     from .orchestrator import EpisodeSummary, Orchestrator
@@ -85,52 +82,13 @@ that is another of them or a file play reads (checked before the episode starts)
 SIGHUP (a terminal that closed); 141 when the reader of the output went away (| head)."""
 
 
-class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """``--help`` wrapped to the terminal between words.
-
-    The description and the epilog are written as paragraphs (a blank line between two) whose lines
-    are joined and wrapped again to the width; a line that starts with a space (an example) is kept
-    as it is, on a line of its own; words joined by a no-break space stay on one line (``shown as
-    escapes (\\x1b)``). Written out at 100 columns, the text was cut mid-word by an
-    80-column terminal. The options' help is not broken at a hyphen either (``--no-`` / ``mcp``).
-    """
-
-    def _fill_text(self, text: str, width: int, indent: str) -> str:
-        paragraphs = []
-        for paragraph in text.split("\n\n"):
-            lines: list[str] = []
-            words: list[str] = []
-            for line in [*paragraph.splitlines(), None]:
-                if line is not None and not line.startswith(" "):
-                    words.append(line)
-                    continue
-                if words:
-                    lines += self._wrapped(" ".join(words), width, indent)
-                    words = []
-                if line is not None:
-                    lines.append(indent + line)
-            paragraphs.append("\n".join(lines))
-        return "\n\n".join(paragraphs)
-
-    def _split_lines(self, text: str, width: int) -> list[str]:
-        return self._wrapped(" ".join(text.split()), width, "")
-
-    @staticmethod
-    def _wrapped(text: str, width: int, indent: str) -> list[str]:
-        """``text`` wrapped to ``width``; a no-break space (``\\xa0``) keeps its words on one line."""
-        lines = textwrap.wrap(
-            text, max(width, 11), initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False
-        )
-        return [line.replace("\xa0", " ") for line in lines]
-
-
 def _play_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "play",
         help="play Zork I with the agent",
         description=PLAY_HELP,
         epilog=PLAY_EPILOG,
-        formatter_class=_HelpFormatter,
+        formatter_class=WrappingHelpFormatter,
     )
     p.add_argument(
         "--game",
@@ -143,7 +101,7 @@ def _play_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "--turns",
         type=turn_limit,
         metavar="N",
-        help="stop after N turns (default: with --replay, the recorded episode's; else "
+        help="stop after N turns, at most 1000000 (default: with --replay, the recorded episode's; else "
         "[tool.zorkgpt.orchestrator] max_turns_per_episode, 500)",
     )
     p.add_argument(
@@ -220,45 +178,6 @@ def build_parser() -> argparse.ArgumentParser:
 # -- display -----------------------------------------------------------------------------------------
 
 
-def _say(console: Console, markup: str, *, style: str = "", wrapped: bool = False) -> None:
-    """``markup`` printed as a line of words: a terminal breaks it between words, elsewhere it is one line.
-
-    On a terminal the line is wrapped to its width between words, with no space left at the ends of
-    the lines: written as one soft-wrapped line, a 40-column terminal cut it mid-word (``model s`` /
-    ``cripted-walkthrough``). When the output is not a terminal (a pipe, a file) it stays one line
-    however long, for ``grep``, unless ``wrapped`` (a paragraph, such as the offline model's notice):
-    then it is wrapped to the console's width the same way (rich's own wrapping left the space that
-    ended each line: ``playing with `` / ``the offline``). A word longer than the width is folded.
-    """
-    if not console.is_terminal and not wrapped:
-        console.print(markup, style=style, highlight=False, soft_wrap=True)
-        return
-    lines = console.render_str(markup, style=style, highlight=False).wrap(
-        console, console.width, overflow="fold"
-    )
-    for line in lines:
-        line.rstrip()
-    console.print(Text("\n").join(lines), soft_wrap=True)
-
-
-class _Trimmed:
-    """A renderable's lines with no space at their ends: the summary table's title, centred, was
-    padded with spaces to the table's width (in a file, ``Episode summary`` and 26 spaces)."""
-
-    def __init__(self, renderable: RenderableType) -> None:
-        self.renderable = renderable
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Segment]:
-        for line in console.render_lines(self.renderable, options, pad=False):
-            while line and not line[-1].control and not line[-1].text.rstrip():
-                line.pop()
-            if line and not line[-1].control:
-                last = line.pop()
-                line.append(Segment(last.text.rstrip(), last.style))
-            yield from line
-            yield Segment.line()
-
-
 def _summary_table(summary: EpisodeSummary, *, replay: str | None = None) -> Table:
     table = Table(title="Episode summary", show_header=False)
     # a narrow terminal folds a label or a value onto more lines, never cuts one ("locati…")
@@ -314,7 +233,7 @@ class _TerminalNotices:
     def log(self, level: str, message: str, /) -> None:
         if level in ("WARNING", "ERROR") and (level, message) not in self._told:
             self._told.add((level, message))
-            _say(self.err, f"[yellow]{level.lower()}:[/] {escape(message)}")
+            say(self.err, f"[yellow]{level.lower()}:[/] {escape(message)}")
 
 
 # -- play --------------------------------------------------------------------------------------------
@@ -482,9 +401,9 @@ def _banner(
 
     where = ""
     if args.replay:
-        _say(console, f"[bold]Replaying[/] {escape(args.replay)}: no model is called.")
+        say(console, f"[bold]Replaying[/] {escape(args.replay)}: no model is called.")
     elif scripted:
-        _say(console, _offline_banner(orchestrator.settings, args.base_url), wrapped=True)
+        say(console, _offline_banner(orchestrator.settings, args.base_url), wrapped=True)
     else:  # an endpoint the command line and the settings do not name is said: OPENAI_BASE_URL's
         url, source = pick_base_url(orchestrator.settings.llm, args.base_url)
         where = f" at {shown_endpoint(url, source)}" if source == BASE_URL_ENV else ""
@@ -495,12 +414,12 @@ def _banner(
         if replayed is not None and args.turns is None and replayed.turns < limit
         else ""
     )
-    _say(
+    say(
         console,
         f"[bold]zorkmcp play[/]: {escape(orchestrator.game_path.name)}, seed {orchestrator.seed}, "
         f"model {escape(model)}{escape(where)}, {mcp}, up to {limit} turn{'' if limit == 1 else 's'}{held}",
     )
-    _say(console, f"settings: {escape(origin)}")
+    say(console, f"settings: {escape(origin)}")
 
 
 def _finish(
@@ -522,16 +441,16 @@ def _finish(
     """
     from ._outputs import write_atomically
 
-    console.print(_Trimmed(_summary_table(summary, replay=args.replay)))
+    console.print(Trimmed(_summary_table(summary, replay=args.replay)))
     files = settings.files
-    _say(
+    say(
         console,
         f"Logs: {escape(files.json_log_file)} (events), {escape(files.episode_log_file)} (episode)",
         style="dim",
     )
     if unrecorded:
         kept = " (the file that was there is left as it was)" if os.path.isfile(args.record) else ""
-        _say(
+        say(
             err,
             f"[yellow]warning:[/] --record {escape(args.record)}: nothing was recorded, as the episode "
             f"ended before the model answered a request; the cassette was not written{escape(kept)}",
@@ -542,7 +461,7 @@ def _finish(
             path.parent.mkdir(parents=True, exist_ok=True)
             write_atomically(path, json.dumps(summary.as_json(), indent=2) + "\n")
         except OSError as exc:  # a full disk: the summary above is what is left
-            _say(
+            say(
                 err,
                 f"[bold red]zorkmcp play: --summary-json {escape(str(path))}: cannot be written[/] "
                 f"({escape(exc.strerror or str(exc))})",
@@ -559,7 +478,7 @@ def _finish(
         if isinstance(stopped_by, RunWriteError):  # what to mend: the file and the reason are in `said`
             said += f"; what it held stays valid; {stopped_by.remedy}"
         # its first line: the whole of it is in the table above, and was told as it came
-        _say(err, f"[bold red]zorkmcp play: {kind}:[/] {escape(said)}")
+        say(err, f"[bold red]zorkmcp play: {kind}:[/] {escape(said)}")
         return code
     return EXIT_OK
 
@@ -658,7 +577,7 @@ def _main_play(args: argparse.Namespace, console: Console | None, err: Console |
         return _cmd_play(args, console, err)
     except (GameError, CassetteError, MCPError, LLMError, RunWriteError) as exc:  # before the episode started
         kind, code = _failure(exc)
-        _say(err, f"[bold red]zorkmcp play: {kind}:[/] {escape(str(exc))}")
+        say(err, f"[bold red]zorkmcp play: {kind}:[/] {escape(str(exc))}")
         return code
     except KeyboardInterrupt:  # before the episode started (reading settings, finding the game)
         err.print("zorkmcp play: interrupted")
