@@ -9,7 +9,6 @@ __all__ = [
     "MAX_SEED",
     "file_path",
     "file_path_object",
-    "folder_path",
     "game_seed",
     "http_url",
     "non_negative_int",
@@ -40,14 +39,6 @@ def file_path(text: str) -> str:
     """
     if not text:
         raise argparse.ArgumentTypeError("must be the path of a file, got an empty one ('')")
-    return text
-
-
-def folder_path(text: str) -> str:
-    """``text`` as the path of a folder, not empty (argparse ``type=``): ``--out ""`` (a variable left
-    unset) was the flag left out, and the run went to a new ``runs/<timestamp>``."""
-    if not text:
-        raise argparse.ArgumentTypeError("must be the path of a folder, got an empty one ('')")
     return text
 
 

@@ -45,7 +45,7 @@ from rich.progress import (
 from rich.table import Column, Table
 from rich.text import Text
 
-from ._argtypes import MAX_SEED, file_path, folder_path, game_seed, http_url, positive_int
+from ._argtypes import MAX_SEED, file_path, game_seed, http_url, positive_int
 from ._console import (
     OutputConsole,
     TerminalConsole,
@@ -168,7 +168,6 @@ def add_eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--compare-mcp", action="store_true", help='two arms: "mcp" (tools) and "no-mcp"')
     p.add_argument(
         "--out",
-        type=folder_path,
         metavar="DIR",
         help="the run's folder (default runs/<UTC timestamp>, or with -2… if taken)",
     )
