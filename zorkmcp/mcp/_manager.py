@@ -139,6 +139,12 @@ def _plain_errors() -> Iterator[None]:
         _reraise(leaves[0])
 
 
+def _cancelled(exc: BaseException) -> bool:
+    """True when ``exc`` is a cancellation (alone, or every leaf of a group is one)."""
+    cancelled = anyio.get_cancelled_exc_class()
+    return all(isinstance(leaf, cancelled) for leaf in exception_leaves(exc))
+
+
 def _reraise(exc: BaseException) -> NoReturn:
     """Raise ``exc`` from inside an ``except`` block without chaining it to the handled group."""
     context, cause, suppress = exc.__context__, exc.__cause__, exc.__suppress_context__
@@ -700,6 +706,7 @@ class McpManager:
         plan = _TurnPlan.of(self._active(), episode, fail_fast=self.turn <= 1)
         toolbox: Toolbox | None = None
         closing_at: float | None = None
+        cut_short = False
         with _plain_errors():
             try:
                 async with anyio.create_task_group() as nursery:
@@ -707,7 +714,11 @@ class McpManager:
                     handles: dict[str, ServerHandle] = {}
                     taken: dict[str, Spare] = {}
                     try:
-                        await self._start_turn(plan, episode, nursery, handles, taken)
+                        try:
+                            await self._start_turn(plan, episode, nursery, handles, taken)
+                        except BaseException as exc:
+                            cut_short = _cancelled(exc)  # a turn's deadline, Ctrl-C: no failed start
+                            raise
                         if episode is not None:
                             episode.serve((server.name for server in plan.shared), self.turn)
                         toolbox = self._turn_toolbox(plan, episode, handles, taken)
@@ -716,7 +727,7 @@ class McpManager:
                         yield toolbox
                     finally:
                         closing_at = anyio.current_time()
-                        await _end_turn(episode, handles, taken, started=toolbox is not None)
+                        await _end_turn(episode, handles, taken, failed=toolbox is None and not cut_short)
             finally:
                 if toolbox is not None and closing_at is not None:
                     self._report_teardown(toolbox, closing_at, plan.own)
@@ -854,10 +865,15 @@ async def _end_turn(
     handles: Mapping[str, ServerHandle],
     taken: Mapping[str, Spare],
     *,
-    started: bool,
+    failed: bool,
 ) -> None:
-    """Leave a turn: its sessions are released (spares close in the episode, in the background)."""
-    if not started and episode is not None:
+    """Leave a turn: its sessions are released (spares close in the episode, in the background).
+
+    ``failed``: a server did not start (an error, not a cancellation). A start cut short by the
+    turn's deadline leaves the episode's other spares for the next turn and waits for none of them:
+    the turn ends at its deadline (Ctrl-C ends the episode, which stops them all).
+    """
+    if failed and episode is not None:
         # The turn failed to start (Requirement 6.1 ends the episode): no spare waits for a next
         # turn, and the caller sees no process left.
         released = [*episode.release_spares(), *taken.values()]

@@ -857,8 +857,10 @@ async def _build_inprocess(server: ServerConfig) -> Server[Any]:
 
 @asynccontextmanager
 async def _open_inprocess_transport(
-    server: ServerConfig, lowlevel: Server[Any], finished: anyio.Event, events: EventSink
+    server: ServerConfig, lowlevel: Server[Any], opening: _Opening, events: EventSink
 ) -> AsyncIterator[tuple[ReadStream[SessionMessage | Exception], WriteStream[SessionMessage]]]:
+    finished = opening.finished
+    assert finished is not None
     async with create_client_server_memory_streams() as (client_streams, server_streams):
         client_read, client_write = client_streams
         server_read, server_write = server_streams
@@ -872,7 +874,7 @@ async def _open_inprocess_transport(
                 # EOF the server instead of cancelling it (as mcp/client/_memory.py does); bounded.
                 with anyio.CancelScope(shield=True):
                     await client_write.aclose()
-                    with anyio.move_on_after(INPROCESS_SHUTDOWN_GRACE):
+                    with anyio.move_on_after(0 if opening.cut_short else INPROCESS_SHUTDOWN_GRACE):
                         await finished.wait()
                 nursery.cancel_scope.cancel()
 
@@ -882,6 +884,12 @@ def report_stop_failure(events: EventSink, server: str, exc: BaseException) -> N
     error = f"{type(exc).__name__}: {exc}"
     events.emit("mcp_server_stop_failed", server=server, error=error)
     events.log("ERROR", f"MCP server '{server}' failed while shutting down: {error}")
+
+
+def _cancelled(exc: BaseException) -> bool:
+    """True when ``exc`` is a cancellation (alone, or every leaf of a group is one)."""
+    cancelled = anyio.get_cancelled_exc_class()
+    return all(isinstance(leaf, cancelled) for leaf in exception_leaves(exc))
 
 
 def _only_exceptions(exc: BaseException) -> bool:
@@ -902,12 +910,27 @@ class _Opening:
     wire: Wire | None = None
     deadline: float | None = None
     """When the start-up time is up (``None``: it started); see :attr:`ProcessInfo.startup_deadline`."""
+    cut_short: bool = False
+    """The start-up was cancelled before the server was ready (:meth:`abandon`)."""
 
     def started(self) -> None:
         """The server answered in time: from now on it is stopped as any other (stdin EOF first)."""
         self.deadline = None
         if self.info is not None:
             self.info.startup_deadline = None
+
+    def abandon(self) -> None:
+        """The start-up was cancelled before the server was ready: a turn's deadline passed, Ctrl-C.
+
+        The canceller waits for the server's stop, so the stop is the shortest there is: a stdio
+        server gets no end-of-input grace (it is signalled at once, as one whose start-up timed
+        out), an in-process one none to finish. A server half through its handshake holds nothing
+        that a graceful end would keep, and a turn's deadline is not overrun by a server that
+        ignores the end of its input.
+        """
+        self.cut_short = True
+        if self.info is not None:
+            self.info.startup_deadline = -math.inf
 
 
 async def _enter_stdio(
@@ -965,9 +988,7 @@ async def _enter_transport(
 ) -> _Streams:
     if lowlevel is not None:
         opening.finished = anyio.Event()
-        return await stack.enter_async_context(
-            _open_inprocess_transport(server, lowlevel, opening.finished, events)
-        )
+        return await stack.enter_async_context(_open_inprocess_transport(server, lowlevel, opening, events))
     return await _enter_stdio(stack, server, opening, events, options)
 
 
@@ -1222,12 +1243,17 @@ async def _connect(
     start = anyio.current_time()
     notes = ServerNotifications(server.name, events)
     async with AsyncExitStack() as stack:
-        read, write = await _enter_transport(stack, server, lowlevel, opening, events, options)
-        opening.wire = Wire(sampling=options.sampling)
-        client = await stack.enter_async_context(
-            _client_session(*opening.wire.wrap(read, write), notes, server, options.sampling)
-        )
-        offers_tools, listing = await _discover(client)
+        try:
+            read, write = await _enter_transport(stack, server, lowlevel, opening, events, options)
+            opening.wire = Wire(sampling=options.sampling)
+            client = await stack.enter_async_context(
+                _client_session(*opening.wire.wrap(read, write), notes, server, options.sampling)
+            )
+            offers_tools, listing = await _discover(client)
+        except BaseException as exc:
+            if _cancelled(exc):  # before the stack stops the server: its stop is then the shortest
+                opening.abandon()
+            raise
         report_repairs(server.name, listing, events)
         yield ServerSession(
             config=server,
