@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from zorkmcp.observability import EventSink
 
-__all__ = ["MAX_LOG_DATA_CHARS", "ServerNotifications"]
+__all__ = ["MAX_LOG_DATA_CHARS", "NOTES_BURST", "NOTES_PER_SECOND", "ServerNotifications"]
 
 MAX_LOG_DATA_CHARS: Final = 2000
 """A server's log data longer than this (as JSON), or a progress message, is cut short in events
@@ -55,6 +55,15 @@ def _bounded(data: Any) -> Any:
     return text[:MAX_LOG_DATA_CHARS] + f"… ({len(text) - MAX_LOG_DATA_CHARS} more characters)"
 
 
+NOTES_BURST: Final = 50
+"""Log and progress notifications one server may send at once before :data:`NOTES_PER_SECOND` applies."""
+NOTES_PER_SECOND: Final = 5.0
+"""Log and progress notifications of one server recorded per second past :data:`NOTES_BURST`: a
+server that sends them in a tight loop would otherwise fill the episode's bounded recorder (5000
+events between two writes of the log) and push the turn's own events, ``turn_complete`` among
+them, out of the event log. The others are counted, and said in one line when one is next recorded."""
+
+
 class ServerNotifications:
     """Turns one server's notifications into events (see the module docstring).
 
@@ -67,12 +76,42 @@ class ServerNotifications:
         self.server = server
         self._events = events
         self._tools_changed = False
+        self._allowance = float(NOTES_BURST)
+        self._counted_at: float | None = None
+        self._unrecorded = 0
+
+    def _recorded(self) -> bool:
+        """Whether a log or progress notification is recorded now (a token bucket, on the loop's clock).
+
+        The first one recorded after some were not says how many were not, in an episode-log line.
+        """
+        now = anyio.current_time()
+        if self._counted_at is not None:
+            self._allowance = min(
+                float(NOTES_BURST), self._allowance + (now - self._counted_at) * NOTES_PER_SECOND
+            )
+        self._counted_at = now
+        if self._allowance < 1:
+            self._unrecorded += 1
+            return False
+        self._allowance -= 1
+        if self._unrecorded:
+            self._events.log(
+                "WARNING",
+                f"MCP server '{self.server}' sent {self._unrecorded} log or progress notification(s) that "
+                f"were not recorded (more than {NOTES_PER_SECOND:g} a second after the first {NOTES_BURST})",
+            )
+            self._unrecorded = 0
+        return True
 
     def __repr__(self) -> str:
         return f"ServerNotifications(server={self.server!r}, tools_changed={self._tools_changed})"
 
     async def on_log(self, params: mcp_types.LoggingMessageNotificationParams) -> None:
         """``ClientSession(logging_callback=...)``: a ``notifications/message`` from the server."""
+        if not self._recorded():
+            await anyio.lowlevel.checkpoint()
+            return
         data = _bounded(params.data)
         self._events.emit(
             "mcp_server_log", server=self.server, level=params.level, logger=params.logger, data=data
@@ -112,6 +151,9 @@ class ServerNotifications:
         """A ``call_tool(progress_callback=...)`` for one call of ``tool`` (its name on the server)."""
 
         async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            if not self._recorded():
+                await anyio.lowlevel.checkpoint()
+                return
             self._events.emit(
                 "mcp_tool_progress",
                 server=self.server,
