@@ -19,15 +19,23 @@ A server's ``timeout`` is seconds, under 1000 (:data:`FILE_TIMEOUT_LIMIT`: Gemin
 milliseconds). Gemini CLI's other keys: ``httpUrl`` (a Streamable HTTP ``url``), ``includeTools``
 (``tools``), ``trust`` and ``description`` (accepted, not used); its ``excludeTools`` is refused, as
 zorkmcp has no list of tools to leave out and would offer them.
+
+An application's own settings file is read as it is: beside ``mcpServers`` (or ``servers``), its
+other keys (Claude Desktop's ``preferences``, Gemini CLI's ``theme``) are its application's, and left
+alone; a slip for one of ours (``input``, ``mcpServer``) is still named. Gemini CLI's ``mcp.allowed``
+/ ``mcp.excluded`` (which servers start) and Zed's ``context_servers`` are refused with what to write,
+and so, on Linux and macOS, is a command written for Windows (``cmd /c npx``, ``npx.cmd``, ``C:\\``).
 """
 
 from __future__ import annotations
 
+import difflib
 import io
 import json
 import math
 import os
 import re
+import shutil
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -491,7 +499,12 @@ class McpConfig:
         if not problems and check_commands:
             for server in servers:
                 if not server.disabled and server.type == "stdio":
-                    check_host(server, json_path("$", key, server.name), problems)
+                    server_path = json_path("$", key, server.name)
+                    if (windows := _windows_form(server, server_path)) is not None:
+                        problems.append(windows)
+                    else:
+                        check_host(server, server_path, problems)
+                    problems.extend(_windows_arguments(server, server_path))
         if problems:
             raise ConfigError(summarize(problems, where))
         return cls(servers=tuple(servers), source=source)
@@ -645,7 +658,7 @@ def _entries(data: object, where: str) -> tuple[str, dict[str, _WireServer], lis
     """The servers' key (``mcpServers`` or ``servers``), entries and VS Code's inputs, structured."""
     if (other := _other_format(data)) is not None:
         raise ConfigError(f"{other} ({where})")
-    wire = structure(data, _WireConfig, where=where, style="json")
+    wire = structure(_own_keys(data), _WireConfig, where=where, style="json")
     if wire.mcpServers is not None and wire.servers is not None:
         raise ConfigError(f'use either "mcpServers" or "servers", not both ({where})')
     key = "servers" if wire.servers is not None else "mcpServers"
@@ -661,6 +674,37 @@ def _entries(data: object, where: str) -> tuple[str, dict[str, _WireServer], lis
 
 
 _SERVER_EXAMPLE: Final = '{"mcpServers": {"<name>": {"command": "...", "args": ["..."]}}}'
+
+_TOP_KEYS: Final = ("mcpServers", "servers", "inputs")
+"""The top-level keys of an ``mcp_config.json``."""
+
+
+def _folded(key: str) -> str:
+    """A key as compared with :data:`_TOP_KEYS`: lowercase, without ``_`` and ``-``."""
+    return key.lower().replace("_", "").replace("-", "")
+
+
+def _own_keys(data: object) -> object:
+    """``data`` without the keys of the application whose settings file it is.
+
+    Claude Desktop keeps its ``preferences`` (and ``globalShortcut``) beside ``mcpServers`` in
+    ``claude_desktop_config.json``, Gemini CLI its ``theme``, ``model``, ``tools``... in
+    ``settings.json``, Claude Code its ``projects`` in ``~/.claude.json``: a file that holds
+    ``mcpServers`` (or ``servers``) is read as it is, those keys left to their application. A key
+    that looks like a slip for one of :data:`_TOP_KEYS` (``input``, ``mcpServer``, ``server``) is
+    kept, so that the error names it; a file without servers is kept whole (the error names its keys).
+    """
+    if not isinstance(data, Mapping) or not any(key in data for key in _TOP_KEYS[:2]):
+        return data
+    own = {_folded(key) for key in _TOP_KEYS}
+
+    def kept(key: object) -> bool:
+        if not isinstance(key, str) or key in _TOP_KEYS:
+            return True
+        folded = _folded(key)
+        return any(difflib.SequenceMatcher(None, folded, name).ratio() >= 0.7 for name in own)
+
+    return {key: value for key, value in data.items() if kept(key)}
 
 
 def _other_format(data: object) -> str | None:
@@ -680,8 +724,18 @@ def _other_format(data: object) -> str | None:
                 f"$.{key} is a list of servers (Continue's form, each with a name); an mcp_config.json "
                 f"maps each server's name to its settings: {_SERVER_EXAMPLE}"
             )
+    if (gemini := _gemini_mcp(data.get("mcp"))) is not None:
+        return gemini
     if "mcpServers" in data or "servers" in data:
         return None
+    zed = data.get("context_servers")
+    if isinstance(zed, Mapping):
+        return (
+            "$.context_servers holds the servers as Zed's settings.json does; an mcp_config.json has "
+            'them under "mcpServers" (the same command, args and env; for Zed\'s older "command": '
+            '{"path": ..., "args": [...]}, the path is the command): move them there, without Zed\'s '
+            '"source" and "settings", and "enabled": false as "disabled": true'
+        )
     vscode = data.get("mcp")
     if isinstance(vscode, Mapping) and "servers" in vscode:
         return (
@@ -694,6 +748,36 @@ def _other_format(data: object) -> str | None:
             "$.experimental.modelContextProtocolServers is Continue's list of servers; an mcp_config.json "
             f'maps each server\'s name to its settings (what its "transport" holds): {_SERVER_EXAMPLE}'
         )
+    return None
+
+
+_GEMINI_MCP: Final[Mapping[str, str]] = {
+    "allowed": (
+        "the only servers it starts, which zorkmcp does not read (it would start the others too): "
+        'set "disabled": true on the others in mcpServers'
+    ),
+    "excluded": (
+        'the servers it does not start, which zorkmcp does not read (it would start them): set "disabled": '
+        "true on them in mcpServers"
+    ),
+    "serverCommand": (
+        "the command of one more server, which zorkmcp does not read: give that server an entry in mcpServers"
+    ),
+}
+"""Gemini CLI's ``mcp`` settings that choose which servers start: what they are, and what to write."""
+
+
+def _gemini_mcp(value: object) -> str | None:
+    """The line refusing Gemini CLI's ``mcp`` object when it chooses the servers (``None``: it does not).
+
+    Left out like the file's other Gemini CLI settings, ``"mcp": {"excluded": ["github"]}`` would
+    still start ``github``: a server the user turned off would run, with its credentials.
+    """
+    if not isinstance(value, Mapping):
+        return None
+    for key, meaning in _GEMINI_MCP.items():
+        if value.get(key):
+            return f"$.mcp.{key} is Gemini CLI's: {meaning}, and remove $.mcp.{key}"
     return None
 
 
@@ -1061,6 +1145,74 @@ def _check_stdio(entry: _WireServer, command: str | None, path: str, problems: l
     elif command in _PYTHON_COMMANDS:
         return sys.executable
     return command
+
+
+_WINDOWS_PATH: Final = re.compile(r"[A-Za-z]:[\\/]|\\\\")
+"""How a Windows path starts: a drive (``C:\\``, ``C:/``) or a share (``\\\\host``)."""
+_WINDOWS_SUFFIXES: Final = (".cmd", ".exe", ".bat")
+_CMD_RUN: Final = frozenset({"/c", "/k", "/s", "/d", "/q"})
+"""``cmd``'s switches before the command line it runs (``cmd /c npx ...``)."""
+
+
+def _windows_form(server: ServerConfig, path: str) -> str | None:
+    """The problem line of a stdio command written for Windows, on another system (``None``: none).
+
+    Claude Desktop's and Cursor's Windows instructions start a server with ``cmd /c npx ...``, or name
+    ``npx.cmd`` or ``C:\\Program Files\\nodejs\\npx.cmd``: copied to Linux or macOS, the command is
+    not on ``PATH`` (or, with its spaces, read as a whole command line), and the message would say
+    nothing of why. A program of that name this system has (a ``cmd`` script on ``PATH``) is left alone.
+    """
+    command = server.command
+    if sys.platform == "win32" or command is None:
+        return None
+    system = {"darwin": "macOS", "linux": "Linux"}.get(sys.platform, sys.platform)
+    search_path = server.env.get("PATH", os.environ.get("PATH", os.defpath))
+    windows_path = _WINDOWS_PATH.match(command) is not None
+    if not windows_path and ("/" in command or shutil.which(command, path=search_path)):
+        return None  # this system's own path, or a program it has
+    name = re.split(r"[\\/]", command)[-1]
+    program = name[:-4] if name.lower().endswith(_WINDOWS_SUFFIXES) else name
+    if program.lower() == "cmd":
+        rest = list(server.args)
+        while rest and rest[0].lower() in _CMD_RUN:
+            rest.pop(0)
+        words = [*rest[0].split(), *rest[1:]] if rest else []
+        if not words:
+            return (
+                f"{path}.command {command!r} is Windows' command interpreter, which {system} does not have: "
+                "give the program that starts the server as command, and its arguments as args"
+            )
+        return (
+            f"{path}.command {command!r} is Windows' command interpreter (cmd /c runs the server there), "
+            f"which {system} does not have: start the program itself, "
+            f'"command": {json.dumps(words[0])}, "args": {json.dumps(words[1:], ensure_ascii=False)}'
+        )
+    if windows_path:
+        return (
+            f"{path}.command {command!r} is a Windows path, which {system} does not have: give the "
+            f"program's name ({json.dumps(program)} if it is on PATH here) or its path on this system"
+        )
+    if name != program:
+        return (
+            f"{path}.command {command!r} is the program's Windows name: on {system} write "
+            f'"command": {json.dumps(program)}'
+        )
+    return None
+
+
+def _windows_arguments(server: ServerConfig, path: str) -> list[str]:
+    """The problem line of the first argument that is a Windows drive's path (``C:\\Users\\me``), on
+    another system: the server would start, and fail at its first use of the folder."""
+    if sys.platform == "win32":
+        return []
+    system = {"darwin": "macOS", "linux": "Linux"}.get(sys.platform, sys.platform)
+    for index, arg in enumerate(server.args):
+        if re.match(r"[A-Za-z]:\\", arg):
+            return [
+                f"{json_path(path, 'args', index)} {arg!r} is a Windows path, which {system} does not have: "
+                "give its path on this system"
+            ]
+    return []
 
 
 def _check_inprocess(entry: _WireServer, cwd: str | None, path: str, problems: list[str]) -> None:
