@@ -195,9 +195,13 @@ def test_wrong_types_and_out_of_range_numbers_name_the_key_and_file(
 @given(st.text(alphabet=st.characters(min_codepoint=ord("a"), max_codepoint=ord("z")), min_size=1)
        .filter(lambda k: k not in MCP_VALUES))  # fmt: skip
 def test_unknown_mcp_keys_are_errors(key: str) -> None:
-    with pytest.raises(
-        ConfigError, match=rf"unknown key '{key}' \(allowed: enabled, .*\[tool\.zorkgpt\.mcp\]\)$"
-    ):
+    # the keys allowed, or the one meant when it is plain (a slip: "config" for config_file), or the
+    # table a key of another one belongs in ("temperature")
+    said = (
+        rf"(unknown key '{key}' \(allowed: enabled, .*|unknown key '{key}': did you mean '[a-z_]+'\?"
+        rf"|{key} belongs in \[tool\.zorkgpt\.[a-z_]+\], not here: move it there)"
+    )
+    with pytest.raises(ConfigError, match=rf"{said} \(.*\[tool\.zorkgpt\.mcp\]\)$"):
         load_toml(f"[tool.zorkgpt.mcp]\n{key} = 1\n")
 
 

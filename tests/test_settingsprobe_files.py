@@ -153,19 +153,19 @@ def test_play_refuses_tool_zorkmcp_before_it_starts(tmp_path: Path) -> None:
         ),
         (
             '[tool.zorkgpt.files]\njson_log_file = "$HOME/logs/x.jsonl"\n',
-            "json_log_file holds $HOME, but pyproject.toml's paths are taken as written (no environment "
+            "json_log_file holds $HOME, but paths are taken as written (no environment "
             "variable is expanded, as in ZorkGPT): write the path itself (~/ is the home folder) "
             "(pyproject.toml [tool.zorkgpt.files])",
         ),
         (
             '[tool.zorkgpt.mcp]\nenabled = true\nconfig_file = "${CONFIG_DIR}/mcp.json"\n',
-            "config_file holds ${CONFIG_DIR}, but pyproject.toml's paths are taken as written (no "
+            "config_file holds ${CONFIG_DIR}, but paths are taken as written (no "
             "environment variable is expanded, as in ZorkGPT): write the path itself (~/ is the home folder) "
             "(pyproject.toml [tool.zorkgpt.mcp])",
         ),
         (
             '[tool.zorkgpt.files]\ngame_file_path = "%USERPROFILE%/zork1.z3"\n',
-            "game_file_path holds %USERPROFILE%, but pyproject.toml's paths are taken as written (no "
+            "game_file_path holds %USERPROFILE%, but paths are taken as written (no "
             "environment variable is expanded, as in ZorkGPT): write the path itself (~/ is the home folder) "
             "(pyproject.toml [tool.zorkgpt.files])",
         ),

@@ -64,6 +64,24 @@ _delay = in_range(0, MAX_SECONDS, low_open=False, what="one week")
 _unit = in_range(0, 1, low_open=False)
 
 
+_VARIABLE_REFERENCE: Final = re.compile(r"\$\{[^}]*\}?|\$[A-Za-z_][A-Za-z0-9_]*|%[A-Za-z_][A-Za-z0-9_]*%")
+
+
+def _as_written(inst: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
+    """attrs validator: a path with no environment variable in it (``$HOME``, ``${HOME}``, ``%USERPROFILE%``).
+
+    Paths are taken as written, as ZorkGPT takes them: ``json_log_file = "$HOME/logs/x.jsonl"`` would
+    make a folder called ``$HOME`` in the current one, and ``config_file = "${CONFIG}/m.json"`` would be
+    looked for in a folder of that name. A ``$`` not followed by a name is part of the name.
+    """
+    if isinstance(value, str) and (found := _VARIABLE_REFERENCE.search(value)) is not None:
+        raise Problem(
+            f"holds {found[0]}, but paths are taken as written (no environment variable is expanded, as "
+            "in ZorkGPT): write the path itself (~/ is the home folder)",
+            key=attribute.name,
+        )
+
+
 def _file(example: str) -> Any:
     """attrs validator: a path that names a file (``config_file``, the logs), as a string.
 
@@ -82,6 +100,7 @@ def _file(example: str) -> Any:
                 f'(e.g. "{example}")',
                 key=attribute.name,
             )
+        _as_written(inst, attribute, value)
 
     return check
 
@@ -231,7 +250,10 @@ class FilesSettings:
 
     game_file_path: str | None = field(
         default=None,
-        validator=_not_blank("give the story file", "to play the Zork I that ships with the package"),
+        validator=[
+            _not_blank("give the story file", "to play the Zork I that ships with the package"),
+            _as_written,
+        ],
     )
     json_log_file: str = field(
         default="logs/zorkmcp_events.jsonl", converter=_home, validator=_file("logs/zorkmcp_events.jsonl")
@@ -367,8 +389,6 @@ class Settings:
                 sections[name] = structure(table, model, where=where, style="toml", also=slipped.values())
             except RecursionError as exc:
                 raise ConfigError(f"[tool.zorkgpt.{name}] is nested too deeply ({path})") from exc
-            if problems := _unexpanded(name, zorkgpt.get(name, {})):
-                raise ConfigError(summarize(problems, where))
         return cls(**sections, source=path.absolute())
 
     def mcp_config_path(self) -> Path:
@@ -458,33 +478,6 @@ def _slipped_keys(section: str, table: dict[str, Any]) -> dict[str, str]:
         elif (home := _home_of(key, but=section)) is not None:
             found[key] = f"{key} belongs in [tool.zorkgpt.{home}], not here: move it there"
     return found
-
-
-_PATH_KEYS: Final[dict[str, tuple[str, ...]]] = {
-    "mcp": ("config_file",),
-    "files": ("game_file_path", "json_log_file", "episode_log_file"),
-}
-"""The settings that are paths."""
-
-_VARIABLE_REFERENCE: Final = re.compile(r"\$\{[^}]*\}?|\$[A-Za-z_][A-Za-z0-9_]*|%[A-Za-z_][A-Za-z0-9_]*%")
-
-
-def _unexpanded(section: str, table: dict[str, Any]) -> list[str]:
-    """The paths of ``section`` that hold an environment variable (``$HOME``, ``${HOME}``, ``%USERPROFILE%``).
-
-    pyproject.toml is read as written, as ZorkGPT reads it: ``json_log_file = "$HOME/logs/x.jsonl"``
-    would make a folder called ``$HOME`` in the current one, and ``config_file = "${CONFIG}/m.json"``
-    would be looked for in a folder of that name.
-    """
-    problems: list[str] = []
-    for key in _PATH_KEYS.get(section, ()):
-        value = table.get(key)
-        if isinstance(value, str) and (found := _VARIABLE_REFERENCE.search(value)) is not None:
-            problems.append(
-                f"{key} holds {found[0]}, but pyproject.toml's paths are taken as written (no environment "
-                f"variable is expanded, as in ZorkGPT): write the path itself (~/ is the home folder)"
-            )
-    return problems
 
 
 _TABLE_NAMES: Final = ("zorkgpt", "zorkmcp")
