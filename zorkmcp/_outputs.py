@@ -15,6 +15,7 @@ import errno
 import os
 import re
 import stat
+import sys
 import time
 from contextlib import suppress
 from pathlib import Path
@@ -61,6 +62,7 @@ def check_output(
         ConfigError: a part of the path is a file, a file's path is a folder, a name in it is longer
             than the file system takes, or the folder it would be made in is not writable.
     """
+    _check_encodable(path, named, remedy)
     _check_names(path, named, remedy, folder=folder)
     if path.is_dir() and not folder:
         raise ConfigError(f"{named}: {path.absolute()} is a folder, not a file; {remedy}")
@@ -125,6 +127,32 @@ def check_apart(outputs: Iterable[tuple[str, str, Path, str]], inputs: Iterable[
 
 _TMP_EXTRA = len(".{name}.4194304.tmp") - len("{name}")
 """How much longer the temporary file's name is than its target's (:func:`write_atomically`)."""
+
+
+def _check_encodable(path: Path, named: str, remedy: str) -> None:
+    """``path`` can be a name on this system: Python names a file in the locale's encoding.
+
+    In the C or POSIX locale (``LC_ALL=C`` with ``PYTHONCOERCECLOCALE=0``, or where no UTF-8 locale
+    is installed) that is ASCII, in a Latin-1 locale Latin-1: a path a settings file gives
+    (``json_log_file = "logs/événements.jsonl"``, an eval file's ``out``) may hold a character it
+    lacks, and every look at that path was a ``UnicodeEncodeError`` traceback. (A path given on the
+    command line always can: Python keeps its bytes. A lone surrogate, from JSON, never can.)
+    """
+    try:
+        os.fsencode(path)
+    except UnicodeEncodeError as exc:
+        char = exc.object[exc.start]
+        if SURROGATE.fullmatch(char):
+            why = f"it holds a lone surrogate (U+{ord(char):04X}), which no file name can"
+            fix = remedy
+        else:
+            encoding = sys.getfilesystemencoding()
+            why = (
+                f"{char} (U+{ord(char):04X}) cannot be in a file name here: this system names files "
+                f"in {encoding}, from the locale (LC_ALL, LC_CTYPE, LANG)"
+            )
+            fix = f"run it with a UTF-8 locale (LC_ALL=C.UTF-8) or PYTHONUTF8=1, or {remedy}"
+        raise ConfigError(f"{named}: {why}; {fix}") from None
 
 
 def _check_names(path: Path, named: str, remedy: str, *, folder: bool) -> None:
@@ -388,7 +416,21 @@ def write_remedy(exc: OSError) -> str:
         return "make the folder writable"
     if exc.errno == errno.ENAMETOOLONG:
         return "give it a shorter name"
+    if exc.errno == errno.ENOENT and not os.path.isabs(exc.filename or "") and _cwd_removed():
+        # a relative path (logs/, runs/…), where the shell's folder was removed while the command ran
+        return "cd to a folder that exists (the current folder was removed while the command ran)"
     return "mend the folder"  # a file or a folder in the way, a folder gone
+
+
+def _cwd_removed() -> bool:
+    """Whether the current folder was removed (``rm -rf`` of the folder a command runs in)."""
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return True
+    except OSError:  # cannot be told (EACCES on a folder above): not that
+        return False
+    return False
 
 
 def write_error(path: Path, exc: OSError) -> RunWriteError:

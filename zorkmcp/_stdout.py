@@ -9,11 +9,12 @@ nothing said, else 1 with one line on stderr. Standard library only.
 
 from __future__ import annotations
 
+import codecs
 import errno
 import os
 import sys
 
-__all__ = ["CLOSED", "EXIT_READER_GONE", "OutputError", "output_failed", "print_line"]
+__all__ = ["CLOSED", "EXIT_READER_GONE", "OutputError", "encoded", "output_failed", "print_line"]
 
 EXIT_FAILED = 1
 EXIT_READER_GONE = 141
@@ -50,12 +51,45 @@ def print_line(text: str) -> None:
             stream.write(text + "\n")
         else:
             stream.flush()
-            data = memoryview((text + "\n").encode(stream.encoding, stream.errors or "strict"))
+            data = memoryview(encoded(text + "\n", stream.encoding, stream.errors or "strict"))
             while data:
                 data = data[buffer.write(data) :]
         stream.flush()
     except OSError as exc:
         raise OutputError(exc) from exc
+
+
+_BYTES_OR_ESCAPE = "zorkmcp.bytes_or_escape"
+"""The error handler :func:`encoded` gives a ``surrogateescape`` stream's text that it cannot encode."""
+
+
+def _bytes_or_escape(error: UnicodeError) -> tuple[str | bytes, int]:
+    """A byte of a name that was not valid (``"\\udcff"``) as that byte; any other character as its escape."""
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    char = error.object[error.start]
+    if "\udc80" <= char <= "\udcff":  # surrogateescape's: the byte the name held
+        return bytes([ord(char) - 0xDC00]), error.start + 1
+    return char.encode("ascii", "backslashreplace").decode("ascii"), error.start + 1
+
+
+codecs.register_error(_BYTES_OR_ESCAPE, _bytes_or_escape)
+
+
+def encoded(text: str, encoding: str, errors: str) -> bytes:
+    """``text`` as a stream of ``encoding`` and ``errors`` writes it, a character it lacks as its escape.
+
+    A stream's handler may fail on text it cannot encode: ``surrogateescape``, what Python gives
+    stdout in the C or POSIX locale (``LC_ALL=C`` with ``PYTHONCOERCECLOCALE=0``, or where no UTF-8
+    locale is installed), restores only the bytes of a name that was not valid (``"\\udcff"``); an
+    ellipsis or a tool's description in Japanese was a ``UnicodeEncodeError`` traceback. Such a
+    character is written as its escape (``\\u2026``), as ``errors="backslashreplace"`` writes it,
+    and a name's byte still as that byte.
+    """
+    try:
+        return text.encode(encoding, errors)
+    except UnicodeEncodeError:
+        return text.encode(encoding, _BYTES_OR_ESCAPE if errors == "surrogateescape" else "backslashreplace")
 
 
 def output_failed(error: OSError, prefix: str = "") -> int:
