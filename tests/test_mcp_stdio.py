@@ -460,3 +460,21 @@ def test_a_non_json_line_is_cut_at_200_characters_not_bytes() -> None:
     assert isinstance(item, NotJsonRpc)
     assert (item.line, item.count) == ("é" * 150 + "X" * 50, 1)
     assert info.stderr_tail == ("[stdout, not JSON-RPC] " + "é" * 150 + "X" * 50,)
+
+
+async def test_a_package_runner_that_does_not_answer_in_time_says_it_may_be_fetching(tmp_path: Path) -> None:
+    # Before: only "no answer to initialize and tools/list within 0.5s": npx's first run, fetching the
+    # package, outlasts a short start-up timeout, and nothing said so
+    npx = tmp_path / "npx"  # stands in for npx fetching its package: it says nothing
+    npx.write_text(f"#!{sys.executable}\nimport time\ntime.sleep(60)\n")
+    npx.chmod(0o755)
+    settings = McpSettings(server_startup_timeout_seconds=0.5)
+    server = ServerConfig(name="fs", command=str(npx), args=("-y", "@modelcontextprotocol/server-filesystem"))
+    with trio.fail_after(GUARD), pytest.raises(MCPServerStartupError) as caught:
+        async with open_toolbox([server], settings):
+            pytest.fail("should not start")  # pragma: no cover
+    assert str(caught.value).splitlines()[0] == (
+        "Failed to start MCP server 'fs': no answer to initialize and tools/list within 0.5s (npx may still "
+        "be fetching the package on its first run: run the command once by hand, or raise "
+        "server_startup_timeout_seconds in [tool.zorkgpt.mcp], now 0.5)"
+    )

@@ -607,6 +607,26 @@ class ServerHandle:
         await self._done.wait()
 
 
+_DOWNLOADERS: Final = frozenset({"npx", "uvx", "pipx", "bunx", "pnpx"})
+"""Commands that fetch the server's package on their first run (``npx -y pkg``), before it can answer."""
+
+
+def _downloading(server: ServerConfig, timeout: float) -> str:
+    """What to do when a server started by a package runner did not answer in time (``""``: none is).
+
+    ``npx -y @modelcontextprotocol/server-filesystem`` took 5.7 s on its first run here (the package
+    downloaded), against a 10 s start-up timeout: a slower network or a shorter timeout fails the
+    start with nothing said of why.
+    """
+    if server.type != "stdio" or os.path.basename(server.command or "") not in _DOWNLOADERS:
+        return ""
+    runner = os.path.basename(server.command or "")
+    return (
+        f" ({runner} may still be fetching the package on its first run: run the command once by hand, "
+        f"or raise server_startup_timeout_seconds in [tool.zorkgpt.mcp], now {timeout:g})"
+    )
+
+
 def _hint(command: str) -> str:
     program = os.path.basename(command)
     if program in ("npx", "node", "npm"):
@@ -1324,9 +1344,8 @@ async def open_server_session(
                 _started(server, session, events)
                 yield session
         if session is None:  # only the startup deadline gets here
-            raise _failure(
-                server, opening, None, f"no answer to initialize and tools/list within {timeout:g}s"
-            )
+            said = f"no answer to initialize and tools/list within {timeout:g}s"
+            raise _failure(server, opening, None, said + _downloading(server, timeout))
     except BaseException as exc:
         if session is not None or isinstance(exc, MCPServerStartupError) or not _only_exceptions(exc):
             raise
