@@ -468,6 +468,7 @@ async def test_a_package_runner_that_does_not_answer_in_time_says_it_may_be_fetc
     npx = tmp_path / "npx"  # stands in for npx fetching its package: it says nothing
     npx.write_text(f"#!{sys.executable}\nimport time\ntime.sleep(60)\n")
     npx.chmod(0o755)
+    # real-time: a real process's start-up deadline, 0.5 s, as in test_server_that_never_answers_initialize
     settings = McpSettings(server_startup_timeout_seconds=0.5)
     server = ServerConfig(name="fs", command=str(npx), args=("-y", "@modelcontextprotocol/server-filesystem"))
     with trio.fail_after(GUARD), pytest.raises(MCPServerStartupError) as caught:
