@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-__all__ = ["json_type_name"]
+__all__ = ["json_kind", "json_type_name"]
 
 
 def json_type_name(value: object) -> str:
@@ -24,3 +24,12 @@ def json_type_name(value: object) -> str:
     if isinstance(value, Mapping):
         return "object"
     return type(value).__name__
+
+
+def json_kind(value: object) -> str:
+    """A parsed JSON value's kind as a sentence names it: ``a string``, ``an array``, ``a number``."""
+    name = json_type_name(value)
+    if name == "null":
+        return name
+    name = "number" if name == "integer" else name
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"

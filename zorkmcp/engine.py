@@ -39,11 +39,12 @@ import json
 import math
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager, nullcontext
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import anyio
 import attrs
 
+from ._jsontypes import json_kind
 from .config import SamplingSettings
 from .errors import LLMError, ModelCompatibilityError
 from .llm import CompletionRequest, supports_tool_calling
@@ -316,9 +317,6 @@ def _warned(error: str) -> str:
     return f"{error[:WARNED_ERROR_CHARS]}… ({len(error) - WARNED_ERROR_CHARS} more characters)"
 
 
-_JSON_TYPES: Final = {type(None): "null", list: "an array", str: "a string", bool: "a boolean"}
-
-
 def _parse_arguments(raw: str) -> dict[str, Any]:
     """Requirement 5.3: the JSON arguments are parsed before execution (see :func:`_decode_arguments`).
 
@@ -329,7 +327,7 @@ def _parse_arguments(raw: str) -> dict[str, Any]:
     if arguments is None:  # "null": no arguments, as an empty string is
         return {}
     if not isinstance(arguments, dict):
-        raise ValueError(f"expected a JSON object, got {_JSON_TYPES.get(type(arguments), 'a number')}")
+        raise ValueError(f"expected a JSON object, got {json_kind(arguments)}")
     return arguments
 
 

@@ -70,6 +70,7 @@ import mcp_types
 from attrs import define, field
 from mcp.shared.message import SessionMessage
 
+from .._jsontypes import json_kind
 from .._pidfds import OWNER_ENV_VAR, ensure_guard, owner_token, wait_for_pidfds
 from .._surrogates import lone_surrogate
 from ._events import logger
@@ -291,15 +292,6 @@ INVALID_ANSWER = "zorkmcp: invalid answer"
 """The ``data`` of the JSON-RPC error a stdio transport hands the session in place of an answer that is
 not valid JSON-RPC (:func:`_invalid_answer`): its message says what is wrong, and is the whole reason."""
 
-_JSON_KINDS = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "a number"}
-
-
-def _kind(value: object) -> str:
-    """``value``'s JSON type with its article: ``a string``, ``null``."""
-    if value is None:
-        return "null"
-    return next((name for kind, name in _JSON_KINDS.items() if isinstance(value, kind)), "a number")
-
 
 def _answer_problem(data: dict[str, Any]) -> str | None:
     """What makes ``data``, a JSON-RPC answer the SDK refused, invalid; ``None`` when it is not one."""
@@ -307,7 +299,7 @@ def _answer_problem(data: dict[str, Any]) -> str | None:
         found = "is missing" if "jsonrpc" not in data else f"is {json.dumps(data['jsonrpc'])[:40]}"
         return f'its "jsonrpc" {found}, where JSON-RPC 2.0 needs "jsonrpc": "2.0"'
     if "result" in data and not isinstance(data["result"], dict):
-        return f'its "result" is {_kind(data["result"])}, where an MCP result is an object'
+        return f'its "result" is {json_kind(data["result"])}, where an MCP result is an object'
     if "error" in data:
         return 'its "error" is not a JSON-RPC error object ({"code": integer, "message": string})'
     return None
