@@ -50,12 +50,13 @@ from ._parse import (
     STREAM_CUT,
     KeyUse,
     Scrubber,
+    body_retry_delay,
     error_codes,
     http_error,
     make_scrubber,
     parse_completion,
 )
-from ._retry import backoff_delay, body_retry_delay, default_rng, parse_retry_after
+from ._retry import backoff_delay, default_rng, parse_retry_after
 from ._urls import chat_completions_url, is_local_base_url, is_openrouter
 
 if TYPE_CHECKING:

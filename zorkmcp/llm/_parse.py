@@ -31,6 +31,7 @@ __all__ = [
     "TOO_LARGE_REMEDY",
     "KeyUse",
     "Scrubber",
+    "body_retry_delay",
     "error_codes",
     "excerpt",
     "http_error",
@@ -195,6 +196,31 @@ def _unwrapped(data: Any) -> Any:
     if isinstance(data, list) and data and isinstance(data[0], dict):
         return data[0]
     return data
+
+
+_DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)s\s*")
+"""A protobuf ``Duration`` in JSON: seconds with an ``s`` (``"3s"``, ``"0.5s"``)."""
+
+
+def body_retry_delay(body: bytes) -> float | None:
+    """Seconds to wait that an error body names when no ``Retry-After`` header does: Google's
+    ``RetryInfo`` (Gemini's OpenAI-compatible endpoint answers 429 with ``[{"error": {…, "details":
+    [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "3s"}]}}]`` and no header).
+
+    Returns:
+        The wait in seconds, or ``None`` when the body names none (or is not JSON).
+    """
+    data = _unwrapped(_loads(body))
+    error = data.get("error") if isinstance(data, dict) else None
+    details = error.get("details") if isinstance(error, dict) else None
+    for detail in details if isinstance(details, list) else ():
+        if not isinstance(detail, dict) or not str(detail.get("@type", "")).endswith("google.rpc.RetryInfo"):
+            continue
+        delay = detail.get("retryDelay")
+        match = _DURATION.fullmatch(delay) if isinstance(delay, str) else None
+        if match is not None:
+            return float(match[1])
+    return None
 
 
 def _provider_message(data: Any) -> str | None:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import math
 import random
-import re
 import time
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING
@@ -13,7 +11,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..config import RetrySettings
 
-__all__ = ["backoff_delay", "body_retry_delay", "default_rng", "parse_retry_after"]
+__all__ = ["backoff_delay", "default_rng", "parse_retry_after"]
 
 _RNG = random.Random()  # noqa: S311 -- jitter for backoff, not cryptography
 
@@ -86,33 +84,3 @@ def parse_retry_after(
     if reference is None:
         reference = time.time() if now is None else now
     return max(target - reference, 0.0)
-
-
-_DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)s\s*")
-"""A protobuf ``Duration`` in JSON: seconds with an ``s`` (``"3s"``, ``"0.5s"``)."""
-
-
-def body_retry_delay(body: bytes) -> float | None:
-    """Seconds to wait that an error body names when no ``Retry-After`` header does: Google's
-    ``RetryInfo`` (Gemini's OpenAI-compatible endpoint answers 429 with ``[{"error": {…, "details":
-    [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "3s"}]}}]`` and no header).
-
-    Returns:
-        The wait in seconds, or ``None`` when the body names none (or is not JSON).
-    """
-    try:
-        data = json.loads(body)
-    except ValueError:
-        return None
-    if isinstance(data, list) and data:
-        data = data[0]
-    error = data.get("error") if isinstance(data, dict) else None
-    details = error.get("details") if isinstance(error, dict) else None
-    for detail in details if isinstance(details, list) else ():
-        if not isinstance(detail, dict) or not str(detail.get("@type", "")).endswith("google.rpc.RetryInfo"):
-            continue
-        delay = detail.get("retryDelay")
-        match = _DURATION.fullmatch(delay) if isinstance(delay, str) else None
-        if match is not None:
-            return float(match[1])
-    return None
