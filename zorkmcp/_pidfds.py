@@ -81,6 +81,7 @@ __all__ = [
     "guard_pid",
     "kill_session_processes",
     "owner_token",
+    "process_children",
     "wait_for_pidfds",
 ]
 
@@ -418,6 +419,15 @@ def _parent_of(pid: int) -> int | None:
     return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else None
 
 
+def process_children() -> dict[int, list[int]]:
+    """Each process's children, by its PID, from one walk of ``/proc`` (empty where there is none)."""
+    children: dict[int, list[int]] = {}
+    for pid in _processes():
+        if (parent := _parent_of(pid)) is not None:
+            children.setdefault(parent, []).append(pid)
+    return children
+
+
 def _stop_descendants(pinned: dict[int, int]) -> None:
     """SIGSTOP every process below a pinned one not pinned yet (a stopped parent keeps its children).
 
@@ -426,13 +436,12 @@ def _stop_descendants(pinned: dict[int, int]) -> None:
     a code-running server starts) or wrote over it (``setproctitle``). One walk reads each
     process's parent; the tree below the pinned processes is then followed in memory.
     """
-    children: dict[int, list[int]] = {}
-    for pid in _processes():
-        if pid not in pinned and (parent := _parent_of(pid)) is not None:
-            children.setdefault(parent, []).append(pid)
+    children = process_children()
     below = list(pinned)
     while below:
         for pid in children.pop(below.pop(), ()):
+            if pid in pinned:
+                continue
             pidfd = _pin(pid)
             if pidfd is None:
                 continue

@@ -70,7 +70,7 @@ from contextlib import ExitStack, contextmanager, suppress
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
-from ._pidfds import guard_pid, wait_for_pidfds
+from ._pidfds import guard_pid, process_children, wait_for_pidfds
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -387,13 +387,7 @@ def _end_with_servers(signum: int, frame: Any) -> None:
 
 def _descendants(root: int) -> list[int]:
     """Every process below ``root``, from ``/proc`` (children before their own children)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            with suppress(OSError, ValueError, IndexError):
-                with open(f"/proc/{entry.name}/stat", "rb") as f:
-                    parent = int(f.read().rsplit(b")", 1)[1].split()[1])
-                children.setdefault(parent, []).append(int(entry.name))
+    children = process_children()
     found, queue = [], list(children.get(root, ()))
     while queue:
         pid = queue.pop(0)
