@@ -1154,6 +1154,13 @@ _CMD_RUN: Final = frozenset({"/c", "/k", "/s", "/d", "/q"})
 """``cmd``'s switches before the command line it runs (``cmd /c npx ...``)."""
 
 
+def _not_windows() -> str | None:
+    """This system's name for a message (``Linux``, ``macOS``), or ``None`` on Windows."""
+    if sys.platform == "win32":
+        return None
+    return {"darwin": "macOS", "linux": "Linux"}.get(sys.platform, sys.platform)
+
+
 def _windows_form(server: ServerConfig, path: str) -> str | None:
     """The problem line of a stdio command written for Windows, on another system (``None``: none).
 
@@ -1163,9 +1170,9 @@ def _windows_form(server: ServerConfig, path: str) -> str | None:
     nothing of why. A program of that name this system has (a ``cmd`` script on ``PATH``) is left alone.
     """
     command = server.command
-    if sys.platform == "win32" or command is None:
+    system = _not_windows()
+    if system is None or command is None:
         return None
-    system = {"darwin": "macOS", "linux": "Linux"}.get(sys.platform, sys.platform)
     search_path = server.env.get("PATH", os.environ.get("PATH", os.defpath))
     windows_path = _WINDOWS_PATH.match(command) is not None
     if not windows_path and ("/" in command or shutil.which(command, path=search_path)):
@@ -1203,9 +1210,9 @@ def _windows_form(server: ServerConfig, path: str) -> str | None:
 def _windows_arguments(server: ServerConfig, path: str) -> list[str]:
     """The problem line of the first argument that is a Windows drive's path (``C:\\Users\\me``), on
     another system: the server would start, and fail at its first use of the folder."""
-    if sys.platform == "win32":
+    system = _not_windows()
+    if system is None:
         return []
-    system = {"darwin": "macOS", "linux": "Linux"}.get(sys.platform, sys.platform)
     for index, arg in enumerate(server.args):
         if re.match(r"[A-Za-z]:\\", arg):
             return [
