@@ -265,6 +265,8 @@ def _exact_float(text: str) -> float:
     such text stays text.
     """
     value = float(text)
+    if repr(value) == text:  # most numbers: written as Python writes them back, nothing to compare
+        return value
     if not math.isfinite(value) or Decimal(text) != Decimal(repr(value)):
         raise _Inexact(text)
     return value
