@@ -325,7 +325,7 @@ class LogFiles:
             with _held_for_append(path) as log:
                 if log is not None:
                     data = _mend_last_line(log, path, json_lines=which == "json") + data
-                append_whole(path, data)
+                append_whole(path if log is None else log, data)  # through the locked descriptor
         except OSError as exc:
             excess = len(held) - self.limit
             if excess > 0:
@@ -347,13 +347,14 @@ def _one_line(message: str) -> str:
 
 @contextlib.contextmanager
 def _held_for_append(path: Path) -> Iterator[int | None]:
-    """An exclusive ``flock`` on the regular file at ``path`` for one append, and a descriptor to read
-    its end with; ``None`` when it is no regular file (a terminal, a pipe, ``/dev/null``), is not there
-    yet, cannot be read, or its file system does not lock (the append goes on as before)."""
+    """An exclusive ``flock`` on the regular file at ``path`` for one append, and a descriptor (open for
+    appending) to read its end with and write through; ``None`` when it is no regular file (a
+    terminal, a pipe, ``/dev/null``), is not there yet, or cannot be opened (the append opens it). On
+    a file system that does not lock, the descriptor comes without the lock."""
     fd: int | None = None
     with contextlib.suppress(OSError):
         if stat.S_ISREG(os.stat(path).st_mode):
-            fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
     if fd is None:
         yield None
         return
