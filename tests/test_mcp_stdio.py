@@ -466,7 +466,7 @@ async def test_a_package_runner_that_does_not_answer_in_time_says_it_may_be_fetc
     # Before: only "no answer to initialize and tools/list within 0.5s": npx's first run, fetching the
     # package, outlasts a short start-up timeout, and nothing said so
     npx = tmp_path / "npx"  # stands in for npx fetching its package: it says nothing
-    npx.write_text(f"#!{sys.executable}\nimport time\ntime.sleep(60)\n")
+    npx.write_text(f"#!{sys.executable}\nimport time\ntime.sleep(60)\n")  # real-time: idle until stopped
     npx.chmod(0o755)
     # real-time: a real process's start-up deadline, 0.5 s, as in test_server_that_never_answers_initialize
     settings = McpSettings(server_startup_timeout_seconds=0.5)

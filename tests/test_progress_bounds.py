@@ -55,7 +55,7 @@ def _flooding() -> MCPServer:
         """200 progress notifications at once, then one more a second later."""
         for step in range(200):
             await ctx.report_progress(step, 201, f"step {step}")
-        await anyio.sleep(1)
+        await anyio.sleep(1)  # virtual: the test runs on autojump_clock
         await ctx.report_progress(200, 201, "last")
         return "done"
 

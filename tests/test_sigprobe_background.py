@@ -294,6 +294,7 @@ def pending():
         fields = dict(line.split(":\\t", 1) for line in f if ":\\t" in line)
     return bool(int(fields["SigPnd"], 16) & 2 or int(fields["ShdPnd"], 16) & 2)
 
+# real-time: a server process deaf to SIGTERM that waits, idle, until it is killed
 STUBBORN = "import signal as s, time; s.signal(s.SIGTERM, s.SIG_IGN); print(flush=True); time.sleep(600)"
 
 async def main():
@@ -302,7 +303,7 @@ async def main():
         server.stdout.readline()
         print("server", server.pid, flush=True)
     os.kill(os.getpid(), signal.SIGINT)
-    await trio.sleep(0)
+    await trio.sleep(0)  # a checkpoint, no wait: where a delivered SIGINT would be raised
     print("SIGINT dropped", pending(), flush=True)
     os.kill(os.getpid(), signal.SIGTERM)
     try:
